@@ -1,0 +1,37 @@
+"""hookgrad: a define-by-run autograd and nn library over NumPy whose hooks behave exactly like PyTorch's.
+
+``import hookgrad as torch`` runs PyTorch code unchanged where hookgrad covers the API.
+"""
+from ._dtype import (dtype, bool_ as bool, uint8, int8, int16, int32, int64, float16, float32, float64,
+                     get_default_dtype, set_default_dtype, promote_types)
+from ._dtype import float16 as half, float32 as float, float64 as double, int64 as long, int32 as int, \
+    int16 as short, uint8 as byte, int8 as char
+from ._tensor import Tensor, Size, device
+from .autograd.grad_mode import no_grad, enable_grad, set_grad_enabled, inference_mode, is_grad_enabled, \
+    is_inference_mode_enabled
+from . import ops as _ops
+from ._creation import (tensor, as_tensor, asarray, from_numpy, zeros, ones, empty, full, zeros_like, ones_like,
+                        empty_like, full_like, arange, linspace, logspace, eye, rand, randn, randint, randperm,
+                        rand_like, randn_like, randint_like, bernoulli, multinomial, normal, manual_seed, seed,
+                        initial_seed, get_rng_state, set_rng_state, Generator, default_generator)
+from .ops.elementwise import (add, sub, subtract, mul, multiply, div, divide, true_divide, pow, neg, negative, abs,
+                              absolute, exp, expm1, log, log2, log10, log1p, sqrt, rsqrt, sin, cos, tan, tanh,
+                              sigmoid, erf, reciprocal, relu, sign, floor, ceil, round, trunc, fix, frac, clamp,
+                              clip, clamp_min, clamp_max, minimum, maximum, fmax, fmin, floor_divide, remainder,
+                              fmod, square, atan2, arctan2, lerp, rsub)
+from .ops.reduce import sum, mean
+from .ops.linalg import matmul, mm, bmm, mv, dot, inner, addmm, outer, ger
+from .ops.shape import (reshape, flatten, unflatten, permute, transpose, swapaxes, swapdims, t, squeeze, unsqueeze,
+                        clone, flip, fliplr, flipud, roll, tile, movedim, moveaxis, broadcast_to)
+from .ops.index import (where, eq, ne, lt, le, gt, ge, not_equal, less, less_equal, greater, greater_equal,
+                        logical_and, logical_or, logical_xor, logical_not, bitwise_and, bitwise_or, bitwise_xor,
+                        bitwise_not, isnan, isinf, isfinite, isposinf, isneginf, equal, allclose, isclose, nonzero,
+                        argwhere, any, all, index_put)
+from . import autograd
+from .autograd import Node as _Node
+from . import utils
+
+FloatTensor = DoubleTensor = LongTensor = Tensor  # isinstance() checks in old code
+strided = "torch.strided"
+contiguous_format = preserve_format = channels_last = None
+__version__ = "0.1.0"

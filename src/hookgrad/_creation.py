@@ -1,0 +1,444 @@
+"""Tensor creation, random numbers (Generator, manual_seed) and in-place fills."""
+import math
+
+import numpy as np
+
+from . import _dtype as D
+from ._tensor import Tensor, Size, _check_device
+from .autograd.grad_mode import _state
+
+
+# ------------------------------------------------------------------------------- generators
+class Generator:
+    """A random-number generator (NumPy's PCG64 underneath; same API as torch.Generator)."""
+
+    def __init__(self, device="cpu"):
+        self._seed = 67280421310721
+        self._rng = np.random.Generator(np.random.PCG64(self._seed))
+        self.device = device
+
+    def manual_seed(self, seed):
+        seed = int(seed)
+        self._seed = seed
+        self._rng = np.random.Generator(np.random.PCG64(seed & 0xFFFFFFFFFFFFFFFF))
+        return self
+
+    def seed(self):
+        s = int(np.random.SeedSequence().entropy) & 0xFFFFFFFFFFFFFFFF
+        self.manual_seed(s)
+        return s
+
+    def initial_seed(self):
+        return self._seed
+
+    def get_state(self):
+        import pickle
+        return Tensor._make(np.frombuffer(pickle.dumps(self._rng.bit_generator.state), dtype=np.uint8).copy())
+
+    def set_state(self, state):
+        import pickle
+        self._rng.bit_generator.state = pickle.loads(state._data.tobytes())
+        return self
+
+    def __repr__(self):
+        return f"<torch._C.Generator object at {hex(id(self))}>"
+
+
+default_generator = Generator()
+
+
+def manual_seed(seed):
+    """Seed the default generator; returns it, like torch.manual_seed."""
+    return default_generator.manual_seed(seed)
+
+
+def seed():
+    return default_generator.seed()
+
+
+def initial_seed():
+    return default_generator.initial_seed()
+
+
+def get_rng_state():
+    return default_generator.get_state()
+
+
+def set_rng_state(state):
+    default_generator.set_state(state)
+
+
+def _rng(generator):
+    return (generator or default_generator)._rng
+
+
+# ------------------------------------------------------------------------------ factories
+def _size(size):
+    if len(size) == 1 and isinstance(size[0], (tuple, list, Size)):
+        size = tuple(size[0])
+    size = tuple(int(s) for s in size)
+    for s in size:
+        if s < 0:
+            raise RuntimeError(f"Trying to create tensor with negative dimension {s}: {list(size)}")
+    return size
+
+
+def _finish(data, dtype, requires_grad, device=None):
+    _check_device(device)
+    if dtype is not None:
+        dt = D.to_dtype(dtype)
+        if data.dtype != dt.np:
+            data = data.astype(dt.np)
+    t = Tensor._make(data)
+    if requires_grad:
+        if data.dtype.kind != "f":
+            raise RuntimeError("Only Tensors of floating point and complex dtype can require gradients")
+        t.requires_grad = True
+    if _state.inference:
+        t.__dict__["_inference"] = True
+    return t
+
+
+def _infer_dtype(data):
+    """dtype of nested Python data, with PyTorch's rules (floats -> default dtype)."""
+    if isinstance(data, np.ndarray):
+        return D.from_numpy_dtype(data.dtype)
+    flat = []
+
+    def walk(x):
+        if isinstance(x, (list, tuple)):
+            for y in x:
+                walk(y)
+        else:
+            flat.append(x)
+    walk(data)
+    kinds = set()
+    for x in flat:
+        if isinstance(x, Tensor):
+            kinds.add(x.dtype)
+        elif isinstance(x, (bool, np.bool_)):
+            kinds.add(D.bool_)
+        elif isinstance(x, (int, np.integer)):
+            kinds.add(D.int64)
+        elif isinstance(x, (float, np.floating)):
+            kinds.add("float")
+        elif isinstance(x, complex):
+            raise TypeError("hookgrad does not support complex numbers")
+        else:
+            raise TypeError(f"new(): invalid data type '{type(x).__name__}'")
+    if "float" in kinds:
+        return D.get_default_dtype()
+    if not kinds:
+        return D.get_default_dtype()
+    res = None
+    for k in kinds:
+        res = k if res is None else D._promote_pair(res, k)
+    return res
+
+
+def _to_array(data):
+    if isinstance(data, (list, tuple)):
+        return np.array([_to_array(x) for x in data]) if data and isinstance(data[0], (list, tuple, Tensor)) \
+            else np.array([x.item() if isinstance(x, Tensor) else x for x in data])
+    if isinstance(data, Tensor):
+        return data._data
+    return np.asarray(data)
+
+
+def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=False):
+    """Build a tensor by copying data (nested lists, numbers, arrays or tensors)."""
+    if isinstance(data, Tensor):
+        arr = data._data.copy()
+        dt = D.to_dtype(dtype) if dtype is not None else data.dtype
+    else:
+        dt = D.to_dtype(dtype) if dtype is not None else _infer_dtype(data)
+        try:
+            arr = np.array(_to_array(data), dtype=dt.np)
+        except ValueError as e:
+            if "inhomogeneous" in str(e) or "sequence" in str(e):
+                raise ValueError(f"expected sequence of length {_first_len(data)} at dim 1 (got {_other_len(data)})") from None
+            raise
+    return _finish(arr, dt, requires_grad, device)
+
+
+def _first_len(data):
+    try:
+        return len(data[0])
+    except TypeError:
+        return 0
+
+
+def _other_len(data):
+    try:
+        lens = [len(x) for x in data]
+        f = lens[0]
+        return next(l for l in lens if l != f)
+    except Exception:
+        return "?"
+
+
+def as_tensor(data, dtype=None, device=None):
+    if isinstance(data, Tensor):
+        if dtype is None or D.to_dtype(dtype) is data.dtype:
+            return data
+        return data.to(dtype)
+    if isinstance(data, np.ndarray):
+        t = from_numpy(data)
+        return t if dtype is None else t.to(dtype)
+    return tensor(data, dtype=dtype, device=device)
+
+
+asarray = as_tensor
+
+
+def from_numpy(ndarray):
+    """A tensor sharing memory with the NumPy array."""
+    if not isinstance(ndarray, np.ndarray):
+        raise TypeError(f"expected np.ndarray (got {type(ndarray).__name__})")
+    D.from_numpy_dtype(ndarray.dtype)
+    return Tensor._make(ndarray)
+
+
+def _default(dtype):
+    return D.to_dtype(dtype).np if dtype is not None else D.get_default_dtype().np
+
+
+def zeros(*size, out=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False):
+    return _finish(np.zeros(_size(size), _default(dtype)), None, requires_grad, device)
+
+
+def ones(*size, out=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False):
+    return _finish(np.ones(_size(size), _default(dtype)), None, requires_grad, device)
+
+
+def empty(*size, out=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False, memory_format=None):
+    return _finish(np.zeros(_size(size), _default(dtype)), None, requires_grad, device)
+
+
+def full(size, fill_value, *, out=None, dtype=None, layout=None, device=None, requires_grad=False):
+    if dtype is None:
+        if isinstance(fill_value, bool):
+            dtype = D.bool_
+        elif isinstance(fill_value, int):
+            dtype = D.int64
+        elif isinstance(fill_value, Tensor):
+            dtype = fill_value.dtype
+            fill_value = fill_value.item()
+    return _finish(np.full(_size((size,)), fill_value, _default(dtype)), None, requires_grad, device)
+
+
+def _like(fn):
+    def like(input, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None):
+        return fn(input._data.shape, dtype=dtype if dtype is not None else input.dtype, requires_grad=requires_grad)
+    return like
+
+
+zeros_like = _like(zeros)
+ones_like = _like(ones)
+empty_like = _like(empty)
+
+
+def full_like(input, fill_value, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None):
+    return full(input._data.shape, fill_value, dtype=dtype if dtype is not None else input.dtype,
+                requires_grad=requires_grad)
+
+
+def arange(start, end=None, step=1, *, out=None, dtype=None, layout=None, device=None, requires_grad=False):
+    if end is None:
+        start, end = 0, start
+    vals = [v.item() if isinstance(v, Tensor) else v for v in (start, end, step)]
+    start, end, step = vals
+    if step == 0:
+        raise RuntimeError("step must be nonzero")
+    if (end - start) / step < 0:
+        raise RuntimeError("upper bound and larger bound inconsistent with step sign")
+    if dtype is None:
+        dtype = D.int64 if all(isinstance(v, int) for v in vals) else D.get_default_dtype()
+    dt = D.to_dtype(dtype)
+    n = int(math.ceil((end - start) / step))
+    data = (start + np.arange(n, dtype=np.float64) * step) if dt.is_floating_point else np.arange(start, end, step)
+    return _finish(data.astype(dt.np), None, requires_grad, device)
+
+
+def range_(start, end, step=1, *, dtype=None, requires_grad=False, device=None):
+    dt = D.to_dtype(dtype) if dtype is not None else D.get_default_dtype()
+    n = int(math.floor((end - start) / step)) + 1
+    return _finish((start + np.arange(n) * step).astype(dt.np), None, requires_grad, device)
+
+
+def linspace(start, end, steps, *, out=None, dtype=None, layout=None, device=None, requires_grad=False):
+    dt = D.to_dtype(dtype) if dtype is not None else D.get_default_dtype()
+    if steps < 0:
+        raise RuntimeError("number of steps must be non-negative")
+    # PyTorch computes the second half from the end to keep it symmetric
+    step = (end - start) / (steps - 1) if steps > 1 else 0.0
+    idx = np.arange(steps, dtype=np.float64)
+    half = steps // 2
+    data = np.where(idx < half, start + step * idx, end - step * (steps - idx - 1))
+    return _finish(data.astype(dt.np), None, requires_grad, device)
+
+
+def logspace(start, end, steps, base=10.0, *, dtype=None, requires_grad=False, device=None):
+    t = linspace(start, end, steps, dtype=D.float64)
+    dt = D.to_dtype(dtype) if dtype is not None else D.get_default_dtype()
+    return _finish((base ** t._data).astype(dt.np), None, requires_grad, device)
+
+
+def eye(n, m=None, *, out=None, dtype=None, layout=None, device=None, requires_grad=False):
+    return _finish(np.eye(n, m if m is not None else n, dtype=_default(dtype)), None, requires_grad, device)
+
+
+# ----------------------------------------------------------------------------------- random
+def rand(*size, generator=None, out=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False):
+    dt = _default(dtype)
+    return _finish(_rng(generator).random(_size(size), dtype=np.float64).astype(dt), None, requires_grad, device)
+
+
+def randn(*size, generator=None, out=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False):
+    dt = _default(dtype)
+    return _finish(_rng(generator).standard_normal(_size(size)).astype(dt), None, requires_grad, device)
+
+
+def randint(low=0, high=None, size=None, *, generator=None, out=None, dtype=None, layout=None, device=None,
+            requires_grad=False):
+    if high is None:
+        low, high = 0, low
+    if size is None:
+        raise TypeError("randint() missing 1 required positional arguments: \"size\"")
+    if low >= high:
+        raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}")
+    dt = D.to_dtype(dtype).np if dtype is not None else np.int64
+    return _finish(_rng(generator).integers(low, high, _size((size,))).astype(dt), None, requires_grad, device)
+
+
+def randperm(n, *, generator=None, out=None, dtype=None, layout=None, device=None, requires_grad=False):
+    dt = D.to_dtype(dtype).np if dtype is not None else np.int64
+    return _finish(_rng(generator).permutation(n).astype(dt), None, requires_grad, device)
+
+
+def rand_like(input, *, dtype=None, generator=None, requires_grad=False, **kw):
+    return rand(input._data.shape, dtype=dtype or input.dtype, generator=generator, requires_grad=requires_grad)
+
+
+def randn_like(input, *, dtype=None, generator=None, requires_grad=False, **kw):
+    return randn(input._data.shape, dtype=dtype or input.dtype, generator=generator, requires_grad=requires_grad)
+
+
+def randint_like(input, low=0, high=None, *, dtype=None, requires_grad=False, **kw):
+    if high is None:
+        low, high = 0, low
+    return randint(low, high, input._data.shape, dtype=dtype or input.dtype, requires_grad=requires_grad)
+
+
+def bernoulli(input, p=None, *, generator=None):
+    prob = input._data if p is None else np.full(input._data.shape, p)
+    return Tensor._make((_rng(generator).random(input._data.shape) < prob).astype(input._data.dtype))
+
+
+def multinomial(input, num_samples, replacement=False, *, generator=None):
+    p = input._data.astype(np.float64)
+    rng = _rng(generator)
+
+    def one(row):
+        row = row / row.sum()
+        return rng.choice(len(row), size=num_samples, replace=replacement, p=row)
+    if p.ndim == 1:
+        return Tensor._make(one(p).astype(np.int64))
+    return Tensor._make(np.stack([one(r) for r in p]).astype(np.int64))
+
+
+def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, requires_grad=False):
+    if isinstance(mean, Tensor) or isinstance(std, Tensor):
+        m = mean._data if isinstance(mean, Tensor) else mean
+        s = std._data if isinstance(std, Tensor) else std
+        shp = np.broadcast_shapes(np.shape(m), np.shape(s))
+        ref = mean if isinstance(mean, Tensor) else std
+        return Tensor._make((m + s * _rng(generator).standard_normal(shp)).astype(ref._data.dtype))
+    return _finish((mean + std * _rng(generator).standard_normal(_size((size,)))).astype(_default(dtype)), None,
+                   requires_grad)
+
+
+# ------------------------------------------------------------------------- in-place fills
+def _fill_check(self):
+    from .ops._inplace import check_inplace
+    check_inplace(self)
+
+
+def _fill(self, values):
+    """Write values into self, bumping the version. Under grad mode a leaf requiring grad refuses."""
+    _fill_check(self)
+    if not self._data.flags.writeable:
+        raise RuntimeError("unsupported operation: more than one element of the written-to tensor refers to a single "
+                           "memory location. Please clone() the tensor before performing the operation.")
+    self._data[...] = values
+    self._vc[0] += 1
+    if self.grad_fn is not None and _state.enabled:
+        # the value no longer depends on the graph (PyTorch records FillBackward / ZeroBackward)
+        from .ops._inplace import _rebase
+        from .ops.elementwise import ZeroGrad
+        node = _Fill.__new__(_Fill)
+        out = node._record((Tensor._make(self._data, True, self.grad_fn, self._output_nr),), self._data)
+        _rebase(self, out.grad_fn, 0)
+    return self
+
+
+from .autograd.graph import Node as _Node  # noqa: E402
+
+
+class _Fill(_Node, name="FillBackward0"):
+    def backward(self, g):
+        return g * 0
+
+
+def fill_(self, value):
+    v = value.item() if isinstance(value, Tensor) else value
+    return _fill(self, v)
+
+
+def zero_(self):
+    return _fill(self, 0)
+
+
+def normal_(self, mean=0.0, std=1.0, *, generator=None):
+    return _fill(self, mean + std * _rng(generator).standard_normal(self._data.shape))
+
+
+def uniform_(self, a=0.0, b=1.0, *, generator=None):
+    return _fill(self, a + (b - a) * _rng(generator).random(self._data.shape))
+
+
+def random_(self, from_=0, to=None, *, generator=None):
+    if to is None:
+        from_, to = 0, from_ if from_ else 2 ** 24
+    return _fill(self, _rng(generator).integers(from_, to, self._data.shape))
+
+
+def bernoulli_(self, p=0.5, *, generator=None):
+    return _fill(self, (_rng(generator).random(self._data.shape) < p))
+
+
+def exponential_(self, lambd=1.0, *, generator=None):
+    return _fill(self, _rng(generator).exponential(1.0 / lambd, self._data.shape))
+
+
+def copy_(self, src, non_blocking=False):
+    """Copy src into self (broadcasting); differentiable w.r.t. src, like PyTorch."""
+    from .ops._inplace import inplace_apply
+    if not isinstance(src, Tensor):
+        src = tensor(src)
+    try:
+        np.broadcast_to(src._data, self._data.shape)
+    except ValueError:
+        raise RuntimeError(f"The size of tensor a ({self._data.shape[-1] if self._data.ndim else 1}) must match the size "
+                           f"of tensor b ({src._data.shape[-1] if src._data.ndim else 1}) at non-singleton dimension "
+                           f"{max(self._data.ndim - 1, 0)}") from None
+    return inplace_apply(self, _Copy, (src,), {})
+
+
+class _Copy(_Node, name="CopyBackwards"):
+    def forward(self, x, src):
+        self.src_dtype = src.dtype
+        return np.broadcast_to(src, x.shape).astype(x.dtype)
+
+    def backward(self, g):
+        return g * 0, g

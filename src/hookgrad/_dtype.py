@@ -1,0 +1,144 @@
+"""dtypes as PyTorch names them, mapped onto NumPy, with PyTorch's promotion rules."""
+import numpy as np
+
+
+class dtype:
+    """A tensor element type: ``hookgrad.float32`` prints as ``torch.float32``."""
+    __slots__ = ("name", "np", "is_floating_point", "is_complex", "is_signed", "itemsize", "_rank", "_cat", "_legacy")
+
+    def __init__(self, name, np_dtype, cat, rank, legacy):
+        self.name = name
+        self.np = np.dtype(np_dtype)
+        self._cat = cat          # 0 bool, 1 integer, 2 floating
+        self._rank = rank
+        self.is_floating_point = cat == 2
+        self.is_complex = False
+        self.is_signed = name not in ("uint8", "bool")
+        self.itemsize = self.np.itemsize
+        self._legacy = legacy    # torch.FloatTensor style name used in hook error messages
+
+    def __repr__(self):
+        return "torch." + self.name
+
+    def __reduce__(self):
+        return (_by_name, (self.name,))
+
+    def to_real(self):
+        return self
+
+    def to_complex(self):  # pragma: no cover - complex is not supported
+        raise RuntimeError("hookgrad does not support complex dtypes")
+
+
+bool_ = dtype("bool", np.bool_, 0, 0, "BoolTensor")
+uint8 = dtype("uint8", np.uint8, 1, 1, "ByteTensor")
+int8 = dtype("int8", np.int8, 1, 2, "CharTensor")
+int16 = dtype("int16", np.int16, 1, 3, "ShortTensor")
+int32 = dtype("int32", np.int32, 1, 4, "IntTensor")
+int64 = dtype("int64", np.int64, 1, 5, "LongTensor")
+float16 = dtype("float16", np.float16, 2, 6, "HalfTensor")
+float32 = dtype("float32", np.float32, 2, 7, "FloatTensor")
+float64 = dtype("float64", np.float64, 2, 8, "DoubleTensor")
+
+ALL = (bool_, uint8, int8, int16, int32, int64, float16, float32, float64)
+_NP_TO_DT = {d.np: d for d in ALL}
+_NAMES = {d.name: d for d in ALL}
+_NAMES.update({"bool": bool_, "half": float16, "float": float32, "double": float64,
+               "long": int64, "int": int32, "short": int16, "byte": uint8, "char": int8})
+
+
+def _by_name(name):
+    return _NAMES[name]
+
+
+_default_float = float32
+
+
+def get_default_dtype():
+    return _default_float
+
+
+def set_default_dtype(d):
+    global _default_float
+    if not isinstance(d, dtype) or not d.is_floating_point:
+        raise TypeError(f"only floating-point types are supported as the default type, got {d}")
+    _default_float = d
+
+
+def from_numpy_dtype(npdt):
+    try:
+        return _NP_TO_DT[np.dtype(npdt)]
+    except KeyError:
+        raise TypeError(f"can't convert np.ndarray of type numpy.{np.dtype(npdt)}. The only supported types are: "
+                        "float64, float32, float16, int64, int32, int16, int8, uint8, and bool.") from None
+
+
+def to_dtype(d):
+    """Accept a hookgrad dtype, a NumPy dtype, a Python type or a name."""
+    if isinstance(d, dtype):
+        return d
+    if d is float:
+        return float64
+    if d is int:
+        return int64
+    if d is bool:
+        return bool_
+    if isinstance(d, str):
+        return _NAMES[d.replace("torch.", "")]
+    return from_numpy_dtype(d)
+
+
+# promotion ---------------------------------------------------------------
+
+def _promote_pair(a, b):
+    """torch.promote_types for two dtypes."""
+    if a is b:
+        return a
+    if a._cat != b._cat:
+        return a if a._cat > b._cat else b
+    if a._cat == 1:
+        # uint8 with a signed type: the smallest signed type holding both
+        if a is uint8 or b is uint8:
+            other = b if a is uint8 else a
+            return int16 if other is int8 else other
+    return a if a._rank > b._rank else b
+
+
+def promote_types(a, b):
+    return _promote_pair(to_dtype(a), to_dtype(b))
+
+
+def result_type_of(tensors, scalars=()):
+    """PyTorch's result_type: dimensioned tensors, then zero-dim tensors, then Python scalars,
+    each participating only when it raises the category."""
+    dim_t = None
+    zero_t = None
+    for t in tensors:
+        d = t.dtype
+        if t.data.ndim:
+            dim_t = d if dim_t is None else _promote_pair(dim_t, d)
+        else:
+            zero_t = d if zero_t is None else _promote_pair(zero_t, d)
+    res = dim_t
+    if zero_t is not None:
+        if res is None or zero_t._cat > res._cat:
+            res = zero_t if res is None or zero_t._cat > res._cat else res
+    for s in scalars:
+        sd = scalar_dtype(s)
+        if res is None:
+            res = get_default_dtype() if sd is float64 else sd
+        elif sd._cat > res._cat:
+            res = get_default_dtype() if sd is float64 else int64 if sd is int64 else sd
+    return res
+
+
+def scalar_dtype(s):
+    if isinstance(s, bool):
+        return bool_
+    if isinstance(s, int):
+        return int64
+    if isinstance(s, float):
+        return float64
+    if isinstance(s, np.generic):
+        return from_numpy_dtype(s.dtype)
+    raise TypeError(f"unsupported scalar type {type(s).__name__}")

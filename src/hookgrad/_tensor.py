@@ -1,0 +1,450 @@
+"""Tensor: a NumPy array plus what autograd needs (requires_grad, grad, grad_fn, hooks).
+
+Arithmetic and other methods are installed by ``hookgrad.ops`` (each op lives with its gradient);
+this file holds the state, the hook registration methods and the autograd entry points.
+"""
+import warnings
+import weakref
+
+import numpy as np
+
+from . import _dtype as D
+from .autograd import graph as _graph
+from .autograd.grad_mode import _state
+from .utils.hooks import RemovableHandle, HookDict
+
+_NONLEAF_GRAD_WARNING = (
+    "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its .grad attribute won't be "
+    "populated during autograd.backward(). If you indeed want the .grad field to be populated for a non-leaf "
+    "Tensor, use .retain_grad() on the non-leaf Tensor. If you access the non-leaf Tensor by mistake, make sure "
+    "you access the leaf Tensor instead. See github.com/pytorch/pytorch/pull/30531 for more information.")
+
+
+class Size(tuple):
+    """torch.Size: a tuple that prints as ``torch.Size([2, 3])``."""
+    __slots__ = ()
+
+    def __repr__(self):
+        return f"torch.Size([{', '.join(str(s) for s in self)}])"
+
+    __str__ = __repr__
+
+    def numel(self):
+        n = 1
+        for s in self:
+            n *= s
+        return n
+
+    def __getitem__(self, i):
+        r = tuple.__getitem__(self, i)
+        return Size(r) if isinstance(i, slice) else r
+
+    def __add__(self, other):
+        return Size(tuple.__add__(self, tuple(other)))
+
+    def __reduce__(self):
+        return (Size, (tuple(self),))
+
+
+class device:
+    """Only 'cpu' exists in hookgrad; the class mirrors torch.device for API compatibility."""
+    __slots__ = ("type", "index")
+
+    def __init__(self, type="cpu", index=None):
+        if isinstance(type, device):
+            type, index = type.type, type.index
+        if ":" in type:
+            type, idx = type.split(":")
+            index = int(idx)
+        self.type = type
+        self.index = index
+
+    def __repr__(self):
+        return f"device(type='{self.type}')" if self.index is None else f"device(type='{self.type}', index={self.index})"
+
+    def __str__(self):
+        return self.type if self.index is None else f"{self.type}:{self.index}"
+
+    def __eq__(self, other):
+        if isinstance(other, str):
+            other = device(other)
+        return isinstance(other, device) and self.type == other.type and self.index == other.index
+
+    def __hash__(self):
+        return hash((self.type, self.index))
+
+
+_CPU = device("cpu")
+
+
+def _check_device(d):
+    if d is None:
+        return
+    dv = d if isinstance(d, device) else device(str(d)) if not isinstance(d, int) else device("cpu")
+    if dv.type != "cpu":
+        raise RuntimeError(f"hookgrad runs on the CPU only; device '{dv}' is not available")
+
+
+class Tensor:
+    """A multi-dimensional array with autograd support, API-compatible with torch.Tensor."""
+    __slots__ = ("_data", "requires_grad", "grad_fn", "_output_nr", "_vc", "__weakref__", "__dict__")
+    # rarely-set state lives in the instance __dict__ only once set; these are the defaults
+    _grad = None
+    _backward_hooks = None
+    _post_accumulate_grad_hooks = None
+    _base = None
+    _grad_acc = None
+    _retains_grad = False
+    _view_fn = None
+
+    __array_priority__ = 1000
+
+    def __new__(cls, *args, **kwargs):
+        self = object.__new__(cls)
+        return self
+
+    def __init__(self, *args, **kwargs):
+        # legacy constructor torch.Tensor(data) / torch.Tensor(2, 3)
+        if args and isinstance(args[0], np.ndarray) and kwargs.get("_internal"):
+            return
+        if len(args) == 1 and not isinstance(args[0], int):
+            data = np.array(args[0].tolist() if isinstance(args[0], Tensor) else args[0], dtype=D.get_default_dtype().np)
+        else:
+            data = np.empty(tuple(args), dtype=D.get_default_dtype().np) if args else np.empty((0,), D.get_default_dtype().np)
+            data[...] = 0
+        _init(self, data, False, None, 0, None)
+
+    @classmethod
+    def _make(cls, data, requires_grad=False, grad_fn=None, output_nr=0, vc=None):
+        t = object.__new__(Tensor)
+        t._data = data
+        t.requires_grad = requires_grad
+        t.grad_fn = grad_fn
+        t._output_nr = output_nr
+        t._vc = vc if vc is not None else [0]
+        return t
+
+    # ---- basic properties ---------------------------------------------------------------
+    @property
+    def dtype(self):
+        return D._NP_TO_DT[self._data.dtype]
+
+    @property
+    def shape(self):
+        return Size(self._data.shape)
+
+    def size(self, dim=None):
+        if dim is None:
+            return Size(self._data.shape)
+        return self._data.shape[_wrap_dim(dim, self._data.ndim)]
+
+    def dim(self):
+        return self._data.ndim
+
+    ndimension = dim
+
+    @property
+    def ndim(self):
+        return self._data.ndim
+
+    def numel(self):
+        return int(self._data.size)
+
+    nelement = numel
+
+    def element_size(self):
+        return self._data.itemsize
+
+    @property
+    def itemsize(self):
+        return self._data.itemsize
+
+    @property
+    def nbytes(self):
+        return self._data.nbytes
+
+    @property
+    def device(self):
+        return _CPU
+
+    @property
+    def is_cuda(self):
+        return False
+
+    is_sparse = False
+    is_quantized = False
+    is_meta = False
+    is_mkldnn = False
+    is_nested = False
+    layout = "torch.strided"
+
+    def get_device(self):
+        return -1
+
+    @property
+    def is_leaf(self):
+        return self.grad_fn is None
+
+    @property
+    def _version(self):
+        return self._vc[0]
+
+    def is_floating_point(self):
+        return self._data.dtype.kind == "f"
+
+    def is_complex(self):
+        return False
+
+    def is_contiguous(self, memory_format=None):
+        return bool(self._data.flags.c_contiguous)
+
+    def stride(self, dim=None):
+        isz = self._data.itemsize
+        st = tuple(s // isz for s in self._data.strides)
+        return st if dim is None else st[_wrap_dim(dim, self._data.ndim)]
+
+    def storage_offset(self):
+        return 0
+
+    def data_ptr(self):
+        return self._data.__array_interface__["data"][0]
+
+    def _is_view(self):
+        return self._base is not None
+
+    @property
+    def output_nr(self):
+        return self._output_nr
+
+    @property
+    def grad(self):
+        if self.grad_fn is not None and not self._retains_grad and self._grad is None:
+            warnings.warn(_NONLEAF_GRAD_WARNING, UserWarning, stacklevel=2)
+        return self._grad
+
+    @grad.setter
+    def grad(self, value):
+        if value is not None:
+            if not isinstance(value, Tensor):
+                raise TypeError(f"assigned grad expected to be a Tensor or None but got grad of type {type(value).__name__}")
+            if value.dtype is not self.dtype:
+                raise RuntimeError("attempting to assign a gradient with dtype "
+                                   f"'{value.dtype.name}' to a tensor with dtype '{self.dtype.name}'. Please ensure "
+                                   "that the gradient and the tensor have the same dtype")
+            if value._data.shape != self._data.shape:
+                raise RuntimeError(f"assigned grad has data of a different size: expected {list(self.shape)}, "
+                                   f"got {list(value.shape)}")
+        self._grad = value
+
+    @grad.deleter
+    def grad(self):
+        self._grad = None
+
+    @property
+    def data(self):
+        t = Tensor._make(self._data)
+        return t
+
+    @data.setter
+    def data(self, value):
+        self._data = value._data if isinstance(value, Tensor) else np.asarray(value)
+
+    @property
+    def retains_grad(self):
+        return self._retains_grad
+
+    def requires_grad_(self, requires_grad=True):
+        if not requires_grad and self.grad_fn is not None:
+            raise RuntimeError("you can only change requires_grad flags of leaf variables. If you want to use a "
+                               "computed variable in a subgraph that doesn't require differentiation use "
+                               "var_no_grad = var.detach().")
+        if requires_grad and self._data.dtype.kind != "f":
+            raise RuntimeError("only Tensors of floating point and complex dtype can require gradients")
+        self.requires_grad = requires_grad
+        return self
+
+    def _grad_accumulator(self):
+        acc = self._grad_acc() if self._grad_acc is not None else None
+        if acc is None:
+            acc = _graph.AccumulateGrad(self)
+            self._grad_acc = weakref.ref(acc)
+        return acc
+
+    # ---- detach / clone share-or-copy ----------------------------------------------------
+    def detach(self):
+        t = Tensor._make(self._data, False, None, 0, self._vc)
+        return t
+
+    def detach_(self):
+        if self._base is not None and self._base.requires_grad:
+            raise RuntimeError("Can't detach views in-place. Use detach() instead. If you are using DistributedDataParallel "
+                               "(DDP) for training, and gradient_as_bucket_view is set as True, gradients are views of DDP "
+                               "buckets, and hence detach_() cannot be called on these gradients. To fix this error, please "
+                               "refer to the Optimizer.zero_grad() function in torch/optim/optimizer.py as the solution.")
+        self.grad_fn = None
+        self.requires_grad = False
+        self._output_nr = 0
+        return self
+
+    # ---- hooks -------------------------------------------------------------------------
+    def register_hook(self, hook):
+        """Register ``hook(grad) -> Tensor or None``, called each time the gradient w.r.t. this
+        tensor is computed (all paths summed). A returned tensor replaces the gradient.
+
+        >>> v = tensor([0., 0., 0.], requires_grad=True)
+        >>> h = v.register_hook(lambda grad: grad * 2)
+        >>> v.backward(tensor([1., 2., 3.])); v.grad
+        tensor([2., 4., 6.])
+        """
+        if not self.requires_grad:
+            raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+        if self._backward_hooks is None:
+            self._backward_hooks = HookDict()
+            if self.grad_fn is not None:
+                self.grad_fn._register_tensor_hooks(self._output_nr, self._backward_hooks)
+        handle = RemovableHandle(self._backward_hooks)
+        self._backward_hooks[handle.id] = hook
+        return handle
+
+    def register_post_accumulate_grad_hook(self, hook):
+        """Register ``hook(tensor)``, run after ``.grad`` of this leaf has been accumulated."""
+        if not self.requires_grad:
+            raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+        if self.grad_fn is not None:
+            raise RuntimeError("post accumulate grad hooks cannot be registered on non-leaf tensors")
+        if self._post_accumulate_grad_hooks is None:
+            self._post_accumulate_grad_hooks = HookDict()
+        handle = RemovableHandle(self._post_accumulate_grad_hooks)
+        self._post_accumulate_grad_hooks[handle.id] = hook
+        return handle
+
+    def retain_grad(self):
+        if not self.requires_grad:
+            raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
+        if self.grad_fn is None or self._retains_grad:
+            return
+        self.grad_fn._register_retain_grad(self._output_nr, self)
+        self._retains_grad = True
+
+    # ---- autograd entry points --------------------------------------------------------------
+    def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
+        from .autograd import backward
+        backward(self, gradient, retain_graph, create_graph, inputs=inputs)
+
+    # ---- conversions ----------------------------------------------------------------------
+    def numpy(self, *, force=False):
+        if self.requires_grad and not force:
+            raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.")
+        return self._data
+
+    def item(self):
+        if self._data.size != 1:
+            raise RuntimeError(f"a Tensor with {self._data.size} elements cannot be converted to Scalar")
+        return self._data.reshape(()).item()
+
+    def tolist(self):
+        return self._data.tolist()
+
+    def __array__(self, dtype=None, copy=None):
+        return self._data if dtype is None else self._data.astype(dtype)
+
+    def __len__(self):
+        if self._data.ndim == 0:
+            raise TypeError("len() of a 0-d tensor")
+        return self._data.shape[0]
+
+    def __iter__(self):
+        if self._data.ndim == 0:
+            raise TypeError("iteration over a 0-d tensor")
+        return iter(self.unbind(0))
+
+    def __bool__(self):
+        if self._data.size != 1:
+            raise RuntimeError(f"Boolean value of Tensor with more than one value is ambiguous")
+        return bool(self._data)
+
+    def __float__(self):
+        return float(self.item())
+
+    def __int__(self):
+        return int(self.item())
+
+    def __index__(self):
+        if self._data.dtype.kind not in "iub" or self._data.size != 1:
+            raise TypeError("only integer tensors of a single element can be converted to an index")
+        return int(self.item())
+
+    def __hash__(self):
+        return id(self)
+
+    def __reduce_ex__(self, proto):
+        from .utils.hooks import warn_if_has_hooks
+        warn_if_has_hooks(self)
+        return (_rebuild, (self._data.copy(), self.requires_grad))
+
+    def __deepcopy__(self, memo):
+        if not self.is_leaf:
+            raise RuntimeError("Only Tensors created explicitly by the user (graph leaves) support the deepcopy protocol "
+                               "at the moment.  If you were attempting to deepcopy a module, this may be because of a "
+                               "torch.nn.utils.weight_norm usage, see https://github.com/pytorch/pytorch/pull/103001")
+        if id(self) in memo:
+            return memo[id(self)]
+        cls = type(self)
+        new = cls.__new__(cls)
+        _init(new, self._data.copy(), self.requires_grad, None, 0, None)
+        if self._grad is not None:
+            new._grad = self._grad.__deepcopy__(memo)
+        if hasattr(self, "__dict__"):
+            import copy
+            for k, v in self.__dict__.items():
+                setattr(new, k, copy.deepcopy(v, memo))
+        memo[id(self)] = new
+        return new
+
+    def __repr__(self, *, tensor_contents=None):
+        from ._printing import tensor_repr
+        return tensor_repr(self)
+
+    def __str__(self):
+        return self.__repr__()
+
+    def __format__(self, spec):
+        if self._data.ndim == 0 and spec:
+            return format(self.item(), spec)
+        return object.__format__(self, spec) if spec else self.__repr__()
+
+    def type(self, dtype=None, non_blocking=False, **kwargs):
+        if dtype is None:
+            return "torch." + self.dtype._legacy
+        if isinstance(dtype, str):
+            name = dtype.replace("torch.", "")
+            for d in D.ALL:
+                if d._legacy == name:
+                    return self.to(d)
+            return self.to(D.to_dtype(name))
+        return self.to(D.to_dtype(dtype))
+
+
+def _init(t, data, requires_grad, grad_fn, output_nr, vc):
+    t._data = data
+    t.requires_grad = requires_grad
+    t.grad_fn = grad_fn
+    t._output_nr = output_nr
+    t._vc = vc if vc is not None else [0]
+
+
+def _rebuild(data, requires_grad):
+    t = Tensor._make(data)
+    t.requires_grad = requires_grad
+    t._backward_hooks = HookDict()
+    return t
+
+
+def _wrap_dim(dim, ndim):
+    n = max(ndim, 1)
+    if not -n <= dim < n:
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {dim})")
+    return dim + n if dim < 0 else dim
+
+
+_graph.Tensor = Tensor

@@ -1,0 +1,112 @@
+"""Grad-mode switches: no_grad, enable_grad, set_grad_enabled, inference_mode (thread-local)."""
+import functools
+import inspect
+import threading
+
+
+class _State(threading.local):
+    def __init__(self):
+        self.enabled = True
+        self.inference = False
+
+
+_state = _State()
+
+
+def is_grad_enabled():
+    return _state.enabled
+
+
+def is_inference_mode_enabled():
+    return _state.inference
+
+
+class _DecoratorContextManager:
+    """Usable as ``with ctx():`` and as ``@ctx()`` (and, like torch, as bare ``@ctx``)."""
+
+    def __new__(cls, *args, **kwargs):
+        if cls is not set_grad_enabled and len(args) == 1 and callable(args[0]) and not kwargs \
+                and not isinstance(args[0], bool):
+            return cls()(args[0])
+        return super().__new__(cls)
+
+    def __call__(self, func):
+        if inspect.isgeneratorfunction(func):
+            @functools.wraps(func)
+            def gen(*a, **k):
+                g = func(*a, **k)
+                with self.clone():
+                    resp = g.send(None)
+                while True:
+                    try:
+                        with self.clone():
+                            req = yield resp
+                        with self.clone():
+                            resp = g.send(req)
+                    except StopIteration as e:
+                        return e.value
+            return gen
+
+        @functools.wraps(func)
+        def wrapper(*a, **k):
+            with self.clone():
+                return func(*a, **k)
+        return wrapper
+
+    def clone(self):
+        return self.__class__()
+
+
+class no_grad(_DecoratorContextManager):
+    def __enter__(self):
+        self.prev = _state.enabled
+        _state.enabled = False
+
+    def __exit__(self, *exc):
+        _state.enabled = self.prev
+
+
+class enable_grad(_DecoratorContextManager):
+    def __enter__(self):
+        self.prev = _state.enabled
+        _state.enabled = True
+
+    def __exit__(self, *exc):
+        _state.enabled = self.prev
+
+
+class set_grad_enabled(_DecoratorContextManager):
+    """Sets grad mode at construction (like torch) and restores it on exit."""
+
+    def __init__(self, mode):
+        self.prev = _state.enabled
+        self.mode = bool(mode)
+        _state.enabled = self.mode
+
+    def __enter__(self):
+        pass
+
+    def __exit__(self, *exc):
+        _state.enabled = self.prev
+
+    def clone(self):
+        return self.__class__(self.mode)
+
+
+class inference_mode(_DecoratorContextManager):
+    def __init__(self, mode=True):
+        self.mode = mode
+
+    def __enter__(self):
+        self.prev = (_state.enabled, _state.inference)
+        if self.mode:
+            _state.enabled = False
+            _state.inference = True
+        else:
+            _state.inference = False
+
+    def __exit__(self, *exc):
+        _state.enabled, _state.inference = self.prev
+
+    def clone(self):
+        return self.__class__(self.mode)

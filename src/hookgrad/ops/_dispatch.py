@@ -1,0 +1,95 @@
+"""Argument plumbing shared by all ops: scalars, dtype promotion, dims, in-place application."""
+import numpy as np
+
+from .. import _dtype as D
+from .._tensor import Tensor, _wrap_dim
+from ..autograd.grad_mode import _state
+
+_NP_TO_DT = D._NP_TO_DT
+
+
+def wrap_dim(dim, ndim):
+    return _wrap_dim(dim, ndim)
+
+
+def dims_of(dim, ndim):
+    """Normalise a dim argument (int, sequence or None) to a sorted tuple of positive dims."""
+    if dim is None:
+        return tuple(range(ndim))
+    if isinstance(dim, (int, np.integer)):
+        return (_wrap_dim(int(dim), ndim),)
+    return tuple(sorted(_wrap_dim(int(d), ndim) for d in dim))
+
+
+def as_tensor_arg(x, like=None):
+    """A non-Tensor operand (list, number) as a Tensor (used where an op needs a real tensor)."""
+    if isinstance(x, Tensor):
+        return x
+    from .._creation import tensor
+    dt = None
+    if like is not None and isinstance(x, (int, float, bool)):
+        dt = D.result_type_of([like], [x])
+    return tensor(x, dtype=dt)
+
+
+def binary(cls, a, b, float_only=False, **params):
+    """Apply a binary elementwise primitive with PyTorch's type promotion.
+
+    Python scalars stay non-tensor arguments (no graph edge), converted to the result dtype.
+    """
+    if isinstance(a, Tensor):
+        if isinstance(b, Tensor):
+            adt = a._data.dtype
+            if adt is not b._data.dtype or (float_only and adt.kind != "f"):
+                dt = D.result_type_of([a, b])
+                if float_only and not dt.is_floating_point:
+                    dt = D.get_default_dtype()
+                params["dt"] = dt.np
+            return cls.apply(a, b, **params)
+        dt = _scalar_result(a, b, float_only)
+        if dt is not a._data.dtype:
+            params["dt"] = dt
+        return cls.apply(a, dt.type(b), **params)
+    if isinstance(b, Tensor):
+        dt = _scalar_result(b, a, float_only)
+        if dt is not b._data.dtype:
+            params["dt"] = dt
+        return cls.apply(dt.type(a), b, **params)
+    if isinstance(a, (list, tuple)) or isinstance(b, (list, tuple)) or isinstance(a, np.ndarray):
+        return binary(cls, as_tensor_arg(a), as_tensor_arg(b), float_only, **params)
+    raise TypeError(f"unsupported operand types {type(a).__name__} and {type(b).__name__}")
+
+
+def _scalar_result(t, s, float_only):
+    tdt = t._data.dtype
+    k = tdt.kind
+    if isinstance(s, Tensor):  # pragma: no cover
+        raise TypeError
+    if isinstance(s, (bool, np.bool_)):
+        res = tdt
+    elif isinstance(s, (int, np.integer)):
+        res = tdt if k != "b" else np.dtype(np.int64)
+    elif isinstance(s, (float, np.floating)):
+        res = tdt if k == "f" else D.get_default_dtype().np
+    elif isinstance(s, complex):
+        raise TypeError("hookgrad does not support complex numbers")
+    else:
+        raise TypeError(f"unsupported operand type {type(s).__name__} for a tensor operation")
+    if float_only and res.kind != "f":
+        res = D.get_default_dtype().np
+    return res
+
+
+def unary_float(t):
+    """Integer inputs of float-valued functions (exp, sin, ...) compute in the default float dtype."""
+    return t
+
+
+def apply_inplace(self, cls, *args, **params):
+    """Run ``cls`` out of place on the current value, then write the result into ``self``.
+
+    Records the op as self's new grad_fn (PyTorch's rebase): hooks registered before stay on the old
+    node, a retained grad moves to the new one, and the version counter is bumped.
+    """
+    from ._inplace import inplace_apply
+    return inplace_apply(self, cls, args, params)

@@ -1,0 +1,207 @@
+"""Matrix products: matmul (mm/mv/dot/bmm/broadcast), addmm, outer, einsum."""
+import numpy as np
+
+from .._tensor import Tensor
+from ..autograd.graph import Node
+from .. import _dtype as D
+
+
+def _check_dtypes(name, a, b):
+    if a._data.dtype != b._data.dtype:
+        raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: {_long(a)} != {_long(b)}"
+                           if name in ("mm", "matmul", "addmm", "bmm") else
+                           f"{name}: expected both inputs to have the same dtype, but got {_long(a)} and {_long(b)}")
+
+
+def _long(t):
+    return {"float32": "float", "float64": "double", "float16": "c10::Half", "int64": "long int", "int32": "int",
+            "int16": "short int", "int8": "signed char", "uint8": "unsigned char", "bool": "bool"}[t._data.dtype.name]
+
+
+class Mm(Node, name="MmBackward0"):
+    save = (0, 1)
+    saved_names = ("self", "mat2")
+
+    def forward(self, a, b):
+        return a @ b
+
+    def backward(self, g):
+        a, b = self.saved_tensors
+        nf = self.next_functions
+        return (g.mm(b.t()) if nf[0][0] is not None else None,
+                a.t().mm(g) if nf[1][0] is not None else None)
+
+
+class Matmul(Node, name="UnsafeViewBackward0"):
+    """Batched / broadcast matmul (any ranks >= 1)."""
+    save = (0, 1)
+    saved_names = ("self", "other")
+
+    def forward(self, a, b):
+        return np.matmul(a, b)
+
+    def backward(self, g):
+        a, b = self.saved_tensors
+        nf = self.next_functions
+        ga = gb = None
+        a1, b1 = a.dim() == 1, b.dim() == 1
+        aa = a.unsqueeze(0) if a1 else a
+        bb = b.unsqueeze(-1) if b1 else b
+        gg = g
+        if a1:
+            gg = gg.unsqueeze(-2)
+        if b1:
+            gg = gg.unsqueeze(-1)
+        if nf[0][0] is not None:
+            ga = gg.matmul(bb.transpose(-1, -2))
+            if a1:
+                ga = ga.squeeze(-2)
+            ga = ga.sum_to_size(a.shape) if ga.shape != a.shape else ga
+        if nf[1][0] is not None:
+            gb = aa.transpose(-1, -2).matmul(gg)
+            if b1:
+                gb = gb.squeeze(-1)
+            gb = gb.sum_to_size(b.shape) if gb.shape != b.shape else gb
+        return ga, gb
+
+
+class Dot(Matmul, name="DotBackward0"):
+    saved_names = ("self", "tensor")
+
+
+class Mv(Matmul, name="MvBackward0"):
+    saved_names = ("self", "vec")
+
+
+class Bmm(Matmul, name="BmmBackward0"):
+    saved_names = ("self", "mat2")
+
+
+def _shape_err(a, b):
+    sa, sb = a._data.shape, b._data.shape
+    if len(sa) == 1 and len(sb) == 1:
+        return RuntimeError(f"inconsistent tensor size, expected tensor [{sa[0]}] and src [{sb[0]}] to have the same "
+                            "number of elements, but got {0} and {1} elements respectively".format(sa[0], sb[0]))
+    if len(sa) == 2 and len(sb) == 1:
+        return RuntimeError(f"size mismatch, got input ({sa[0]}), mat ({sa[0]}x{sa[1]}), vec ({sb[0]})")
+    if len(sa) == 2 and len(sb) == 2:
+        return RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({sa[0]}x{sa[1]} and {sb[0]}x{sb[1]})")
+    return RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: {list(sb)} but got: "
+                        f"{list(sb)}. (hookgrad: matmul of shapes {list(sa)} and {list(sb)} is not defined)")
+
+
+def matmul(input, other):
+    if not isinstance(input, Tensor) or not isinstance(other, Tensor):
+        raise TypeError(f"matmul(): argument 'other' (position 2) must be Tensor, not {type(other).__name__}")
+    da, db = input._data.ndim, other._data.ndim
+    if da == 0 or db == 0:
+        raise RuntimeError(f"both arguments to matmul need to be at least 1D, but they are {da}D and {db}D")
+    _check_dtypes("matmul", input, other)
+    ka = input._data.shape[-1]
+    kb = other._data.shape[-2] if db > 1 else other._data.shape[0]
+    if ka != kb:
+        raise _shape_err(input, other)
+    if da == 2 and db == 2:
+        return Mm.apply(input, other)
+    if da == 1 and db == 1:
+        return Dot.apply(input, other)
+    if da == 2 and db == 1:
+        return Mv.apply(input, other)
+    try:
+        np.broadcast_shapes(input._data.shape[:-2], other._data.shape[:-2])
+    except ValueError:
+        raise RuntimeError(f"The size of tensor a must match the size of tensor b at a non-singleton dimension "
+                           f"(hookgrad: matmul batch shapes {list(input.shape[:-2])} and {list(other.shape[:-2])} "
+                           "do not broadcast)") from None
+    return Matmul.apply(input, other)
+
+
+def mm(input, mat2):
+    if input._data.ndim != 2:
+        raise RuntimeError(f"self must be a matrix")
+    if mat2._data.ndim != 2:
+        raise RuntimeError(f"mat2 must be a matrix")
+    _check_dtypes("mm", input, mat2)
+    if input._data.shape[1] != mat2._data.shape[0]:
+        raise _shape_err(input, mat2)
+    return Mm.apply(input, mat2)
+
+
+def bmm(input, mat2):
+    if input._data.ndim != 3:
+        raise RuntimeError("batch1 must be a 3D tensor")
+    if mat2._data.ndim != 3:
+        raise RuntimeError("batch2 must be a 3D tensor")
+    sa, sb = input._data.shape, mat2._data.shape
+    if sa[0] != sb[0] or sa[2] != sb[1]:
+        raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: [{sa[0]}, {sa[2]}] but got: "
+                           f"[{sb[0]}, {sb[1]}].")
+    _check_dtypes("bmm", input, mat2)
+    return Bmm.apply(input, mat2)
+
+
+def mv(input, vec):
+    return matmul(input, vec)
+
+
+def dot(input, other):
+    if input._data.ndim != 1 or other._data.ndim != 1:
+        raise RuntimeError(f"1D tensors expected, but got {input._data.ndim}D and {other._data.ndim}D tensors")
+    return matmul(input, other)
+
+
+inner = dot
+
+
+class Addmm(Node, name="AddmmBackward0"):
+    save = (1, 2)
+    saved_names = ("mat1", "mat2")
+    beta = 1
+    alpha = 1
+
+    def forward(self, bias, a, b):
+        out = a @ b
+        if self.alpha != 1:
+            out *= self.alpha
+        if self.beta == 1:
+            out += bias
+        elif self.beta != 0:
+            out += self.beta * bias
+        return out
+
+    def backward(self, g):
+        a, b = self.saved_tensors
+        nf = self.next_functions
+        gbias = g if self.beta == 1 else g * self.beta
+        ga = gb = None
+        if nf[1][0] is not None:
+            ga = g.mm(b.t())
+            if self.alpha != 1:
+                ga = ga * self.alpha
+        if nf[2][0] is not None:
+            gb = a.t().mm(g)
+            if self.alpha != 1:
+                gb = gb * self.alpha
+        return (gbias if nf[0][0] is not None else None), ga, gb
+
+
+def addmm(input, mat1, mat2, *, beta=1, alpha=1):
+    if mat1._data.ndim != 2 or mat2._data.ndim != 2:
+        raise RuntimeError("mat1 must be a matrix" if mat1._data.ndim != 2 else "mat2 must be a matrix")
+    if mat1._data.shape[1] != mat2._data.shape[0]:
+        raise _shape_err(mat1, mat2)
+    try:
+        np.broadcast_shapes(input._data.shape, (mat1._data.shape[0], mat2._data.shape[1]))
+    except ValueError:
+        raise RuntimeError(f"The expanded size of the tensor ({mat2._data.shape[1]}) must match the existing size "
+                           f"({input._data.shape[-1]}) at non-singleton dimension 1") from None
+    if beta == 1 and alpha == 1:
+        return Addmm.apply(input, mat1, mat2)
+    return Addmm.apply(input, mat1, mat2, beta=beta, alpha=alpha)
+
+
+def outer(input, vec2):
+    return input.unsqueeze(1) * vec2.unsqueeze(0)
+
+
+ger = outer

@@ -1,0 +1,468 @@
+"""Shape and view primitives. Ops that NumPy computes as views are marked as views of their
+input (shared version counter, replay function for in-place rebase)."""
+import numpy as np
+
+from .._tensor import Tensor, Size
+from ..autograd.graph import Node
+from ._dispatch import wrap_dim, dims_of
+from ._inplace import make_view
+
+
+def _shape_arg(shape):
+    if len(shape) == 1 and isinstance(shape[0], (tuple, list, Size)):
+        shape = tuple(shape[0])
+    return tuple(int(s) for s in shape)
+
+
+def _infer(shape, numel, src_shape):
+    shape = list(shape)
+    neg = [i for i, s in enumerate(shape) if s == -1]
+    if len(neg) > 1:
+        raise RuntimeError("only one dimension can be inferred")
+    known = 1
+    for s in shape:
+        if s != -1:
+            if s < 0:
+                raise RuntimeError(f"invalid shape dimension {s}")
+            known *= s
+    if neg:
+        if known == 0 or numel % known:
+            raise RuntimeError(f"shape '{list(shape)}' is invalid for input of size {numel}")
+        shape[neg[0]] = numel // known
+    elif known != numel:
+        raise RuntimeError(f"shape '{list(shape)}' is invalid for input of size {numel}")
+    return tuple(shape)
+
+
+class View(Node, name="ViewBackward0"):
+    def forward(self, x):
+        self.in_shape = x.shape
+        shape = _infer(self.shape, x.size, x.shape)
+        if not x.flags.c_contiguous and not _viewable(x, shape):
+            raise RuntimeError("view size is not compatible with input tensor's size and stride (at least one dimension "
+                               "spans across two contiguous subspaces). Use .reshape(...) instead.")
+        return x.reshape(shape)
+
+    def backward(self, g):
+        return g.reshape(self.in_shape)
+
+
+def _viewable(x, shape):
+    try:
+        v = x.view()
+        v.shape = shape
+        return True
+    except AttributeError:
+        return False
+
+
+class Reshape(View, name="ViewBackward0"):
+    def forward(self, x):
+        self.in_shape = x.shape
+        return x.reshape(_infer(self.shape, x.size, x.shape))
+
+
+class UnsafeView(Reshape, name="UnsafeViewBackward0"):
+    pass
+
+
+def view(self, *shape):
+    if len(shape) == 1 and not isinstance(shape[0], (int, tuple, list, Size)):
+        return self.to(shape[0])  # view(dtype)
+    shape = _shape_arg(shape)
+    return make_view(View.apply(self, shape=shape), self, lambda t: t.view(shape))
+
+
+def reshape(self, *shape):
+    shape = _shape_arg(shape)
+    if shape == self._data.shape:
+        return make_view(Alias.apply(self), self, lambda t: t.reshape(shape))
+    cls = Reshape if self._data.flags.c_contiguous else UnsafeView
+    out = cls.apply(self, shape=shape)
+    return make_view(out, self, lambda t: t.reshape(shape))
+
+
+class Alias(Node, name="AliasBackward0"):
+    def forward(self, x):
+        return x.view()
+
+    def backward(self, g):
+        return g
+
+
+def flatten(self, start_dim=0, end_dim=-1):
+    nd = self._data.ndim
+    if nd == 0:
+        return reshape(self, (1,))
+    s = wrap_dim(start_dim, nd)
+    e = wrap_dim(end_dim, nd)
+    if s > e:
+        raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
+    if s == e:
+        return self
+    shp = self._data.shape
+    n = 1
+    for d in shp[s:e + 1]:
+        n *= d
+    return reshape(self, shp[:s] + (n,) + shp[e + 1:])
+
+
+def unflatten(self, dim, sizes):
+    nd = self._data.ndim
+    d = wrap_dim(dim, nd)
+    shp = self._data.shape
+    sizes = tuple(sizes)
+    if -1 in sizes:
+        sizes = _infer(sizes, shp[d], (shp[d],))
+    return view(self, shp[:d] + sizes + shp[d + 1:])
+
+
+class Expand(Node, name="ExpandBackward0"):
+    def forward(self, x):
+        self.in_shape = x.shape
+        return np.broadcast_to(x, self.shape)
+
+    def backward(self, g):
+        return g.sum_to_size(self.in_shape)
+
+
+def expand(self, *sizes):
+    sizes = _shape_arg(sizes)
+    shp = self._data.shape
+    if len(sizes) < len(shp):
+        raise RuntimeError(f"expand(torch.{self.dtype._legacy}{{{list(shp)}}}, size={list(sizes)}): the number of sizes "
+                           f"provided ({len(sizes)}) must be greater or equal to the number of dimensions in the tensor ({len(shp)})")
+    lead = len(sizes) - len(shp)
+    target = []
+    for i, s in enumerate(sizes):
+        if i < lead:
+            if s < 0:
+                raise RuntimeError(f"The expanded size of the tensor ({s}) isn't allowed in a leading, non-existing dimension {i}")
+            target.append(s)
+        else:
+            cur = shp[i - lead]
+            if s == -1:
+                target.append(cur)
+            elif cur != s and cur != 1:
+                raise RuntimeError(f"The expanded size of the tensor ({s}) must match the existing size ({cur}) at "
+                                   f"non-singleton dimension {i}.  Target sizes: {list(sizes)}.  Tensor sizes: {list(shp)}")
+            else:
+                target.append(s)
+    target = tuple(target)
+    return make_view(Expand.apply(self, shape=target), self, lambda t: t.expand(target))
+
+
+def expand_as(self, other):
+    return expand(self, other._data.shape)
+
+
+def broadcast_to(input, size):
+    return expand(input, size)
+
+
+class SumToSize(Node, name="SumBackward1"):
+    """Sum over broadcast dimensions (used to undo broadcasting in backward)."""
+
+    def forward(self, x):
+        self.in_shape = x.shape
+        shape = self.shape
+        lead = x.ndim - len(shape)
+        axes = tuple(range(lead)) + tuple(i + lead for i, s in enumerate(shape) if s == 1 and x.shape[i + lead] != 1)
+        r = x.sum(axis=axes, keepdims=True) if axes else x
+        if lead:
+            r = r.reshape(shape)
+        return r if r is not x else x.copy()
+
+    def backward(self, g):
+        return g.expand(self.in_shape)
+
+
+def sum_to_size(self, *size):
+    size = _shape_arg(size)
+    if self._data.shape == size:
+        return self
+    try:
+        np.broadcast_shapes(size, self._data.shape)
+    except ValueError:
+        raise RuntimeError(f"size {{{list(size)}}} is not expandable to size {{{list(self.shape)}}}.") from None
+    return SumToSize.apply(self, shape=size)
+
+
+class Permute(Node, name="PermuteBackward0"):
+    def forward(self, x):
+        return x.transpose(self.dims)
+
+    def backward(self, g):
+        return g.permute(tuple(np.argsort(self.dims)))
+
+
+class Transpose(Node, name="TransposeBackward0"):
+    def forward(self, x):
+        return np.swapaxes(x, self.d0, self.d1)
+
+    def backward(self, g):
+        return g.transpose(self.d0, self.d1)
+
+
+def permute(self, *dims):
+    dims = _shape_arg(dims)
+    nd = self._data.ndim
+    if len(dims) != nd:
+        raise RuntimeError(f"permute(sparse_coo): number of dimensions in the tensor input does not match the length of "
+                           f"the desired ordering of dimensions i.e. input.dim() = {nd} is not equal to len(dims) = {len(dims)}")
+    dims = tuple(wrap_dim(d, nd) for d in dims)
+    if len(set(dims)) != nd:
+        raise RuntimeError("permute(): duplicate dims are not allowed.")
+    return make_view(Permute.apply(self, dims=dims), self, lambda t: t.permute(dims))
+
+
+def transpose(self, dim0, dim1):
+    nd = self._data.ndim
+    if nd == 0:
+        return make_view(Alias.apply(self), self, lambda t: t.view(()))
+    d0, d1 = wrap_dim(dim0, nd), wrap_dim(dim1, nd)
+    return make_view(Transpose.apply(self, d0=d0, d1=d1), self, lambda t: t.transpose(d0, d1))
+
+
+swapaxes = swapdims = transpose
+
+
+def t(self):
+    nd = self._data.ndim
+    if nd > 2:
+        raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {nd}D")
+    if nd < 2:
+        return transpose(self, 0, 0) if nd == 1 else transpose(self, 0, 0)
+    return transpose(self, 0, 1)
+
+
+def T(self):
+    nd = self._data.ndim
+    return permute(self, tuple(range(nd - 1, -1, -1))) if nd != 2 else transpose(self, 0, 1)
+
+
+def mT(self):
+    if self._data.ndim < 2:
+        raise RuntimeError("tensor.mT is only supported on matrices or batches of matrices. Got 1-D tensor.")
+    return transpose(self, -2, -1)
+
+
+class Squeeze(Node, name="SqueezeBackward0"):
+    def forward(self, x):
+        self.in_shape = x.shape
+        return x.reshape(self.shape)
+
+    def backward(self, g):
+        return g.reshape(self.in_shape)
+
+
+class Unsqueeze(Squeeze, name="UnsqueezeBackward0"):
+    pass
+
+
+def squeeze(self, dim=None):
+    shp = self._data.shape
+    nd = len(shp)
+    if dim is None:
+        new = tuple(s for s in shp if s != 1)
+        cls = Squeeze
+    else:
+        ds = dims_of(dim, nd) if nd else ()
+        new = tuple(s for i, s in enumerate(shp) if not (i in ds and s == 1))
+        cls = Squeeze if isinstance(dim, int) else _SqueezeDims
+    return make_view(cls.apply(self, shape=new), self, lambda t: t.squeeze(dim))
+
+
+class _SqueezeDims(Squeeze, name="SqueezeBackward2"):
+    pass
+
+
+def unsqueeze(self, dim):
+    shp = self._data.shape
+    d = wrap_dim(dim, len(shp) + 1)
+    new = shp[:d] + (1,) + shp[d:]
+    return make_view(Unsqueeze.apply(self, shape=new), self, lambda t: t.unsqueeze(d))
+
+
+class Contiguous(Node, name="CloneBackward0"):
+    def forward(self, x):
+        return np.ascontiguousarray(x)
+
+    def backward(self, g):
+        return g
+
+
+def contiguous(self, memory_format=None):
+    if self._data.flags.c_contiguous:
+        return self
+    return Contiguous.apply(self)
+
+
+class Clone(Node, name="CloneBackward0"):
+    def forward(self, x):
+        return np.array(x, copy=True, order="C")
+
+    def backward(self, g):
+        return g
+
+
+def clone(self, *, memory_format=None):
+    return Clone.apply(self)
+
+
+class ToCopy(Node, name="ToCopyBackward0"):
+    def forward(self, x):
+        return x.astype(self.dt)
+
+    def backward(self, g):
+        return g
+
+
+def to(self, *args, **kwargs):
+    """to(dtype), to(device), to(other), to(device, dtype); copy=True forces a copy."""
+    from .. import _dtype as D
+    from .._tensor import _check_device
+    dt = kwargs.get("dtype")
+    copy = kwargs.get("copy", False)
+    _check_device(kwargs.get("device"))
+    for a in args:
+        if isinstance(a, Tensor):
+            dt = a.dtype
+        elif isinstance(a, D.dtype):
+            dt = a
+        elif isinstance(a, (str, int)) or type(a).__name__ == "device":
+            _check_device(a)
+        elif a is None or isinstance(a, bool):
+            pass
+        else:
+            dt = D.to_dtype(a)
+    if dt is None or dt.np == self._data.dtype:
+        return Clone.apply(self) if copy else self
+    if self.requires_grad and not dt.is_floating_point:
+        with _no_grad():
+            return ToCopy.apply(self, dt=dt.np)
+    return ToCopy.apply(self, dt=dt.np)
+
+
+def _no_grad():
+    from ..autograd.grad_mode import no_grad
+    return no_grad()
+
+
+def _caster(dt_name):
+    def fn(self, memory_format=None):
+        from .. import _dtype as D
+        return to(self, D._NAMES[dt_name])
+    fn.__name__ = dt_name
+    return fn
+
+
+float_ = _caster("float32")
+double = _caster("float64")
+half = _caster("float16")
+long = _caster("int64")
+int_ = _caster("int32")
+short = _caster("int16")
+char = _caster("int8")
+byte = _caster("uint8")
+bool_ = _caster("bool")
+
+
+def cpu(self, *a, **k):
+    return self
+
+
+def cuda(self, *a, **k):
+    raise RuntimeError("hookgrad runs on the CPU only (no CUDA backend)")
+
+
+def type_as(self, other):
+    return to(self, other.dtype)
+
+
+class Flip(Node, name="FlipBackward0"):
+    def forward(self, x):
+        return np.flip(x, self.dims).copy()
+
+    def backward(self, g):
+        return g.flip(self.dims)
+
+
+def flip(self, dims):
+    if isinstance(dims, int):
+        dims = (dims,)
+    dims = tuple(wrap_dim(d, self._data.ndim) for d in dims)
+    return Flip.apply(self, dims=dims)
+
+
+def fliplr(self):
+    return flip(self, (1,))
+
+
+def flipud(self):
+    return flip(self, (0,))
+
+
+class Roll(Node, name="RollBackward0"):
+    def forward(self, x):
+        return np.roll(x, self.shifts, self.dims)
+
+    def backward(self, g):
+        neg = tuple(-s for s in self.shifts) if isinstance(self.shifts, tuple) else -self.shifts
+        return g.roll(neg, self.dims)
+
+
+def roll(self, shifts, dims=None):
+    if isinstance(shifts, (list, tuple)):
+        shifts = tuple(int(s) for s in shifts)
+    if isinstance(dims, list):
+        dims = tuple(dims)
+    if dims is None:
+        return Roll.apply(self.flatten(), shifts=shifts, dims=0).view(self.shape)
+    return Roll.apply(self, shifts=shifts, dims=dims)
+
+
+class Repeat(Node, name="RepeatBackward0"):
+    def forward(self, x):
+        reps = self.reps
+        lead = len(reps) - x.ndim
+        self.in_shape = x.shape
+        xx = x.reshape((1,) * lead + x.shape)
+        return np.tile(xx, reps)
+
+    def backward(self, g):
+        reps = self.reps
+        shp = (1,) * (len(reps) - len(self.in_shape)) + tuple(self.in_shape)
+        inter = []
+        for r, s in zip(reps, shp):
+            inter += [r, s]
+        return g.reshape(inter).sum(dim=tuple(range(0, 2 * len(reps), 2))).reshape(self.in_shape)
+
+
+def repeat(self, *sizes):
+    reps = _shape_arg(sizes)
+    if len(reps) < self._data.ndim:
+        raise RuntimeError("Number of dimensions of repeat dims can not be smaller than number of dimensions of tensor")
+    return Repeat.apply(self, reps=reps)
+
+
+def tile(self, dims):
+    dims = tuple(dims)
+    if len(dims) < self._data.ndim:
+        dims = (1,) * (self._data.ndim - len(dims)) + dims
+    return repeat(self, dims)
+
+
+def movedim(self, source, destination):
+    nd = self._data.ndim
+    src = [source] if isinstance(source, int) else list(source)
+    dst = [destination] if isinstance(destination, int) else list(destination)
+    src = [wrap_dim(s, nd) for s in src]
+    dst = [wrap_dim(d, nd) for d in dst]
+    order = [i for i in range(nd) if i not in src]
+    for d, s in sorted(zip(dst, src)):
+        order.insert(d, s)
+    return permute(self, order)
+
+
+moveaxis = movedim

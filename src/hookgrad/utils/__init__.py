@@ -1,0 +1,2 @@
+"""hookgrad.utils (mirrors torch.utils)."""
+from . import hooks
