@@ -30,6 +30,7 @@ from .ops.index import (where, eq, ne, lt, le, gt, ge, not_equal, less, less_equ
 from . import autograd
 from .autograd import Node as _Node
 from . import utils
+from . import nn
 
 FloatTensor = DoubleTensor = LongTensor = Tensor  # isinstance() checks in old code
 strided = "torch.strided"

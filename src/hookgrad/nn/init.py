@@ -1,0 +1,1 @@
+"""nn.init (being written)."""

@@ -1,0 +1,2 @@
+"""nn.modules.activation (being written)."""
+__all__ = []

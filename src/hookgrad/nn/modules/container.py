@@ -1,0 +1,2 @@
+"""nn.modules.container (being written)."""
+__all__ = []

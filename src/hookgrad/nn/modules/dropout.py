@@ -1,0 +1,2 @@
+"""nn.modules.dropout (being written)."""
+__all__ = []

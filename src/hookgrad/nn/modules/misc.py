@@ -1,0 +1,2 @@
+"""nn.modules.misc (being written)."""
+__all__ = []

@@ -1,0 +1,2 @@
+"""nn.modules.module (being written)."""
+__all__ = []

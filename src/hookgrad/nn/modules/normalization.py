@@ -1,0 +1,2 @@
+"""nn.modules.normalization (being written)."""
+__all__ = []

@@ -1,0 +1,2 @@
+"""nn.modules.pooling (being written)."""
+__all__ = []
