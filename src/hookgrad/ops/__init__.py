@@ -1,6 +1,7 @@
 """Differentiable primitives by family, and their installation as Tensor methods."""
 from .._tensor import Tensor
 from . import elementwise as E, shape as S, reduce as R, linalg as L, index as I
+from . import nn as _nn_ops  # noqa: F401  (installs its own Tensor methods)
 from ._inplace import inplace_apply
 from .. import _creation as C
 
