@@ -10,17 +10,25 @@ from .autograd.grad_mode import _state
 
 # ------------------------------------------------------------------------------- generators
 class Generator:
-    """A random-number generator (NumPy's PCG64 underneath; same API as torch.Generator)."""
+    """A random-number generator bit-compatible with PyTorch's CPU generator.
+
+    PyTorch's CPU generator is an MT19937 (the same engine as NumPy's legacy RandomState), and its
+    uniform, normal, randint and randperm transforms are reproduced here, so ``manual_seed(s)``
+    followed by ``rand``/``randn``/``randint``/``randperm``/``uniform_``/``normal_`` (and hence the
+    default initialisation of layers) gives PyTorch's numbers. Other distributions (bernoulli,
+    multinomial, exponential, dropout masks) use NumPy's PCG64 seeded from the same seed.
+    """
 
     def __init__(self, device="cpu"):
-        self._seed = 67280421310721
-        self._rng = np.random.Generator(np.random.PCG64(self._seed))
         self.device = device
+        self.manual_seed(67280421310721)   # PyTorch's default CPU seed
 
     def manual_seed(self, seed):
-        seed = int(seed)
+        seed = int(seed) & 0xFFFFFFFFFFFFFFFF
         self._seed = seed
-        self._rng = np.random.Generator(np.random.PCG64(seed & 0xFFFFFFFFFFFFFFFF))
+        self._mt = np.random.RandomState(seed & 0xFFFFFFFF)
+        self._rng = np.random.Generator(np.random.PCG64(seed))
+        self._normal_cache = None
         return self
 
     def seed(self):
@@ -31,13 +39,72 @@ class Generator:
     def initial_seed(self):
         return self._seed
 
+    # raw engine outputs, as PyTorch's generator->random() / random64()
+    def _u32(self, n):
+        return self._mt.randint(0, 2 ** 32, size=n, dtype=np.uint32).astype(np.uint64)
+
+    def _u64(self, n):
+        r = self._u32(2 * n)
+        return (r[0::2] << np.uint64(32)) | r[1::2]
+
+    def _uniform01(self, n, npdt):
+        """uniform_real_distribution: the low mantissa-digits bits of one draw, scaled (in float64)."""
+        if npdt == np.float64:
+            return (self._u64(n) & np.uint64((1 << 53) - 1)).astype(np.float64) * 2.0 ** -53
+        digits = 11 if npdt == np.float16 else 24
+        return (self._u32(n) & np.uint64((1 << digits) - 1)).astype(np.float64) * 2.0 ** -digits
+
+    def _normal(self, n, npdt, mean=0.0, std=1.0):
+        if n >= 16:
+            # PyTorch's normal_fill: uniforms, then Box-Muller on 16-element chunks (j, j+8)
+            def fill16(d):
+                r = np.sqrt(-2.0 * np.log(1.0 - d[:, :8]))
+                th = 2.0 * np.pi * d[:, 8:]
+                return np.concatenate([r * np.cos(th), r * np.sin(th)], axis=1)
+            u = self._uniform01(n, npdt).astype(npdt).astype(np.float64)
+            m = n // 16 * 16
+            out = np.empty(n)
+            out[:m] = fill16(u[:m].reshape(-1, 16)).reshape(-1)
+            if n % 16:
+                out[n - 16:] = fill16(self._uniform01(16, npdt).astype(npdt).astype(np.float64).reshape(1, 16))
+            return out * std + mean
+        out = np.empty(n)
+        for i in range(n):   # normal_distribution<double> with the generator's cached second sample
+            if self._normal_cache is not None:
+                out[i], self._normal_cache = self._normal_cache, None
+                continue
+            u1, u2 = self._uniform01(2, np.float64)
+            r = np.sqrt(-2.0 * np.log(1.0 - u2))
+            self._normal_cache = r * np.sin(2.0 * np.pi * u1)
+            out[i] = r * np.cos(2.0 * np.pi * u1)
+        return out * std + mean
+
+    def _randint(self, low, high, n):
+        rng = high - low
+        draws = self._u32(n) if rng < 2 ** 32 else self._u64(n)
+        return (draws % np.uint64(rng)).astype(np.int64) + low
+
+    def _randperm(self, n):
+        r = np.arange(n)
+        if n > 1:
+            zs = (self._u32(n - 1) % np.arange(n, 1, -1, dtype=np.uint64)).astype(np.int64)
+            for i, z in enumerate(zs.tolist()):
+                j = z + i
+                r[i], r[j] = r[j], r[i]
+        return r
+
     def get_state(self):
         import pickle
-        return Tensor._make(np.frombuffer(pickle.dumps(self._rng.bit_generator.state), dtype=np.uint8).copy())
+        st = (self._mt.get_state(), self._rng.bit_generator.state, self._normal_cache, self._seed)
+        return Tensor._make(np.frombuffer(pickle.dumps(st), dtype=np.uint8).copy())
 
     def set_state(self, state):
         import pickle
-        self._rng.bit_generator.state = pickle.loads(state._data.tobytes())
+        mt, pcg, cache, seed = pickle.loads(state._data.tobytes())
+        self._mt.set_state(mt)
+        self._rng.bit_generator.state = pcg
+        self._normal_cache = cache
+        self._seed = seed
         return self
 
     def __repr__(self):
@@ -68,8 +135,19 @@ def set_rng_state(state):
     default_generator.set_state(state)
 
 
+def _gen(generator):
+    return generator or default_generator
+
+
 def _rng(generator):
-    return (generator or default_generator)._rng
+    return _gen(generator)._rng
+
+
+def _numel(shape):
+    n = 1
+    for s in shape:
+        n *= s
+    return n
 
 
 # ------------------------------------------------------------------------------ factories
@@ -291,12 +369,14 @@ def eye(n, m=None, *, out=None, dtype=None, layout=None, device=None, requires_g
 # ----------------------------------------------------------------------------------- random
 def rand(*size, generator=None, out=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False):
     dt = _default(dtype)
-    return _finish(_rng(generator).random(_size(size), dtype=np.float64).astype(dt), None, requires_grad, device)
+    shp = _size(size)
+    return _finish(_gen(generator)._uniform01(_numel(shp), dt).reshape(shp).astype(dt), None, requires_grad, device)
 
 
 def randn(*size, generator=None, out=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False):
     dt = _default(dtype)
-    return _finish(_rng(generator).standard_normal(_size(size)).astype(dt), None, requires_grad, device)
+    shp = _size(size)
+    return _finish(_gen(generator)._normal(_numel(shp), dt).reshape(shp).astype(dt), None, requires_grad, device)
 
 
 def randint(low=0, high=None, size=None, *, generator=None, out=None, dtype=None, layout=None, device=None,
@@ -308,12 +388,13 @@ def randint(low=0, high=None, size=None, *, generator=None, out=None, dtype=None
     if low >= high:
         raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}")
     dt = D.to_dtype(dtype).np if dtype is not None else np.int64
-    return _finish(_rng(generator).integers(low, high, _size((size,))).astype(dt), None, requires_grad, device)
+    shp = _size((size,))
+    return _finish(_gen(generator)._randint(low, high, _numel(shp)).reshape(shp).astype(dt), None, requires_grad, device)
 
 
 def randperm(n, *, generator=None, out=None, dtype=None, layout=None, device=None, requires_grad=False):
     dt = D.to_dtype(dtype).np if dtype is not None else np.int64
-    return _finish(_rng(generator).permutation(n).astype(dt), None, requires_grad, device)
+    return _finish(_gen(generator)._randperm(n).astype(dt), None, requires_grad, device)
 
 
 def rand_like(input, *, dtype=None, generator=None, requires_grad=False, **kw):
@@ -353,9 +434,11 @@ def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, requires
         s = std._data if isinstance(std, Tensor) else std
         shp = np.broadcast_shapes(np.shape(m), np.shape(s))
         ref = mean if isinstance(mean, Tensor) else std
-        return Tensor._make((m + s * _rng(generator).standard_normal(shp)).astype(ref._data.dtype))
-    return _finish((mean + std * _rng(generator).standard_normal(_size((size,)))).astype(_default(dtype)), None,
-                   requires_grad)
+        z = _gen(generator)._normal(_numel(shp), ref._data.dtype).reshape(shp)
+        return Tensor._make((m + s * z).astype(ref._data.dtype))
+    shp = _size((size,))
+    dt = _default(dtype)
+    return _finish(_gen(generator)._normal(_numel(shp), dt, mean, std).reshape(shp).astype(dt), None, requires_grad)
 
 
 # ------------------------------------------------------------------------- in-place fills
@@ -400,17 +483,25 @@ def zero_(self):
 
 
 def normal_(self, mean=0.0, std=1.0, *, generator=None):
-    return _fill(self, mean + std * _rng(generator).standard_normal(self._data.shape))
+    d = self._data
+    return _fill(self, _gen(generator)._normal(d.size, d.dtype, mean, std).reshape(d.shape))
 
 
 def uniform_(self, a=0.0, b=1.0, *, generator=None):
-    return _fill(self, a + (b - a) * _rng(generator).random(self._data.shape))
+    d = self._data
+    return _fill(self, (_gen(generator)._uniform01(d.size, d.dtype) * (b - a) + a).reshape(d.shape))
 
 
 def random_(self, from_=0, to=None, *, generator=None):
     if to is None:
-        from_, to = 0, from_ if from_ else 2 ** 24
-    return _fill(self, _rng(generator).integers(from_, to, self._data.shape))
+        if from_:
+            from_, to = 0, from_
+        else:
+            k = self._data.dtype
+            to = 2 ** 24 + 1 if k == np.float32 else 2 ** 53 + 1 if k == np.float64 else \
+                int(np.iinfo(k).max) + 1 if k.kind in "iu" else 2
+    d = self._data
+    return _fill(self, _gen(generator)._randint(from_, to, d.size).reshape(d.shape))
 
 
 def bernoulli_(self, p=0.5, *, generator=None):

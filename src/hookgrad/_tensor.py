@@ -389,16 +389,17 @@ class Tensor:
                                "torch.nn.utils.weight_norm usage, see https://github.com/pytorch/pytorch/pull/103001")
         if id(self) in memo:
             return memo[id(self)]
+        import copy
         cls = type(self)
         new = cls.__new__(cls)
         _init(new, self._data.copy(), self.requires_grad, None, 0, None)
-        if self._grad is not None:
-            new._grad = self._grad.__deepcopy__(memo)
-        if hasattr(self, "__dict__"):
-            import copy
-            for k, v in self.__dict__.items():
-                setattr(new, k, copy.deepcopy(v, memo))
         memo[id(self)] = new
+        if self._grad is not None:
+            new._grad = copy.deepcopy(self._grad, memo)
+        # hooks and autograd bookkeeping are not copied (spec 2.11); other Python attributes are
+        for k, v in self.__dict__.items():
+            if k not in _NOT_DEEPCOPIED:
+                setattr(new, k, copy.deepcopy(v, memo))
         return new
 
     def __repr__(self, *, tensor_contents=None):
@@ -423,6 +424,10 @@ class Tensor:
                     return self.to(d)
             return self.to(D.to_dtype(name))
         return self.to(D.to_dtype(dtype))
+
+
+_NOT_DEEPCOPIED = frozenset(("_grad", "_backward_hooks", "_post_accumulate_grad_hooks", "_grad_acc", "_base",
+                             "_view_fn", "_retains_grad"))
 
 
 def _init(t, data, requires_grad, grad_fn, output_nr, vc):

@@ -75,7 +75,7 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
     if inputs is not None:
         inputs = (inputs,) if isinstance(inputs, Tensor) else tuple(inputs)
         if len(inputs) == 0:
-            raise RuntimeError("'inputs' argument to backward() cannot be empty.")
+            raise RuntimeError("`inputs` argument to `backward()` cannot be empty.")
         targets = []
         for t in inputs:
             if not t.requires_grad:
@@ -129,7 +129,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
                 from .. import zeros_like
                 g = zeros_like(t)
             elif not allow_unused:
-                raise RuntimeError("One of the differentiated Tensors appears to not have been used in the graph. "
+                raise RuntimeError(f"The differentiated Tensor at index {i} appears to not have been used in the graph. "
                                    "Set allow_unused=True if this is the desired behavior.")
         elif not create_graph:
             g = g.detach()

@@ -7,44 +7,86 @@ At each node (PyTorch's verified order, spec section 2.1):
 1. tensor hooks of each output slot, chained;  2. retain_grad;  3. node pre-hooks;
 4. the node itself (AccumulateGrad writes ``.grad`` and runs post-accumulate hooks);
 5. node post-hooks;  6. gradients summed into the next nodes' input buffers.
+
+Every backward call is a *graph task* (an id, and which nodes it will execute), visible to hooks
+through ``_current_graph_task_id`` / ``_will_engine_execute_node`` (register_multi_grad_hook).
 """
 import heapq
+import itertools
+import threading
 
 from .grad_mode import _state
 from . import graph as _g
 from .graph import check_tuple_result, run_tensor_hooks, GraphRoot
 
-_anomaly = None  # set by autograd.anomaly when detect_anomaly is active
+_anomaly = None  # set by autograd.anomaly while detect_anomaly is active: wraps node calls
 
 
-def _collect(roots):
-    """Dependencies (number of incoming edges) of every node reachable from roots."""
+class _TLS(threading.local):
+    def __init__(self):
+        self.tasks = []
+
+
+_tls = _TLS()
+_task_ids = itertools.count()
+
+
+class _GraphTask:
+    __slots__ = ("id", "seen", "needed", "captures")
+
+    def __init__(self, seen, needed, captures):
+        self.id = next(_task_ids)
+        self.seen = seen
+        self.needed = needed
+        self.captures = captures
+
+    def will_execute(self, fn):
+        if self.needed is None:
+            return fn in self.seen
+        return bool(self.needed.get(fn)) or (self.captures is not None and fn in self.captures)
+
+
+def _current_graph_task_id():
+    """Id of the backward pass running on this thread (-1 outside backward)."""
+    tasks = _tls.tasks
+    return tasks[-1].id if tasks else -1
+
+
+def _will_engine_execute_node(node):
+    """Whether the current backward pass will execute (or capture at) ``node``."""
+    tasks = _tls.tasks
+    if not tasks:
+        raise RuntimeError("_will_engine_execute_node should only be called during the backward pass")
+    return tasks[-1].will_execute(node)
+
+
+def _collect(root):
+    """Dependencies (number of incoming edges) of every node reachable from root, and that set."""
     deps = {}
-    seen = set()
-    stack = list(roots)
-    for r in roots:
-        seen.add(r)
+    seen = {root}
+    stack = [root]
+    pop = stack.pop
+    push = stack.append
+    get = deps.get
     while stack:
-        fn = stack.pop()
-        for nxt, _ in fn.next_functions:
+        for nxt, _ in pop().next_functions:
             if nxt is None:
                 continue
-            deps[nxt] = deps.get(nxt, 0) + 1
+            deps[nxt] = get(nxt, 0) + 1
             if nxt not in seen:
                 seen.add(nxt)
-                stack.append(nxt)
+                push(nxt)
     return deps, seen
 
 
-def _needed(roots, targets, accumulate):
-    """Nodes that must run to reach the target edges; and where gradients are captured."""
+def _needed(root, targets, accumulate):
+    """Nodes that must run to reach the target edges."""
     target_nodes = {fn for fn, _ in targets}
     needed = {}
-
-    # iterative post-order DFS
+    # post-order over the graph (iterative DFS)
     order = []
     seen = set()
-    stack = [(r, False) for r in roots]
+    stack = [(root, False)]
     while stack:
         fn, done = stack.pop()
         if done:
@@ -57,62 +99,87 @@ def _needed(roots, targets, accumulate):
         for nxt, _ in fn.next_functions:
             if nxt is not None and nxt not in seen:
                 stack.append((nxt, False))
-    # a node runs if it is a target (backward(inputs=)) or leads to a target or a capture
+    # a node runs if it is a target of backward(inputs=) or leads to a target
     leads = {}
     for fn in order:
-        lead = fn in target_nodes or any(leads.get(nxt, False) for nxt, _ in fn.next_functions if nxt is not None)
-        leads[fn] = lead
-        needed[fn] = (accumulate and fn in target_nodes) or \
-            any(leads.get(nxt, False) for nxt, _ in fn.next_functions if nxt is not None)
-    for r in roots:
-        needed[r] = True
-    return needed, target_nodes
+        below = any(leads.get(nxt, False) for nxt, _ in fn.next_functions if nxt is not None)
+        leads[fn] = fn in target_nodes or below
+        needed[fn] = (accumulate and fn in target_nodes) or below
+    needed[root] = True
+    return needed
 
 
-def run_backward(roots, grads, keep_graph, create_graph, inputs=None, accumulate=True, allow_unused=False):
-    """roots: list of (node, slot) edges with seed grads. Returns captured grads when accumulate=False."""
+def run_backward(roots, grads, keep_graph, create_graph, inputs=None, accumulate=True):
+    """roots: list of (node, slot) edges with seed grads. Returns the captured grads when
+    ``accumulate`` is False (autograd.grad), one per ``inputs`` edge."""
     if len(roots) == 1:
-        root_fn, root_slot = roots[0]
-        first = root_fn
-        first_buf = [None] * _num_outputs(root_fn)
+        first, root_slot = roots[0]
+        nout = _num_outputs(first)
+        first_buf = [None] * nout
         first_buf[root_slot] = grads[0]
     else:
         first = GraphRoot(roots, grads)
         first_buf = []
-    deps, _ = _collect([first])
+    deps, seen = _collect(first)
     exec_needed = None
     captures = None
+    captured = None
     if inputs is not None:
-        exec_needed, target_nodes = _needed([first], inputs, accumulate)
+        exec_needed = _needed(first, inputs, accumulate)
         if not accumulate:
             captures = {}
             for i, (fn, slot) in enumerate(inputs):
                 captures.setdefault(fn, []).append((slot, i))
-    captured = [None] * len(inputs) if inputs is not None else None
+            captured = [None] * len(inputs)
+    task = _GraphTask(seen, exec_needed, captures)
 
+    tasks = _tls.tasks
+    tasks.append(task)
     prev = _state.enabled
     _state.enabled = create_graph
     buffers = {first: first_buf}
     ready = [(-first._seq, 0, first)]
     counter = 1
     executed = []
+    pop = heapq.heappop
+    push = heapq.heappush
+    anomaly = _anomaly
     try:
         while ready:
-            fn = heapq.heappop(ready)[2]
+            fn = pop(ready)[2]
             buf = buffers.pop(fn)
-            need = True
             if exec_needed is not None:
                 need = exec_needed.get(fn, False)
-                caps = captures.get(fn) if captures is not None else None
-                if not need:
+                if not need and fn._hooked:
                     buf = _tensor_pre_hooks(fn, buf)
-                if caps:
-                    for slot, i in caps:
-                        captured[i] = buf[slot]
+                if captures is not None:
+                    caps = captures.get(fn)
+                    if caps:
+                        for slot, i in caps:
+                            captured[i] = buf[slot]
                 if not need:
                     continue
-            outs = _call(fn, buf)
+            # -- the node, with its hooks (spec 2.1) --
+            if fn._hooked:
+                buf = _tensor_pre_hooks(fn, buf)
+            pre = fn._pre_hooks
+            if pre:
+                go = tuple(buf)
+                for hook in tuple(pre.values()):
+                    go = check_tuple_result(hook, go, hook(go))
+                buf = list(go)
+            if anomaly is not None:
+                outs = anomaly.call(fn, buf)
+            else:
+                outs = fn._run_backward(buf)
+            post = fn._post_hooks
+            if post:
+                go = tuple(buf)
+                outs = tuple(outs)
+                for hook in tuple(post.values()):
+                    outs = check_tuple_result(hook, outs, hook(outs, go))
             executed.append(fn)
+            # -- dispatch --
             for (nxt, slot), g in zip(fn.next_functions, outs):
                 if nxt is None:
                     continue
@@ -127,25 +194,27 @@ def run_backward(roots, grads, keep_graph, create_graph, inputs=None, accumulate
                     old = nb[slot]
                     nb[slot] = g if old is None else old + g
                 if d == 0:
-                    heapq.heappush(ready, (-nxt._seq, counter, nxt))
+                    push(ready, (-nxt._seq, counter, nxt))
                     counter += 1
     finally:
         _state.enabled = prev
+        tasks.pop()
     # Saved tensors are released only once the whole pass succeeded, so that after an error
     # (say, a hook that raised) the graph is still usable.
     if not keep_graph:
         for fn in executed:
-            fn._release()
+            if fn._saved:
+                fn._release()
     return captured
 
 
 def _num_outputs(fn):
-    if fn._out_meta is not None:
-        return len(fn._out_meta)
-    return 1
+    m = fn._out_meta
+    return 1 if m is None else len(m)
 
 
 def _tensor_pre_hooks(fn, buf):
+    """Steps 1-2 at a node: tensor hooks per output slot (chained), then retain_grad."""
     tph = fn._tensor_pre_hooks
     if tph:
         buf = list(buf)
@@ -163,28 +232,9 @@ def _tensor_pre_hooks(fn, buf):
             g = buf[slot]
             if t is not None and g is not None:
                 if t._grad is None:
-                    t._grad = g.detach().clone() if not _state.enabled else g.clone()
+                    t._grad = g.clone() if _state.enabled else g.detach().clone()
+                elif _state.enabled:
+                    t._grad = t._grad + g
                 else:
-                    t._grad = t._grad + g if _state.enabled else t._grad.add_(g.detach())
+                    t._grad = t._grad + g.detach()
     return buf
-
-
-def _call(fn, buf):
-    if fn._tensor_pre_hooks or fn._retains_grad or (type(fn) is _g.AccumulateGrad and fn.variable._backward_hooks):
-        buf = _tensor_pre_hooks(fn, buf)
-    pre = fn._pre_hooks
-    if pre:
-        grads = tuple(buf)
-        for hook in tuple(pre.values()):
-            grads = check_tuple_result(hook, grads, hook(grads))
-        buf = list(grads)
-    if _anomaly is not None:
-        outs = _anomaly.call(fn, buf)
-    else:
-        outs = fn._run_backward(buf)
-    post = fn._post_hooks
-    if post:
-        go = tuple(buf)
-        for hook in tuple(post.values()):
-            outs = check_tuple_result(hook, outs, hook(outs, go))
-    return outs

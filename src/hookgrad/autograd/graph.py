@@ -4,14 +4,21 @@ Every differentiable primitive is a subclass of :class:`Node`: ``forward`` (on N
 ``backward`` (on Tensors, so that gradients are themselves differentiable) sit side by side in one
 small class. ``Node.apply`` is the single place where a graph edge is recorded, where saved tensors
 are packed, and where broadcasting and dtype promotion are undone on the way back.
+
+Also here (``torch.autograd.graph``): register_multi_grad_hook, saved_tensors_hooks, save_on_cpu,
+disable_saved_tensors_hooks, allow_mutation_on_saved_tensors and increment_version.
 """
+import contextlib
 import itertools
 import re
 import threading
+import traceback
 import weakref
+from collections import defaultdict
 
 import numpy as np
 
+from .. import _dtype as D
 from ..utils.hooks import RemovableHandle, HookDict, hook_name
 from .grad_mode import _state
 
@@ -20,8 +27,10 @@ __all__ = ["Node", "AccumulateGrad", "saved_tensors_hooks", "save_on_cpu", "disa
 
 _seq = itertools.count()
 _MAX_SEQ = float("inf")
+_NO_EDGE = (None, 0)
 
 Tensor = None  # set by hookgrad._tensor (avoids a circular import)
+_anomaly_enabled = False  # set by autograd.anomaly: Node records the forward traceback while True
 
 _FREED = ("Trying to backward through the graph a second time (or directly access saved tensors after they "
           "have already been freed). Saved intermediate values of the graph are freed when you call .backward() "
@@ -40,12 +49,13 @@ def check_tensor_result(hook, old, new):
         raise TypeError(f"expected Variable, but hook returned '{type(new).__name__}'")
     if old is None:
         raise RuntimeError("can't replace a None gradient with a non-None value")
-    if new.dtype is not old.dtype:
+    od, nd = old._data, new._data
+    if od.dtype != nd.dtype:
         raise RuntimeError(f"hook '{hook_name(hook)}' has changed the type of value "
                            f"(was torch.{old.dtype._legacy} got torch.{new.dtype._legacy})")
-    if new._data.shape != old._data.shape:
+    if od.shape != nd.shape:
         raise RuntimeError(f"hook '{hook_name(hook)}' has changed the size of value "
-                           f"(hookgrad: expected {tuple(old.shape)}, got {tuple(new.shape)})")
+                           f"(hookgrad: expected {list(od.shape)}, got {list(nd.shape)})")
     return new
 
 
@@ -58,17 +68,11 @@ def check_tuple_result(hook, old, new):
     if len(new) != len(old):
         raise RuntimeError(f"hook '{hook_name(hook)}' has returned an incorrect number of values "
                            f"(got {len(new)}, but expected {len(old)})")
-    out = []
-    for o, n in zip(old, new):
-        if n is None:
-            out.append(None)
-        else:
-            out.append(check_tensor_result(hook, o, n))
-    return tuple(out)
+    return tuple(None if n is None else check_tensor_result(hook, o, n) for o, n in zip(old, new))
 
 
 def run_tensor_hooks(hooks, grad):
-    """Run a tensor's gradient hooks in order, each seeing the previous one's result."""
+    """Run a tensor's gradient hooks in order (snapshot), each seeing the previous one's result."""
     for hook in tuple(hooks.values()):
         grad = check_tensor_result(hook, grad, hook(grad))
     return grad
@@ -87,18 +91,18 @@ _hooks_tls = _HookStack()
 
 
 class SavedTensor:
-    """One tensor saved for backward: checks versions, runs pack/unpack hooks, can be freed."""
-    __slots__ = ("_tensor", "_version", "_vc", "_is_output", "_node_ref", "_output_nr", "_data",
-                 "_requires_grad", "_packed", "_unpack", "_freed", "_hooks_set")
+    """One tensor saved for backward (``grad_fn._raw_saved_<name>``): checks versions, runs
+    pack/unpack hooks, can be freed."""
+    __slots__ = ("_tensor", "_version", "_vc", "_node_ref", "_output_nr", "_data", "_requires_grad",
+                 "_packed", "_unpack", "_freed", "_hooks_set")
 
     def __init__(self, tensor, node=None, output_nr=0):
         self._freed = False
         self._hooks_set = False
-        self._version = tensor._vc[0]
-        self._vc = tensor._vc
-        self._is_output = node is not None
+        self._vc = vc = tensor._vc
+        self._version = vc[0]
         self._unpack = None
-        if self._is_output:
+        if node is not None:
             # Saving an output strongly would make a cycle node -> output -> node: keep its data and
             # rebuild the tensor (with this node as grad_fn) on unpack, as PyTorch does.
             self._tensor = None
@@ -108,11 +112,9 @@ class SavedTensor:
             self._requires_grad = tensor.requires_grad
         else:
             self._tensor = tensor
-        tls = _hooks_tls
-        if tls.stack:
-            if tls.disabled is not None:
-                raise RuntimeError(tls.disabled)
-            pack, self._unpack = tls.stack[-1]
+        stack = _hooks_tls.stack
+        if stack:
+            pack, self._unpack = stack[-1]
             self._packed = pack(self._materialize())
             self._tensor = None
             self._data = None
@@ -120,10 +122,9 @@ class SavedTensor:
     def _materialize(self):
         if self._tensor is not None:
             return self._tensor
-        node = self._node_ref()
-        return Tensor._make(self._data, self._requires_grad, node, self._output_nr, self._vc)
+        return Tensor._make(self._data, self._requires_grad, self._node_ref(), self._output_nr, self._vc)
 
-    def unpack(self, node=None):
+    def unpack(self):
         if self._freed:
             raise RuntimeError(_FREED)
         if self._unpack is not None:
@@ -141,18 +142,22 @@ class SavedTensor:
                 f"[torch.{t.dtype._legacy} [{', '.join(map(str, t.shape))}]]{where} is at version {self._vc[0]}; "
                 f"expected version {self._version} instead. Hint: enable anomaly detection to find the operation "
                 "that failed to compute its gradient, with torch.autograd.set_detect_anomaly(True, check_nan=False).")
-        return self._materialize()
+        if self._tensor is not None:
+            return self._tensor
+        return Tensor._make(self._data, self._requires_grad, self._node_ref(), self._output_nr, self._vc)
 
-    def register_hooks(self, pack, unpack):
-        if self._hooks_set:
+    def register_hooks(self, pack_hook, unpack_hook):
+        """Per-tensor pack/unpack pair (G2b): pack runs now, unpack at every later read."""
+        if not callable(pack_hook) or not callable(unpack_hook):
+            raise TypeError("register_hooks(): incompatible function arguments. Both hooks must be callable.")
+        if self._hooks_set or self._unpack is not None:
             raise RuntimeError("Calling register_hooks on a saved tensor whose hooks have already been set. "
                                "Hint: only one pair of hooks is allowed at a time.")
         if self._freed:
             raise RuntimeError(_FREED)
         self._hooks_set = True
-        t = self._materialize() if self._unpack is None else self._unpack(self._packed)
-        self._packed = pack(t)
-        self._unpack = unpack
+        self._packed = pack_hook(self._materialize())
+        self._unpack = unpack_hook
         self._tensor = None
         self._data = None
 
@@ -188,11 +193,13 @@ class Node:
     _post_hooks = None
     _tensor_pre_hooks = None      # list of (output slot, HookDict of a tensor)
     _retains_grad = None          # {output slot: weakref to the tensor retaining its grad}
+    _hooked = False               # True once tensor hooks or retain_grad are bound to this node
     _metadata = None
     _saved = ()
     _freed = False
-    _in_meta = ()
-    _out_meta = None
+    _in_meta = ()                 # per next_functions entry: (shape, numpy dtype) or None
+    _out_meta = None              # multi-output nodes: [(shape, hookgrad dtype)] per output
+    _trace = None                 # forward traceback, recorded only in anomaly mode
     next_functions = ()
     _seq = 0
 
@@ -204,14 +211,20 @@ class Node:
     # ---- construction: the one place where graphs are recorded ----
     @classmethod
     def apply(cls, *args, **params):
-        node = cls.__new__(cls)
+        node = object.__new__(cls)
         if params:
             node.__dict__.update(params)
         T = Tensor
-        arrays = [a._data if isinstance(a, T) else a for a in args]
-        out = node.forward(*arrays)
-        st = _state
-        if st.enabled:
+        n = len(args)
+        if n == 2:
+            a, b = args
+            out = node.forward(a._data if isinstance(a, T) else a, b._data if isinstance(b, T) else b)
+        elif n == 1:
+            a = args[0]
+            out = node.forward(a._data if isinstance(a, T) else a)
+        else:
+            out = node.forward(*[a._data if isinstance(a, T) else a for a in args])
+        if _state.enabled:
             for a in args:
                 if isinstance(a, T) and a.requires_grad:
                     return node._record(args, out)
@@ -227,17 +240,20 @@ class Node:
             if isinstance(a, T) and a.requires_grad:
                 gf = a.grad_fn
                 edges.append((gf, a._output_nr) if gf is not None else (a._grad_accumulator(), 0))
-                meta.append((a._data.shape, a.dtype))
+                d = a._data
+                meta.append((d.shape, d.dtype))
             else:
-                edges.append((None, 0))
+                edges.append(_NO_EDGE)
                 meta.append(None)
         self.next_functions = tuple(edges)
         self._in_meta = meta
         self._seq = next(_seq)
+        if _anomaly_enabled:
+            self._trace = traceback.format_stack()[:-3]
         if type(out) is tuple:
             nd = self.nondiff_outputs
             res = tuple(T._make(o) if i in nd else T._make(o, True, self, i) for i, o in enumerate(out))
-            self._out_meta = [(o.shape, o.dtype) for o in out]
+            self._out_meta = [(o.shape, D._NP_TO_DT[o.dtype]) for o in out]
             first = res[0]
         else:
             res = first = T._make(out, True, self, 0)
@@ -264,28 +280,38 @@ class Node:
     # ---- called by the engine ----
     def _run_backward(self, grads):
         """Compute grad_inputs from grad_outputs: materialise, call backward, undo broadcasting."""
-        n = len(self.next_functions)
-        if all(g is None for g in grads):
-            return (None,) * n
-        if len(grads) > 1 and self.materialize_grads and self._out_meta is not None:
-            grads = [g if g is not None else Tensor._make(np.zeros(m[0], m[1].np)) for g, m in zip(grads, self._out_meta)]
-        res = self.backward(*grads)
+        nf = self.next_functions
+        if len(grads) == 1:
+            if grads[0] is None:
+                return (None,) * len(nf)
+            res = self.backward(grads[0])
+        else:
+            for g in grads:
+                if g is not None:
+                    break
+            else:
+                return (None,) * len(nf)
+            if self.materialize_grads and self._out_meta is not None:
+                grads = [g if g is not None else Tensor._make(np.zeros(m[0], m[1].np))
+                         for g, m in zip(grads, self._out_meta)]
+            res = self.backward(*grads)
         if type(res) is not tuple:
             res = (res,)
-        if len(res) < n:
-            res = res + (None,) * (n - len(res))
         out = []
-        for (fn, _), gx, meta in zip(self.next_functions, res, self._in_meta):
+        for (fn, _), gx, meta in zip(nf, res, self._in_meta):
             if fn is None or gx is None:
                 out.append(None)
                 continue
-            shape, dt = meta
-            if gx._data.shape != shape:
-                gx = gx.sum_to_size(shape)
-            if gx.dtype is not dt:
-                gx = gx.to(dt)
+            d = gx._data
+            if d.shape != meta[0]:
+                gx = gx.sum_to_size(meta[0])
+                d = gx._data
+            if d.dtype != meta[1]:
+                gx = gx.to(_dt(meta[1]))
             out.append(gx)
-        return tuple(out)
+        if len(out) < len(nf):
+            out.extend([None] * (len(nf) - len(out)))
+        return out
 
     def _release(self):
         if self._saved:
@@ -324,32 +350,49 @@ class Node:
         if self._tensor_pre_hooks is None:
             self._tensor_pre_hooks = []
         self._tensor_pre_hooks.append((slot, hooks))
+        self._hooked = True
 
     def _register_retain_grad(self, slot, tensor):
         if self._retains_grad is None:
             self._retains_grad = {}
         self._retains_grad[slot] = weakref.ref(tensor)
+        self._hooked = True
+
+    def _unregister_retain_grad(self, slot):
+        if self._retains_grad:
+            self._retains_grad.pop(slot, None)
 
     def __getattr__(self, attr):
         # grad_fn._saved_self / _raw_saved_self, named as PyTorch names them
         if attr.startswith("_raw_saved_") or attr.startswith("_saved_"):
             raw = attr.startswith("_raw_saved_")
             key = attr[len("_raw_saved_"):] if raw else attr[len("_saved_"):]
-            names = self.saved_names
+            names = type(self).saved_names
             if key in names:
                 s = self._saved[names.index(key)] if self._saved else None
                 if type(s) is not SavedTensor:
                     return s
-                return s if raw else s.unpack()
+                if raw:
+                    if s._freed:
+                        raise RuntimeError(_FREED)
+                    return s
+                return s.unpack()
             if not raw and key in self.__dict__:
                 return self.__dict__[key]
         raise AttributeError(f"'{type(self).__name__}' object has no attribute '{attr}'")
 
     def __call__(self, *grads):
-        return self._run_backward(list(grads))
+        return tuple(self._run_backward(list(grads)))
+
+    def __repr__(self):
+        return f"<{type(self).__name__} object at {hex(id(self))}>"
 
     def _input_shapes(self):
         return [m[0] if m else None for m in self._in_meta]
+
+
+def _dt(npdtype):
+    return D._NP_TO_DT[np.dtype(npdtype)]
 
 
 class AccumulateGrad(Node):
@@ -360,8 +403,15 @@ class AccumulateGrad(Node):
         self.variable = variable
         self.next_functions = ()
 
+    @property
+    def _hooked(self):
+        return bool(self.variable._backward_hooks)
+
     def name(self):
         return "torch::autograd::AccumulateGrad"
+
+    def __repr__(self):
+        return f"<AccumulateGrad object at {hex(id(self))}>"
 
     def _run_backward(self, grads):
         g = grads[0]
@@ -380,8 +430,11 @@ class AccumulateGrad(Node):
             if gd.shape != g._data.shape:
                 raise RuntimeError(f"hookgrad: the gradient of shape {tuple(g.shape)} cannot be accumulated "
                                    f"into .grad of shape {tuple(gd.shape)}")
-            np.add(gd, g._data, out=gd, casting="unsafe")
-            var._grad._vc[0] += 1
+            if not gd.flags.writeable:
+                var._grad = Tensor._make(gd + g._data)
+            else:
+                np.add(gd, g._data, out=gd, casting="unsafe")
+                var._grad._vc[0] += 1
         hooks = var._post_accumulate_grad_hooks
         if hooks:
             for hook in tuple(hooks.values()):
@@ -404,6 +457,87 @@ class GraphRoot(Node, name="GraphRoot"):
 
     def _run_backward(self, grads):
         return tuple(self._grads)
+
+
+# --------------------------------------------------------------------------------------------
+# register_multi_grad_hook (G1)
+
+class _MultiHandle(RemovableHandle):
+    """Handle over several hooks (one per tensor); ``remove()`` removes them all."""
+
+    def __init__(self, handles):
+        self.handles = handles
+
+    def remove(self):
+        for handle in self.handles:
+            handle.remove()
+
+    def __getstate__(self):
+        return self.handles
+
+    def __setstate__(self, state):
+        self.handles = state
+
+
+def _grad_fn_or_acc(t):
+    if t.requires_grad and t.grad_fn is None:
+        return t._grad_accumulator()
+    if t.grad_fn is None:
+        raise AssertionError("Expected gradient function to be set")
+    return t.grad_fn
+
+
+def register_multi_grad_hook(tensors, fn, *, mode="all"):
+    """Call ``fn`` once per backward after the grads of ``tensors`` are computed.
+
+    mode="all": ``fn(grads)`` with one entry per tensor (None where no grad is computed in this pass),
+    called when the last grad the engine will compute among them arrives.
+    mode="any": ``fn(grad)`` with the first grad computed among them.
+    """
+    from . import engine
+    supported = ("all", "any")
+    if mode not in supported:
+        raise ValueError(f"Expects mode to be one of {supported} but got {mode}")
+
+    if mode == "all":
+        tensors = tuple(tensors)
+        count = {}
+        buffer = {}
+        nb_calls = None
+        grad_fns = [_grad_fn_or_acc(t) for t in tensors]
+        n = len(tensors)
+
+        def get_inner_hook(idx):
+            def inner_hook(grad):
+                nonlocal nb_calls
+                tid = engine._current_graph_task_id()
+                assert tid != -1, "expected this hook to be called inside a backward call"
+                cur = count.get(tid, 0)
+                count[tid] = cur + 1
+                buf = buffer.setdefault(tid, [None] * n)
+                if cur == 0:
+                    nb_calls = sum(map(engine._will_engine_execute_node, grad_fns))
+                buf[idx] = grad
+                if cur == nb_calls - 1:
+                    del count[tid]
+                    del buffer[tid]
+                    fn(buf)
+            return inner_hook
+
+        handles = tuple(t.register_hook(get_inner_hook(i)) for i, t in enumerate(tensors))
+    else:
+        ran = defaultdict(bool)
+
+        def wrapped_fn(grad):
+            tid = engine._current_graph_task_id()
+            assert tid != -1, "expected this hook to be called inside a backward call"
+            prev, ran[tid] = ran[tid], True
+            if prev:
+                return
+            fn(grad)
+
+        handles = tuple(t.register_hook(wrapped_fn) for t in tensors if t.requires_grad)
+    return _MultiHandle(handles)
 
 
 # --------------------------------------------------------------------------------------------
@@ -447,14 +581,100 @@ class disable_saved_tensors_hooks:
 
     def __enter__(self):
         self.prev = _hooks_tls.disabled
-        _hooks_tls.disabled = self.error_message
         if _hooks_tls.stack:
-            _hooks_tls.disabled = self.prev
             raise RuntimeError(self.error_message)
+        _hooks_tls.disabled = self.error_message
 
     def __exit__(self, *exc):
         _hooks_tls.disabled = self.prev
 
+    def __call__(self, func):
+        import functools
+
+        @functools.wraps(func)
+        def wrapper(*a, **k):
+            with self.__class__(self.error_message):
+                return func(*a, **k)
+        return wrapper
+
+
+class _Handle:
+    __slots__ = ("__weakref__",)
+
+
+class _AllowMutationOnSavedContext:
+    """State of allow_mutation_on_saved_tensors: originals and clones of saved tensors, by handle."""
+
+    def __init__(self):
+        self.original = weakref.WeakKeyDictionary()
+        self.cloned = weakref.WeakKeyDictionary()
+        self.tid_to_weakhandle = weakref.WeakValueDictionary()
+        self.sid_to_tid = defaultdict(set)
+
+    def clear(self):
+        for d in (self.original, self.cloned, self.tid_to_weakhandle, self.sid_to_tid):
+            d.clear()
+
+    def _before_mutation(self, tensor):
+        """Clone every saved tensor sharing storage with ``tensor`` before it is written."""
+        for tid in self.sid_to_tid.get(id(tensor._vc), ()):
+            handle = self.tid_to_weakhandle.get(tid)
+            if handle is None or handle in self.cloned:
+                continue
+            orig = self.original.pop(handle, None)
+            if orig is not None:
+                self.cloned[handle] = Tensor._make(orig._data.copy(), orig.requires_grad, orig.grad_fn,
+                                                   orig._output_nr)
+
+
+_mutation_ctx = None   # the active _AllowMutationOnSavedContext (ops._inplace calls _before_mutation)
+
+_G5_ERR = ("Trying to backward outside of the 'allow_mutation_on_saved_tensors' context"
+           "in which the graph was originally recorded.")
+
+
+@contextlib.contextmanager
+def allow_mutation_on_saved_tensors():
+    """Tensors saved for backward are cloned just before an in-place op mutates them, so backward
+    still sees the saved value. Forward and backward must both run inside the context."""
+    global _mutation_ctx
+    ctx = _AllowMutationOnSavedContext()
+
+    def pack(t):
+        tid = (id(t), t._vc[0])
+        sid = id(t._vc)
+        ctx.sid_to_tid[sid].add(tid)
+        handle = ctx.tid_to_weakhandle.get(tid)
+        if handle is None:
+            handle = _Handle()
+            ctx.tid_to_weakhandle[tid] = handle
+            ctx.original[handle] = t
+        return handle
+
+    def unpack(handle):
+        if _mutation_ctx is not ctx:
+            raise AssertionError(_G5_ERR)
+        if handle in ctx.cloned:
+            return ctx.cloned[handle]
+        if handle not in ctx.original:
+            raise AssertionError(_G5_ERR)
+        return ctx.original[handle]
+
+    with saved_tensors_hooks(pack, unpack):
+        try:
+            if _mutation_ctx is not None:
+                raise RuntimeError("allow_mutation_on_saved_tensors contexts cannot be nested")
+            _mutation_ctx = ctx
+            yield ctx
+        finally:
+            ctx.clear()
+            _mutation_ctx = None
+
 
 def increment_version(tensor):
-    tensor._vc[0] += 1
+    """Bump the version counter of a tensor (or of each tensor in an iterable)."""
+    if isinstance(tensor, Tensor):
+        tensor._vc[0] += 1
+        return
+    for t in tensor:
+        t._vc[0] += 1

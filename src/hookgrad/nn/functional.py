@@ -1,1 +1,982 @@
-"""nn.functional (being written)."""
+"""hookgrad.nn.functional: the functional forms of every layer, activation and loss (as torch.nn.functional)."""
+import math
+import numbers
+import warnings
+
+import numpy as np
+
+from .._tensor import Tensor
+from .. import _creation as C
+from ..ops import elementwise as E, nn as N
+from ..ops.index import where
+from ..ops.linalg import addmm, matmul
+
+_int = (int, np.integer)
+
+
+def _T(a):
+    return Tensor._make(a)
+
+
+def _tup(v, n, name="kernel_size"):
+    if isinstance(v, _int):
+        return (int(v),) * n
+    v = tuple(int(x) for x in v)
+    if len(v) == 1 and n > 1:
+        v = v * n
+    if len(v) != n:
+        raise RuntimeError(f"expected {name} to be a single integer value or a list of {n} values to match the "
+                           f"convolution dimensions, but got {name}={list(v)}")
+    return v
+
+
+def _inplace(input, fn):
+    from ..ops import _inplace_via
+    return _inplace_via(input, fn)
+
+
+# ---------------------------------------------------------------------------------- activations
+def relu(input, inplace=False):
+    return E.relu(input, inplace=inplace)
+
+
+def relu_(input):
+    return E.relu(input, inplace=True)
+
+
+def relu6(input, inplace=False):
+    return E.relu6(input, inplace=inplace)
+
+
+def leaky_relu(input, negative_slope=0.01, inplace=False):
+    return E.leaky_relu(input, negative_slope, inplace=inplace)
+
+
+def elu(input, alpha=1.0, inplace=False):
+    return E.elu(input, alpha, inplace=inplace)
+
+
+def selu(input, inplace=False):
+    return E.selu(input, inplace=inplace)
+
+
+def celu(input, alpha=1.0, inplace=False):
+    return E.celu(input, alpha, inplace=inplace)
+
+
+def gelu(input, approximate="none"):
+    return E.gelu(input, approximate=approximate)
+
+
+def silu(input, inplace=False):
+    return _inplace(input, E.silu) if inplace else E.silu(input)
+
+
+def mish(input, inplace=False):
+    return _inplace(input, E.mish) if inplace else E.mish(input)
+
+
+def hardswish(input, inplace=False):
+    return _inplace(input, E.hardswish) if inplace else E.hardswish(input)
+
+
+def hardsigmoid(input, inplace=False):
+    return _inplace(input, E.hardsigmoid) if inplace else E.hardsigmoid(input)
+
+
+def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
+    return E.hardtanh(input, min_val, max_val, inplace=inplace)
+
+
+def softplus(input, beta=1.0, threshold=20.0):
+    return E.softplus(input, beta, threshold)
+
+
+def tanh(input):
+    return E.tanh(input)
+
+
+def sigmoid(input):
+    return E.sigmoid(input)
+
+
+def logsigmoid(input):
+    return E.logsigmoid(input)
+
+
+def softsign(input):
+    return E.softsign(input)
+
+
+def tanhshrink(input):
+    return E.tanhshrink(input)
+
+
+def threshold(input, threshold, value, inplace=False):
+    out = where(input > threshold, input, value)
+    return input.copy_(out) if inplace else out
+
+
+def prelu(input, weight):
+    w = weight
+    if input.dim() >= 2 and weight.numel() > 1:
+        w = weight.reshape((-1,) + (1,) * (input.dim() - 2))
+    return where(input > 0, input, w * input)
+
+
+def glu(input, dim=-1):
+    d = dim % input.dim()
+    n = input.shape[d]
+    if n % 2:
+        raise RuntimeError(f"Halving dimension must be even, but dimension {d} is size {n}")
+    pre = (slice(None),) * d
+    return input[pre + (slice(0, n // 2),)] * input[pre + (slice(n // 2, n),)].sigmoid()
+
+
+softmax = N.softmax
+log_softmax = N.log_softmax
+
+
+def softmin(input, dim=None, _stacklevel=3, dtype=None):
+    return N.softmax(-input, dim, dtype=dtype)
+
+
+# ----------------------------------------------------------------------------------- linear
+def linear(input, weight, bias=None):
+    nd = input.dim()
+    if nd == 2:
+        return addmm(bias, input, weight.t()) if bias is not None else input.mm(weight.t())
+    if nd > 2:
+        x2 = input.reshape(-1, input.shape[-1])
+        out = addmm(bias, x2, weight.t()) if bias is not None else x2.mm(weight.t())
+        return out.view(*input.shape[:-1], weight.shape[0])
+    out = matmul(input, weight.t())
+    return out + bias if bias is not None else out
+
+
+def bilinear(input1, input2, weight, bias=None):
+    o, i1, i2 = weight.shape
+    lead = input1.shape[:-1]
+    x1, x2 = input1.reshape(-1, i1), input2.reshape(-1, i2)
+    t = x1.mm(weight.permute(1, 0, 2).reshape(i1, o * i2)).reshape(-1, o, i2)
+    out = (t * x2.unsqueeze(1)).sum(-1)
+    if bias is not None:
+        out = out + bias
+    return out.reshape(*lead, o)
+
+
+# ------------------------------------------------------------------------------ convolution
+def _conv_padding(padding, n, k, d, stride):
+    if isinstance(padding, str):
+        if padding == "valid":
+            return (0,) * (2 * n)
+        if padding != "same":
+            raise ValueError(f"Invalid padding string '{padding}', should be one of {{'valid', 'same'}}")
+        if any(s != 1 for s in stride):
+            raise ValueError("padding='same' is not supported for strided convolutions")
+        out = []
+        for ki, di in zip(k, d):
+            tot = di * (ki - 1)
+            out += [tot // 2, tot - tot // 2]
+        return tuple(out)
+    p = _tup(padding, n, "padding")
+    return tuple(x for v in p for x in (v, v))
+
+
+def _as2d(n, v, one):
+    """1-d geometry as 2-d: H gets (stride 1, no pad, dilation 1)."""
+    return ((one,) + v) if n == 1 else v
+
+
+def _conv(name, n, input, weight, bias, stride, padding, dilation, groups):
+    nd = input.dim()
+    if nd not in (n + 1, n + 2):
+        raise RuntimeError(f"Expected {n + 1}D (unbatched) or {n + 2}D (batched) input to {name}, but got input of "
+                           f"size: {list(input.shape)}")
+    if nd == n + 1:
+        return _conv(name, n, input.unsqueeze(0), weight, bias, stride, padding, dilation, groups).squeeze(0)
+    if weight.dim() != n + 2:
+        raise RuntimeError(f"weight should have at least three dimensions")
+    k = tuple(weight.shape[2:])
+    s, d = _tup(stride, n, "stride"), _tup(dilation, n, "dilation")
+    p = _conv_padding(padding, n, k, d, s)
+    cin = weight.shape[1] * groups
+    if input.shape[1] != cin:
+        raise RuntimeError(f"Given groups={groups}, weight of size {list(weight.shape)}, expected input"
+                           f"{list(input.shape)} to have {cin} channels, but got {input.shape[1]} channels instead")
+    if weight.shape[0] % groups:
+        raise RuntimeError("Given groups=%d, expected weight to be divisible by %d at dimension 0, but got weight of "
+                           "size %s instead" % (groups, groups, list(weight.shape)))
+    if input.dtype is not weight.dtype:
+        raise RuntimeError(f"Input type ({input.dtype._legacy[:-6]}) and bias type ({weight.dtype._legacy[:-6]}) "
+                           f"should be the same" if False else
+                           f"expected scalar type {_sname(weight)} but found {_sname(input)}")
+    padded = [input.shape[2 + i] + p[2 * i] + p[2 * i + 1] for i in range(n)]
+    eff = [d[i] * (k[i] - 1) + 1 for i in range(n)]
+    if any(a < b for a, b in zip(padded, eff)):
+        raise RuntimeError(f"Calculated padded input size per channel: ({' x '.join(map(str, padded))}). Kernel size: "
+                           f"({' x '.join(map(str, eff))}). Kernel size can't be greater than actual input size")
+    geo = dict(stride=_as2d(n, s, 1), padding=((0, 0) + p) if n == 1 else p, dilation=_as2d(n, d, 1), groups=groups)
+    args = (input, weight) if bias is None else (input, weight, bias)
+    return N.Conv.apply(*args, **geo)
+
+
+def _sname(t):
+    return {"float32": "Float", "float64": "Double", "float16": "Half"}.get(t.dtype.name, t.dtype.name)
+
+
+def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    return _conv("conv1d", 1, input, weight, bias, stride, padding, dilation, groups)
+
+
+def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    return _conv("conv2d", 2, input, weight, bias, stride, padding, dilation, groups)
+
+
+def _conv_transpose(name, n, input, weight, bias, stride, padding, output_padding, groups, dilation):
+    nd = input.dim()
+    if nd not in (n + 1, n + 2):
+        raise RuntimeError(f"Expected {n + 1}D (unbatched) or {n + 2}D (batched) input to {name}, but got input of "
+                           f"size: {list(input.shape)}")
+    if nd == n + 1:
+        return _conv_transpose(name, n, input.unsqueeze(0), weight, bias, stride, padding, output_padding, groups,
+                               dilation).squeeze(0)
+    if input.shape[1] != weight.shape[0]:
+        raise RuntimeError(f"Given transposed=1, weight of size {list(weight.shape)}, expected input{list(input.shape)} "
+                           f"to have {weight.shape[0]} channels, but got {input.shape[1]} channels instead")
+    k = tuple(weight.shape[2:])
+    s, p, d = _tup(stride, n, "stride"), _tup(padding, n, "padding"), _tup(dilation, n, "dilation")
+    op = _tup(output_padding, n, "output_padding")
+    for i in range(n):
+        if op[i] >= s[i] and op[i] >= d[i]:
+            raise RuntimeError("output padding must be smaller than either stride or dilation, but got "
+                               f"output_padding_height: {op[0]} output_padding_width: {op[-1]} stride_height: {s[0]} "
+                               f"stride_width: {s[-1]} dilation_height: {d[0]} dilation_width: {d[-1]}")
+    out = tuple((input.shape[2 + i] - 1) * s[i] - 2 * p[i] + d[i] * (k[i] - 1) + op[i] + 1 for i in range(n))
+    pp = tuple(x for v in p for x in (v, v))
+    geo = dict(stride=_as2d(n, s, 1), padding=((0, 0) + pp) if n == 1 else pp, dilation=_as2d(n, d, 1),
+               groups=groups)
+    args = (input, weight) if bias is None else (input, weight, bias)
+    return N.ConvTr.apply(*args, out_hw=out, **geo)
+
+
+def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
+    return _conv_transpose("conv_transpose1d", 1, input, weight, bias, stride, padding, output_padding, groups,
+                           dilation)
+
+
+def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
+    return _conv_transpose("conv_transpose2d", 2, input, weight, bias, stride, padding, output_padding, groups,
+                           dilation)
+
+
+def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
+    if input.dim() != 4:
+        if input.dim() == 3:
+            return unfold(input.unsqueeze(0), kernel_size, dilation, padding, stride).squeeze(0)
+        raise NotImplementedError(f"Input Error: Only 3D or 4D input Tensors are supported (got {input.dim()}D)")
+    k, d, s = _tup(kernel_size, 2), _tup(dilation, 2, "dilation"), _tup(stride, 2, "stride")
+    p = _tup(padding, 2, "padding")
+    return N.Im2col.apply(input, kernel=k, stride=s, padding=(p[0], p[0], p[1], p[1]), dilation=d)
+
+
+def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
+    if input.dim() == 2:
+        return fold(input.unsqueeze(0), output_size, kernel_size, dilation, padding, stride).squeeze(0)
+    k, d, s = _tup(kernel_size, 2), _tup(dilation, 2, "dilation"), _tup(stride, 2, "stride")
+    p, o = _tup(padding, 2, "padding"), _tup(output_size, 2, "output_size")
+    oh = (o[0] + 2 * p[0] - d[0] * (k[0] - 1) - 1) // s[0] + 1
+    ow = (o[1] + 2 * p[1] - d[1] * (k[1] - 1) - 1) // s[1] + 1
+    n, ck, l = input.shape
+    if ck % (k[0] * k[1]) or l != oh * ow:
+        raise RuntimeError(f"Expected size of input's dimension 1 to be divisible by the product of kernel_size, but "
+                           f"got input.size(1)={ck} and kernel_size={k}" if ck % (k[0] * k[1]) else
+                           f"Given output_size={o}, kernel_size={k}, dilation={d}, padding={p}, stride={s}, expected "
+                           f"size of input's dimension 2 to match the calculated number of sliding blocks {oh} * {ow} "
+                           f"= {oh * ow}, but got input.size(2)={l}.")
+    return N.Col2im.apply(input, out_shape=(n, ck // (k[0] * k[1])) + o, kernel=k, oh=oh, ow=ow, stride=s,
+                          padding=(p[0], p[0], p[1], p[1]), dilation=d)
+
+
+# ---------------------------------------------------------------------------------- pooling
+def _pool_out(size, k, s, p, d, ceil):
+    num = size + 2 * p - d * (k - 1) - 1
+    o = (-(-num // s) if ceil else num // s) + 1
+    if ceil and (o - 1) * s >= size + p:
+        o -= 1
+    return o
+
+
+def _pool_geo(name, x, kernel_size, stride, padding, dilation, ceil_mode):
+    k = _tup(kernel_size, 2)
+    s = _tup(stride, 2, "stride") if stride is not None and stride != [] and stride != () else k
+    p, d = _tup(padding, 2, "padding"), _tup(dilation, 2, "dilation")
+    if x.dim() not in (3, 4):
+        raise RuntimeError(f"non-empty 3D or 4D (batch mode) tensor expected for input")
+    for i in range(2):
+        if p[i] > (d[i] * (k[i] - 1) + 1) // 2 if name == "max" else p[i] > k[i] // 2:
+            raise RuntimeError(f"pad should be at most half of effective kernel size, but got pad={p[i]}, kernel_size="
+                               f"{k[i]} and dilation={d[i]}" if name == "max" else
+                               "pad should be smaller than or equal to half of kernel size, but got padW = "
+                               f"{p[1]}, padH = {p[0]}, kW = {k[1]}, kH = {k[0]}")
+    h, w = x.shape[-2:]
+    oh, ow = _pool_out(h, k[0], s[0], p[0], d[0], ceil_mode), _pool_out(w, k[1], s[1], p[1], d[1], ceil_mode)
+    if oh < 1 or ow < 1:
+        raise RuntimeError(f"Given input size: ({'x'.join(map(str, x.shape[-3:]))}). Calculated output size: "
+                           f"({x.shape[-3]}x{oh}x{ow}). Output size is too small")
+    eh = max(0, (oh - 1) * s[0] + d[0] * (k[0] - 1) + 1 - (h + 2 * p[0]))
+    ew = max(0, (ow - 1) * s[1] + d[1] * (k[1] - 1) + 1 - (w + 2 * p[1]))
+    return dict(kernel=k, stride=s, dilation=d, pads=(p[0], p[0] + eh, p[1], p[1] + ew), oh=oh, ow=ow, in_hw=(h, w))
+
+
+def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
+    geo = _pool_geo("max", input, kernel_size, stride, padding, dilation, ceil_mode)
+    out, idx = N.MaxPool.apply(input, want_indices=return_indices, **geo)
+    return (out, idx) if return_indices else out
+
+
+def max_pool2d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+                            return_indices=True):
+    return max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
+
+
+def _one(v):
+    return v[0] if isinstance(v, (tuple, list)) else v
+
+
+def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
+    if input.dim() not in (2, 3):
+        raise RuntimeError(f"max_pool1d() Expected 2D or 3D input tensor, but got {list(input.shape)}")
+    s = (1, _one(stride)) if stride is not None and stride != [] else None
+    r = max_pool2d(input.unsqueeze(-2), (1, _one(kernel_size)), s, (0, _one(padding)), (1, _one(dilation)), ceil_mode,
+                   return_indices)
+    return (r[0].squeeze(-2), r[1].squeeze(-2)) if return_indices else r.squeeze(-2)
+
+
+def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
+               divisor_override=None):
+    geo = _pool_geo("avg", input, kernel_size, stride, padding, 1, ceil_mode)
+    if divisor_override:
+        div = np.asarray(divisor_override, input._data.dtype)
+    else:
+        sizes = []
+        for i, (o, size) in enumerate(zip((geo["oh"], geo["ow"]), geo["in_hw"])):
+            k, s, p = geo["kernel"][i], geo["stride"][i], geo["pads"][2 * i]
+            st = np.arange(o) * s - p
+            en = np.minimum(st + k, size + p)
+            n = en - st
+            if not count_include_pad:
+                n = np.minimum(en, size) - np.maximum(st, 0)
+            sizes.append(n)
+        div = (sizes[0][:, None] * sizes[1][None, :]).astype(input._data.dtype)
+    return N.AvgPool.apply(input, div=div, **geo)
+
+
+def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True):
+    s = (1, _one(stride)) if stride is not None and stride != [] else None
+    return avg_pool2d(input.unsqueeze(-2), (1, _one(kernel_size)), s, (0, _one(padding)), ceil_mode,
+                      count_include_pad).squeeze(-2)
+
+
+def _adaptive_sizes(input, output_size, n):
+    out = _tup(output_size, n, "output_size") if not isinstance(output_size, (tuple, list)) or \
+        None not in output_size else tuple(input.shape[-n + i] if v is None else int(v) for i, v in enumerate(output_size))
+    if len(out) == 1 and n > 1:
+        out = out * n
+    return out
+
+
+def _adaptive_matrix(size, o, dtype):
+    m = np.zeros((o, size), np.float64)
+    for i in range(o):
+        a, b = (i * size) // o, -(-((i + 1) * size) // o)
+        m[i, a:b] = 1.0 / (b - a)
+    return _T(m.astype(dtype))
+
+
+def adaptive_avg_pool2d(input, output_size):
+    oh, ow = _adaptive_sizes(input, output_size, 2)
+    h, w = input.shape[-2:]
+    if (oh, ow) == (1, 1):
+        return input.mean((-2, -1), keepdim=True)
+    dt = input._data.dtype
+    x = input if ow == w else matmul(input, _adaptive_matrix(w, ow, dt).t())
+    return x if oh == h else matmul(_adaptive_matrix(h, oh, dt), x)
+
+
+def adaptive_avg_pool1d(input, output_size):
+    (o,) = _adaptive_sizes(input, output_size, 1)
+    return adaptive_avg_pool2d(input.unsqueeze(-2), (1, o)).squeeze(-2)
+
+
+def adaptive_max_pool2d(input, output_size, return_indices=False):
+    out_hw = _adaptive_sizes(input, output_size, 2)
+    out, idx = N.AdaptiveMaxPool.apply(input, out_hw=out_hw)
+    return (out, idx) if return_indices else out
+
+
+def adaptive_max_pool1d(input, output_size, return_indices=False):
+    (o,) = _adaptive_sizes(input, output_size, 1)
+    r = adaptive_max_pool2d(input.unsqueeze(-2), (1, o), return_indices)
+    return (r[0].squeeze(-2), r[1].squeeze(-2)) if return_indices else r.squeeze(-2)
+
+
+# ---------------------------------------------------------------------------- normalization
+def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1, eps=1e-5):
+    x = input._data
+    c = x.shape[1]
+    axes = (0,) + tuple(range(2, x.ndim))
+    pshape = (1, c) + (1,) * (x.ndim - 2)
+    if training:
+        n = x.size // c
+        if n <= 1:
+            raise ValueError(f"Expected more than 1 value per channel when training, got input size {input.shape}")
+        mean, invstd, var = N.norm_stats(x, axes, eps)
+        if running_mean is not None:
+            m = momentum
+            rm, rv = running_mean._data, running_var._data
+            rm *= 1 - m
+            rm += (m * mean.reshape(c)).astype(rm.dtype)
+            rv *= 1 - m
+            rv += (m * var.reshape(c) * (n / (n - 1))).astype(rv.dtype)
+            running_mean._vc[0] += 1
+            running_var._vc[0] += 1
+    else:
+        mean = running_mean._data.reshape(pshape).astype(x.dtype)
+        invstd = (1.0 / np.sqrt(running_var._data.astype(np.float64) + eps)).astype(x.dtype).reshape(pshape)
+    args = [input, weight, bias] if bias is not None else ([input, weight] if weight is not None else [input])
+    return N.Norm.apply(*args, sshape=x.shape, axes=axes, pshape=pshape, mean=mean, invstd=invstd,
+                        batch_stats=bool(training), eps=eps, wshape=(c,))
+
+
+def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
+    ns = (normalized_shape,) if isinstance(normalized_shape, _int) else tuple(normalized_shape)
+    x = input._data
+    k = len(ns)
+    if tuple(x.shape[x.ndim - k:]) != ns or x.ndim < k:
+        raise RuntimeError(f"Given normalized_shape={list(ns)}, expected input with shape [*, "
+                           f"{', '.join(map(str, ns))}], but got input of size{list(x.shape)}")
+    axes = tuple(range(x.ndim - k, x.ndim))
+    mean, invstd, _ = N.norm_stats(x, axes, eps)
+    args = [input, weight, bias] if bias is not None else ([input, weight] if weight is not None else [input])
+    return N.LayerNormNode.apply(*args, sshape=x.shape, axes=axes, pshape=(1,) * (x.ndim - k) + ns, mean=mean,
+                                 invstd=invstd, batch_stats=True, eps=eps, wshape=ns)
+
+
+def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
+    x = input._data
+    n, c = x.shape[:2]
+    if c % num_groups:
+        raise RuntimeError(f"Expected number of channels in input to be divisible by num_groups, but got input of "
+                           f"shape {list(x.shape)} and num_groups={num_groups}")
+    sshape = (n, num_groups, -1)
+    mean, invstd, _ = N.norm_stats(x.reshape(sshape), (2,), eps)
+    args = [input, weight, bias] if bias is not None else ([input, weight] if weight is not None else [input])
+    return N.GroupNormNode.apply(*args, sshape=(n, num_groups, x.size // (n * num_groups) if n else 0), axes=(2,),
+                                 pshape=(1, c) + (1,) * (x.ndim - 2), mean=mean, invstd=invstd, batch_stats=True,
+                                 eps=eps, wshape=(c,))
+
+
+def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=None, use_input_stats=True,
+                  momentum=0.1, eps=1e-5):
+    n, c = input.shape[:2]
+    out = group_norm(input, c, None, None, eps)
+    if weight is not None:
+        out = out * weight.reshape((1, c) + (1,) * (input.dim() - 2))
+    if bias is not None:
+        out = out + bias.reshape((1, c) + (1,) * (input.dim() - 2))
+    return out
+
+
+def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
+    if p == 2:
+        nrm = (input * input).sum(dim, keepdim=True).sqrt()
+    else:
+        nrm = (input.abs() ** p).sum(dim, keepdim=True) ** (1.0 / p)
+    return input / nrm.clamp_min(eps).expand_as(input)
+
+
+def cosine_similarity(x1, x2, dim=1, eps=1e-8):
+    n1 = (x1 * x1).sum(dim, keepdim=True).sqrt().clamp_min(eps)
+    n2 = (x2 * x2).sum(dim, keepdim=True).sqrt().clamp_min(eps)
+    return ((x1 / n1) * (x2 / n2)).sum(dim)
+
+
+def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
+    d = (x1 - x2 + eps).abs()
+    return (d ** p).sum(-1, keepdim=keepdim) ** (1.0 / p)
+
+
+# ------------------------------------------------------------------------ dropout, embedding
+def _check_p(p):
+    if p < 0.0 or p > 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+
+
+def _dropout(input, p, training, inplace, mshape):
+    _check_p(p)
+    if not training or p == 0:
+        return input
+    dt = input._data.dtype
+    keep = C._rng(None).random(mshape, dtype=np.float64) >= p
+    mask = (keep * (1.0 / (1.0 - p)) if p < 1 else np.zeros(mshape)).astype(dt)
+    if inplace:
+        from ..ops._inplace import inplace_apply
+        return inplace_apply(input, N.Dropout, (), {"mask": mask})
+    return N.Dropout.apply(input, mask=mask)
+
+
+def dropout(input, p=0.5, training=True, inplace=False):
+    return _dropout(input, p, training, inplace, input._data.shape)
+
+
+def dropout1d(input, p=0.5, training=True, inplace=False):
+    s = input._data.shape
+    return _dropout(input, p, training, inplace, s[:-1] + (1,))
+
+
+def dropout2d(input, p=0.5, training=True, inplace=False):
+    s = input._data.shape
+    if len(s) == 3:
+        warnings.warn("dropout2d: Received a 3D input to dropout2d and assuming that channel-wise 1D dropout behavior "
+                      "is desired - input is interpreted as shape (N, C, L), where C is the channel dim. This behavior "
+                      "will change in a future release to interpret the input as one without a batch dimension, i.e. "
+                      "shape (C, H, W). To maintain the 1D channel-wise dropout behavior, please switch to using "
+                      "dropout1d instead.")
+    return _dropout(input, p, training, inplace, s[:2] + (1,) * (len(s) - 2))
+
+
+def dropout3d(input, p=0.5, training=True, inplace=False):
+    s = input._data.shape
+    return _dropout(input, p, training, inplace, s[:2] + (1,) * (len(s) - 2))
+
+
+def alpha_dropout(input, p=0.5, training=False, inplace=False):
+    _check_p(p)
+    if not training or p == 0:
+        return input
+    alpha = -1.7580993408473766
+    keep = C._rng(None).random(input._data.shape) >= p
+    a = (1.0 / math.sqrt((alpha * alpha * p + 1) * (1 - p)))
+    b = -a * alpha * p
+    kt = _T(keep.astype(input._data.dtype))
+    return (input * kt + alpha * (1 - kt)) * a + b
+
+
+def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, scale_grad_by_freq=False, sparse=False):
+    idx = input._data
+    if idx.dtype.kind not in "iu":
+        raise RuntimeError(f"Expected tensor for argument #1 'indices' to have one of the following scalar types: Long, "
+                           f"Int; but got torch.{input.dtype._legacy} instead (while checking arguments for embedding)")
+    num = weight.shape[0]
+    if idx.size and (idx.min() < -0 or idx.max() >= num):
+        raise IndexError("index out of range in self")
+    if padding_idx is not None:
+        if padding_idx < 0:
+            padding_idx += num
+    if max_norm is not None:
+        rows = np.unique(idx)
+        w = weight._data
+        nrm = np.linalg.norm(w[rows].astype(np.float64), ord=norm_type, axis=1)
+        big = nrm > max_norm
+        w[rows[big]] *= (max_norm / (nrm[big] + 1e-7))[:, None].astype(w.dtype)
+        weight._vc[0] += 1
+    return N.Embedding.apply(weight, input, padding_idx=padding_idx)
+
+
+def one_hot(tensor, num_classes=-1):
+    a = tensor._data
+    if a.dtype.kind not in "iu":
+        raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
+    if a.size and a.min() < 0:
+        raise RuntimeError("Class values must be non-negative.")
+    if num_classes == -1:
+        num_classes = int(a.max()) + 1 if a.size else 0
+    elif a.size and a.max() >= num_classes:
+        raise RuntimeError("Class values must be smaller than num_classes.")
+    out = np.zeros(a.shape + (num_classes,), np.int64)
+    np.put_along_axis(out, a[..., None].astype(np.int64), 1, -1)
+    return _T(out)
+
+
+# ------------------------------------------------------------------------------- padding
+_PAD_MODES = {"reflect": "reflect", "replicate": "edge", "circular": "wrap"}
+
+
+def pad(input, pad, mode="constant", value=None):
+    if len(pad) % 2:
+        raise RuntimeError("Padding length must be divisible by 2")
+    nd = input.dim()
+    if len(pad) // 2 > nd:
+        raise RuntimeError(f"Padding length should be less than or equal to two times the input dimension but got "
+                           f"padding length {len(pad)} and input of dimension {nd}")
+    pairs = [(0, 0)] * nd
+    for i in range(len(pad) // 2):
+        pairs[nd - 1 - i] = (int(pad[2 * i]), int(pad[2 * i + 1]))
+    if mode == "constant":
+        return N.ConstantPad.apply(input, pads=tuple(pairs), value=0 if value is None else value)
+    if mode not in _PAD_MODES:
+        raise NotImplementedError(f"Unrecognised padding mode {mode}")
+    out = input
+    for d, (a, b) in enumerate(pairs):
+        if a or b:
+            n = input.shape[d]
+            if mode == "reflect" and (a >= n or b >= n):
+                raise RuntimeError(f"Argument #4: Padding size should be less than the corresponding input dimension, "
+                                   f"but got: padding ({a}, {b}) at dimension {d} of input {list(input.shape)}")
+            idx = np.pad(np.arange(n), (a, b), mode=_PAD_MODES[mode])
+            out = out[(slice(None),) * d + (_T(idx),)]
+    return out
+
+
+# ---------------------------------------------------------------------------- interpolation
+def _interp_matrix(n_in, n_out, scale, align_corners, dtype):
+    m = np.zeros((n_out, n_in), np.float64)
+    dst = np.arange(n_out, dtype=np.float64)
+    if align_corners:
+        src = dst * ((n_in - 1) / (n_out - 1)) if n_out > 1 else np.zeros(n_out)
+    else:
+        src = np.maximum((dst + 0.5) * scale - 0.5, 0.0)
+    i0 = np.minimum(np.floor(src).astype(np.int64), n_in - 1)
+    i1 = np.minimum(i0 + 1, n_in - 1)
+    lam = src - i0
+    r = np.arange(n_out)
+    m[r, i0] += 1 - lam
+    m[r, i1] += lam
+    return _T(m.astype(dtype))
+
+
+def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None, recompute_scale_factor=None,
+                antialias=False):
+    n = input.dim() - 2
+    if mode in ("nearest", "area", "nearest-exact") and align_corners is not None:
+        raise ValueError("align_corners option can only be set with the interpolating modes: linear | bilinear | "
+                         "bicubic | trilinear")
+    if size is None and scale_factor is None:
+        raise ValueError("either size or scale_factor should be defined")
+    if size is not None and scale_factor is not None:
+        raise ValueError("only one of size or scale_factor should be defined")
+    in_sz = input.shape[2:]
+    if size is not None:
+        out_sz = _tup(size, n, "size")
+        scales = [i / o for i, o in zip(in_sz, out_sz)]
+    else:
+        sf = [float(scale_factor)] * n if isinstance(scale_factor, numbers.Number) else [float(f) for f in scale_factor]
+        out_sz = tuple(int(math.floor(i * f)) for i, f in zip(in_sz, sf))
+        scales = [i / o for i, o in zip(in_sz, out_sz)] if recompute_scale_factor else [1.0 / f for f in sf]
+    if mode == "area":
+        return adaptive_avg_pool2d(input, out_sz) if n == 2 else adaptive_avg_pool1d(input, out_sz)
+    need = {"linear": 1, "bilinear": 2, "trilinear": 3}
+    if mode in need and need[mode] != n:
+        raise NotImplementedError(f"Got {input.dim()}D input, but {mode} mode needs {need[mode] + 2}D input")
+    out = input
+    dt = input._data.dtype
+    for i in range(n):
+        d = 2 + i
+        if in_sz[i] == out_sz[i] and mode.startswith("nearest"):
+            continue
+        if mode in ("nearest", "nearest-exact"):
+            dst = np.arange(out_sz[i], dtype=np.float64)
+            src = np.floor((dst + 0.5) * scales[i]) if mode == "nearest-exact" else np.floor(dst * np.float32(scales[i]))
+            idx = np.minimum(src.astype(np.int64), in_sz[i] - 1)
+            out = out[(slice(None),) * d + (_T(idx),)]
+        elif mode in need:
+            m = _interp_matrix(in_sz[i], out_sz[i], scales[i], bool(align_corners), dt)
+            out = matmul(out.transpose(d, -1), m.t()).transpose(d, -1) if d != input.dim() - 1 else matmul(out, m.t())
+        else:
+            raise NotImplementedError(f"hookgrad: interpolate mode '{mode}' is not supported")
+    return out
+
+
+def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=None):
+    return interpolate(input, size, scale_factor, mode, align_corners)
+
+
+# ------------------------------------------------------------------------------------ losses
+def _reduction(size_average, reduce, reduction):
+    if size_average is None and reduce is None:
+        return reduction
+    size_average = True if size_average is None else size_average
+    reduce = True if reduce is None else reduce
+    return ("mean" if size_average else "sum") if reduce else "none"
+
+
+def _reduce(loss, reduction):
+    if reduction == "mean":
+        return loss.mean()
+    if reduction == "sum":
+        return loss.sum()
+    if reduction == "none":
+        return loss
+    raise ValueError(f"{reduction} is not a valid value for reduction")
+
+
+def _size_warn(input, target):
+    if tuple(target.shape) != tuple(input.shape):
+        warnings.warn(f"Using a target size ({target.size()}) that is different to the input size ({input.size()}). "
+                      "This will likely lead to incorrect results due to broadcasting. Please ensure they have the "
+                      "same size.", stacklevel=3)
+
+
+def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
+    _size_warn(input, target)
+    d = input - target
+    loss = d * d
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(loss, _reduction(size_average, reduce, reduction))
+
+
+def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
+    _size_warn(input, target)
+    loss = (input - target).abs()
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(loss, _reduction(size_average, reduce, reduction))
+
+
+def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
+    _size_warn(input, target)
+    if beta < 0:
+        raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
+    z = (input - target).abs()
+    loss = z if beta == 0 else where(z < beta, (z * z) * (0.5 / beta), z - 0.5 * beta)
+    return _reduce(loss, _reduction(size_average, reduce, reduction))
+
+
+def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
+    _size_warn(input, target)
+    if delta <= 0:
+        raise RuntimeError("huber_loss does not support non-positive values for delta.")
+    z = (input - target).abs()
+    loss = where(z < delta, (z * z) * 0.5, (z - 0.5 * delta) * delta)
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(loss, reduction)
+
+
+def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean"):
+    reduction = _reduction(size_average, reduce, reduction)
+    if reduction not in ("mean", "sum", "none"):
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+    nd = input.dim()
+    if nd < 1:
+        raise ValueError(f"Expected 1 or more dimensions (got {nd})")
+    if target._data.dtype.kind not in "iu":
+        raise RuntimeError(f"expected scalar type Long but found {_sname(target)}")
+    if nd > 1 and input.shape[0] != (target.shape[0] if target.dim() else -1):
+        raise ValueError(f"Expected input batch_size ({input.shape[0]}) to match target batch_size "
+                         f"({target.shape[0] if target.dim() else 0}).")
+    if nd > 2 and tuple(target.shape[1:]) != tuple(input.shape[2:]):
+        raise RuntimeError(f"size mismatch (got input: {list(input.shape)}, target: {list(target.shape)})")
+    c = input.shape[1] if nd > 1 else input.shape[0]
+    if weight is not None and weight.numel() != c:
+        raise RuntimeError(f"weight tensor should be defined either for all {c} classes or no classes but got weight "
+                           f"tensor of shape: {list(weight.shape)}")
+    args = (input, target) if weight is None else (input, target, weight)
+    return N.NllLoss.apply(*args, ignore_index=ignore_index, reduction=reduction)
+
+
+def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean",
+                  label_smoothing=0.0):
+    reduction = _reduction(size_average, reduce, reduction)
+    if not 0.0 <= label_smoothing <= 1.0:
+        raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
+    cdim = 1 if input.dim() >= 2 else 0
+    c = input.shape[cdim]
+    logp = N.log_softmax(input, cdim)
+    wshape = [1] * input.dim()
+    wshape[cdim] = c
+    if target._data.dtype.kind == "f":              # class probabilities
+        if tuple(target.shape) != tuple(input.shape):
+            raise RuntimeError(f"Expected target size {list(input.shape)}, got {list(target.shape)}")
+        if label_smoothing > 0:
+            target = target * (1 - label_smoothing) + label_smoothing / c
+        prod = logp * target
+        if weight is not None:
+            prod = prod * weight.reshape(wshape)
+        if reduction == "mean":
+            return -prod.sum() / (input.numel() // c if input.numel() else 1)
+        if reduction == "sum":
+            return -prod.sum()
+        if reduction == "none":
+            return -prod.sum(cdim)
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+    nll = nll_loss(logp, target, weight, ignore_index=ignore_index, reduction=reduction)
+    if label_smoothing <= 0:
+        return nll
+    ignore = target._data == ignore_index
+    smooth = -(logp * weight.reshape(wshape)).sum(cdim) if weight is not None else -logp.sum(cdim)
+    smooth = where(_T(ignore), 0.0, smooth)
+    if reduction == "mean":
+        if weight is not None:
+            ret = smooth.sum() / float(weight._data[target._data[~ignore]].sum())
+        else:
+            ret = smooth.sum() / float((~ignore).sum())
+    elif reduction == "sum":
+        ret = smooth.sum()
+    else:
+        ret = smooth
+    return nll * (1 - label_smoothing) + ret * (label_smoothing / c)
+
+
+def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None, reduction="mean"):
+    reduction = _reduction(size_average, reduce, reduction)
+    if tuple(target.shape) != tuple(input.shape):
+        raise ValueError(f"Using a target size ({target.size()}) that is different to the input size ({input.size()}) "
+                         "is deprecated. Please ensure they have the same size.")
+    x = input._data
+    if x.size and ((x < 0) | (x > 1)).any():
+        raise RuntimeError("all elements of input should be between 0 and 1")
+    loss = -(target * input.log().clamp_min(-100.0) + (1 - target) * (1 - input).log().clamp_min(-100.0))
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(loss, reduction)
+
+
+def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None, reduce=None, reduction="mean",
+                                     pos_weight=None):
+    reduction = _reduction(size_average, reduce, reduction)
+    if tuple(target.shape) != tuple(input.shape):
+        raise ValueError(f"Target size ({target.size()}) must be the same as input size ({input.size()})")
+    ls = E.logsigmoid(input)
+    if pos_weight is not None:
+        ls = ls * ((pos_weight - 1) * target + 1)
+    loss = (1 - target) * input - ls
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(loss, reduction)
+
+
+def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):
+    reduction = _reduction(size_average, reduce, reduction)
+    if reduction == "mean":
+        warnings.warn("reduction: 'mean' divides the total loss by both the batch size and the support size."
+                      "'batchmean' divides only by the batch size, and aligns with the KL div math definition."
+                      "'mean' will be changed to behave the same as 'batchmean' in the next major release.")
+    if log_target:
+        loss = target.exp() * (target - input)
+    else:
+        pos = _T(target._data > 0)
+        loss = target * where(pos, target, 1.0).log() - target * input
+    if reduction == "batchmean":
+        return loss.sum() / input.shape[0] if input.dim() else loss.sum()
+    return _reduce(loss, reduction)
+
+
+def cosine_embedding_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None, reduction="mean"):
+    reduction = _reduction(size_average, reduce, reduction)
+    if input1.dim() != input2.dim() or input1.dim() not in (1, 2):
+        raise RuntimeError(f"1D target tensor expects 2D input tensors, but found inputs with sizes "
+                           f"{list(input1.shape)} and {list(input2.shape)}.")
+    eps = 1e-12
+    d = input1.dim() - 1
+    prod = (input1 * input2).sum(d)
+    m1 = (input1 * input1).sum(d) + eps
+    m2 = (input2 * input2).sum(d) + eps
+    cos = prod / (m1 * m2).sqrt()
+    t = target._data
+    pos = where(_T(t == 1), 1 - cos, 0.0)
+    neg = where(_T(t == -1), (cos - margin).clamp_min(0.0), 0.0)
+    return _reduce(pos + neg, reduction)
+
+
+# --------------------------------------------------------------------------------- attention
+def _float_mask(mask, dtype, true_means_masked):
+    """A boolean mask as an additive float mask (0 / -inf); a float mask as it is."""
+    a = mask._data if isinstance(mask, Tensor) else np.asarray(mask)
+    if a.dtype == np.bool_:
+        blocked = a if true_means_masked else ~a
+        return _T(np.where(blocked, -np.inf, 0.0).astype(dtype))
+    return mask
+
+
+def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+                                 enable_gqa=False):
+    L, S = query.shape[-2], key.shape[-2]
+    sc = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
+    w = matmul(query, key.transpose(-2, -1)) * sc
+    dt = query._data.dtype
+    if is_causal:
+        w = w + _float_mask(_T(np.tril(np.ones((L, S), bool))), dt, False)
+    if attn_mask is not None:
+        w = w + _float_mask(attn_mask, dt, False)
+    w = N.softmax(w, -1)
+    if dropout_p > 0:
+        w = dropout(w, dropout_p, True)
+    return matmul(w, value)
+
+
+def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_heads, in_proj_weight, in_proj_bias,
+                                 bias_k, bias_v, add_zero_attn, dropout_p, out_proj_weight, out_proj_bias,
+                                 training=True, key_padding_mask=None, need_weights=True, attn_mask=None,
+                                 use_separate_proj_weight=False, q_proj_weight=None, k_proj_weight=None,
+                                 v_proj_weight=None, static_k=None, static_v=None, average_attn_weights=True,
+                                 is_causal=False):
+    """Inputs (L, N, E) / (S, N, E), or unbatched (L, E); PyTorch's math path."""
+    batched = query.dim() == 3
+    if not batched:
+        query, key, value = query.unsqueeze(1), key.unsqueeze(1), value.unsqueeze(1)
+        if key_padding_mask is not None:
+            key_padding_mask = key_padding_mask.unsqueeze(0)
+    L, B, E_ = query.shape
+    S = key.shape[0]
+    if E_ != embed_dim_to_check:
+        raise AssertionError(f"was expecting embedding dimension of {embed_dim_to_check}, but got {E_}")
+    H = num_heads
+    hd = E_ // H
+    if use_separate_proj_weight:
+        bq = bk = bv = None
+        if in_proj_bias is not None:
+            bq, bk, bv = in_proj_bias[0:E_], in_proj_bias[E_:2 * E_], in_proj_bias[2 * E_:]
+        q, k, v = linear(query, q_proj_weight, bq), linear(key, k_proj_weight, bk), linear(value, v_proj_weight, bv)
+    else:
+        w, b = in_proj_weight, in_proj_bias
+        if query is key and key is value:
+            qkv = linear(query, w, b)
+            q, k, v = qkv[..., 0:E_], qkv[..., E_:2 * E_], qkv[..., 2 * E_:]
+        else:
+            q = linear(query, w[0:E_], None if b is None else b[0:E_])
+            k = linear(key, w[E_:2 * E_], None if b is None else b[E_:2 * E_])
+            v = linear(value, w[2 * E_:], None if b is None else b[2 * E_:])
+    dt = query._data.dtype
+    mask = None
+    if is_causal and attn_mask is None:
+        attn_mask = _T(np.triu(np.ones((L, S), bool), 1))
+    if attn_mask is not None:
+        mask = _float_mask(attn_mask, dt, True)
+        if mask.dim() == 2:
+            mask = mask.unsqueeze(0)
+    if key_padding_mask is not None:
+        kpm = _float_mask(key_padding_mask, dt, True).reshape(B, 1, 1, S).expand(B, H, 1, S).reshape(B * H, 1, S)
+        mask = kpm if mask is None else mask + kpm
+    q = q.reshape(L, B * H, hd).transpose(0, 1)
+    k = k.reshape(S, B * H, hd).transpose(0, 1)
+    v = v.reshape(S, B * H, hd).transpose(0, 1)
+    if not training:
+        dropout_p = 0.0
+    if need_weights:
+        w = matmul(q * math.sqrt(1.0 / hd), k.transpose(-2, -1))
+        if mask is not None:
+            w = w + mask
+        w = N.softmax(w, -1)
+        if dropout_p > 0:
+            w = dropout(w, dropout_p)
+        out = matmul(w, v)
+    else:
+        if mask is not None:
+            mask = mask.reshape(B, H, -1, S) if mask.shape[0] == B * H else mask.unsqueeze(0)
+        out = scaled_dot_product_attention(q.reshape(B, H, L, hd), k.reshape(B, H, S, hd), v.reshape(B, H, S, hd),
+                                           mask, dropout_p).permute(2, 0, 1, 3)
+        w = None
+    out = out.transpose(0, 1).reshape(L * B, E_) if need_weights else out.reshape(L * B, E_)
+    out = linear(out, out_proj_weight, out_proj_bias).reshape(L, B, E_)
+    if w is not None:
+        w = w.reshape(B, H, L, S)
+        if average_attn_weights:
+            w = w.mean(1)
+        if not batched:
+            w = w.squeeze(0)
+    if not batched:
+        out = out.squeeze(1)
+    return out, w

@@ -36,16 +36,27 @@ def _rebuild_parameter(data, requires_grad):
     return Parameter(Tensor._make(data), requires_grad)
 
 
-class Buffer(Tensor):
-    """Marker class: assigning an ``nn.Buffer`` to a module attribute registers a buffer."""
+class _BufferMeta(type):
+    # isinstance(t, Buffer) is true for plain tensors marked by Buffer(...), as in PyTorch
+    def __instancecheck__(self, instance):
+        if self is Buffer:
+            return isinstance(instance, Tensor) and getattr(instance, "_is_buffer", False)
+        return super().__instancecheck__(instance)
+
+
+class Buffer(Tensor, metaclass=_BufferMeta):
+    """Marker: assigning ``nn.Buffer(t, persistent=...)`` to a module attribute registers a buffer.
+
+    As in PyTorch, the result is a plain Tensor (a detached alias of ``data``) flagged ``_is_buffer``.
+    """
 
     def __new__(cls, data=None, *, persistent=True):
         import numpy as np
         if data is None:
             data = Tensor._make(np.zeros((0,), np.float32))
         t = Tensor._make(data._data, data.requires_grad, None, 0, data._vc)
-        t.__dict__["_buffer_persistent"] = persistent
-        t.__class__ = Buffer
+        t.persistent = persistent
+        t._is_buffer = True
         return t
 
     def __init__(self, data=None, *, persistent=True):

@@ -2,6 +2,7 @@
 import numpy as np
 
 from .._tensor import Tensor
+from ..autograd import graph as _graph
 from ..autograd.graph import Node
 from ..autograd.grad_mode import _state
 
@@ -10,7 +11,11 @@ _LEAF_VIEW = "a view of a leaf Variable that requires grad is being used in an i
 
 
 def check_inplace(self):
-    """The errors PyTorch raises before any in-place write, whatever the op."""
+    """The errors PyTorch raises before any in-place write, whatever the op (and, inside
+    allow_mutation_on_saved_tensors, the cloning of saved tensors about to be overwritten)."""
+    mctx = _graph._mutation_ctx
+    if mctx is not None:
+        mctx._before_mutation(self)
     if _state.enabled and self.requires_grad:
         if self.grad_fn is None:
             raise RuntimeError(_LEAF)
@@ -67,6 +72,9 @@ def _tname(npdt):
 
 def _rebase(self, grad_fn, output_nr):
     """Make ``grad_fn`` the tensor's history (PyTorch: rebase_history)."""
+    old = self.grad_fn
+    if self._retains_grad and old is not None:
+        old._unregister_retain_grad(self._output_nr)
     self.grad_fn = grad_fn
     self._output_nr = output_nr
     self.requires_grad = True
@@ -99,6 +107,8 @@ def _rebase_view(view, base, out):
     new = node._record((old_base, out), base._data)
     _rebase(base, new.grad_fn, 0)
     regenerated = fn(base)
+    if view._retains_grad and view.grad_fn is not None:
+        view.grad_fn._unregister_retain_grad(view._output_nr)
     view.grad_fn = regenerated.grad_fn
     view._output_nr = regenerated._output_nr
     view.requires_grad = True

@@ -41,6 +41,20 @@ class Sub(Node, name="SubBackward0"):
         return g, (-g if self.alpha == 1 else g * -self.alpha)
 
 
+class Rsub(Node, name="RsubBackward1"):
+    """number - tensor (PyTorch records it as rsub)."""
+    dt = None
+    alpha = 1
+
+    def forward(self, x, y):
+        if self.alpha != 1:
+            x = x * self.alpha
+        return np.subtract(y, x, dtype=self.dt)
+
+    def backward(self, g):
+        return (-g if self.alpha == 1 else g * -self.alpha), None
+
+
 class Mul(Node, name="MulBackward0"):
     save = (0, 1)
     saved_names = ("self", "other")
@@ -136,13 +150,12 @@ class Minimum(Node, name="MinimumBackward0"):
 
     def backward(self, g):
         x, y = self.saved_tensors
-        if self.op is np.minimum:
-            mx, my = (x < y), (y < x)
-        else:
-            mx, my = (x > y), (y > x)
-        eq = (x == y)
-        half = g * 0.5
-        return (_where(mx, g, _where(eq, half, 0.0)), _where(my, g, _where(eq, half, 0.0)))
+        a, b = x._data, y._data
+        lt, gt = (np.less, np.greater) if self.op is np.minimum else (np.greater, np.less)
+        tie = np.equal(a, b) * 0.5          # ties split the gradient evenly (as PyTorch)
+        nf = self.next_functions
+        return (scale(g, lt(a, b) + tie) if nf[0][0] is not None else None,
+                scale(g, gt(a, b) + tie) if nf[1][0] is not None else None)
 
 
 class Maximum(Minimum, name="MaximumBackward0"):
@@ -320,13 +333,8 @@ class Sigmoid(Node, name="SigmoidBackward0"):
     saved_names = ("result",)
 
     def forward(self, x):
-        # NOTE: split by sign so that exp never overflows
-        out = np.empty_like(x)
-        pos = x >= 0
-        out[pos] = 1.0 / (1.0 + np.exp(-x[pos]))
-        ex = np.exp(x[~pos])
-        out[~pos] = ex / (1.0 + ex)
-        return out
+        e = np.exp(-np.abs(x))      # never overflows
+        return np.where(x >= 0, 1.0, e) / (1.0 + e)
 
     def backward(self, g):
         (out,) = self.saved_tensors
@@ -351,13 +359,29 @@ def _erf(x):
         return v(x) if x.size else x.copy()
 
 
+class Scale(Node, name="ThresholdBackwardBackward0"):
+    """g * factor for a constant array factor (a mask or piecewise slope): the backward of piecewise-
+    linear ops (relu, leaky_relu, clamp, abs, minimum...). Its own backward reuses the same factor."""
+
+    def forward(self, g):
+        return np.multiply(g, self.f, dtype=g.dtype)
+
+    def backward(self, gg):
+        return Scale.apply(gg, f=self.f)
+
+
+def scale(g, f):
+    """Multiply a gradient by a constant (non-differentiable) factor array."""
+    return Scale.apply(g, f=f)
+
+
 class Abs(Unary, name="AbsBackward0"):
     def forward(self, x):
         return np.abs(x)
 
     def backward(self, g):
         (x,) = self.saved_tensors
-        return g * x.sign()
+        return scale(g, np.sign(x._data))
 
 
 class Relu(Node, name="ReluBackward0"):
@@ -365,11 +389,11 @@ class Relu(Node, name="ReluBackward0"):
     saved_names = ("result",)
 
     def forward(self, x):
-        return np.maximum(x, 0, dtype=x.dtype) if x.dtype.kind == "f" else np.maximum(x, 0)
+        return np.maximum(x, 0, dtype=x.dtype)
 
     def backward(self, g):
         (out,) = self.saved_tensors
-        return g * (out > 0)
+        return scale(g, out._data > 0)
 
 
 class Gelu(Unary, name="GeluBackward0"):
@@ -438,12 +462,14 @@ class LeakyRelu(Unary, name="LeakyReluBackward0"):
 
     def backward(self, g):
         (x,) = self.saved_tensors
-        return g * _where(x > 0, 1.0, float(self.negative_slope))
+        return scale(g, np.where(x._data > 0, 1.0, self.negative_slope))
 
 
 class Clamp(Unary, name="ClampBackward1"):
+    """clamp(x, min, max) with number bounds; the gradient passes where min <= x <= max."""
     lo = None
     hi = None
+    strict = False       # hardtanh: min < x < max
 
     def forward(self, x):
         out = x
@@ -455,13 +481,62 @@ class Clamp(Unary, name="ClampBackward1"):
 
     def backward(self, g):
         (x,) = self.saved_tensors
-        m = None
+        x = x._data
+        ge, le = (np.greater, np.less) if self.strict else (np.greater_equal, np.less_equal)
+        m = True
         if self.lo is not None:
-            m = x >= self.lo
+            m = ge(x, self.lo)
         if self.hi is not None:
-            m2 = x <= self.hi
-            m = m2 if m is None else m & m2
-        return g * m if m is not None else g
+            m = m & le(x, self.hi)
+        return scale(g, m)
+
+
+class ClampMin(Clamp, name="ClampMinBackward0"):
+    pass
+
+
+class ClampMax(Clamp, name="ClampMaxBackward0"):
+    pass
+
+
+class Hardtanh(Clamp, name="HardtanhBackward0"):
+    strict = True
+
+
+class ClampT(Node, name="ClampBackward0"):
+    """clamp with tensor bounds (either may be None): min(max(x, lo), hi)."""
+    save = (0, 1, 2)
+    saved_names = ("self", "min", "max")
+    dt = None
+
+    def forward(self, x, lo, hi):
+        dt = self.dt or x.dtype
+        out = x if lo is None else np.maximum(x, lo)
+        out = out if hi is None else np.minimum(out, hi)
+        return np.array(out, dtype=dt, copy=True)
+
+    def backward(self, g):
+        x, lo, hi = (t._data if isinstance(t, Tensor) else None for t in self.saved_tensors)
+        nf = self.next_functions
+        m = True
+        if lo is not None:
+            m = np.greater_equal(x, lo)
+        if hi is not None:
+            m = m & np.less_equal(x, hi)
+        glo = ghi = None
+        if lo is not None and nf[1][0] is not None:
+            glo = scale(g, np.less(x, lo) & (True if hi is None else np.less(lo, hi)))
+        if hi is not None and nf[2][0] is not None:
+            ghi = scale(g, np.greater(x, hi) | (False if lo is None else np.less(hi, lo)))
+        return (scale(g, m) if nf[0][0] is not None else None), glo, ghi
+
+
+class ClampMinT(ClampT, name="ClampMinBackward1"):
+    pass
+
+
+class ClampMaxT(ClampT, name="ClampMaxBackward1"):
+    pass
 
 
 class ZeroGrad(Node):
@@ -493,6 +568,10 @@ class Round(ZeroGrad, name="RoundBackward0"):
         return np.round(x, self.decimals) if x.dtype.kind == "f" else x.copy()
 
 
+class RoundDecimals(Round, name="RoundBackward1"):
+    pass
+
+
 class Trunc(ZeroGrad, name="TruncBackward0"):
     def forward(self, x):
         return np.trunc(x) if x.dtype.kind == "f" else x.copy()
@@ -506,6 +585,139 @@ class Frac(Node, name="FracBackward0"):
         return g
 
 
+class Fmax(Node, name="FmaxBackward0"):
+    """fmax/fmin: NaN-ignoring; ties send the whole gradient to ``input`` (as PyTorch)."""
+    save = (0, 1)
+    saved_names = ("self", "other")
+    dt = None
+    op = staticmethod(np.fmax)
+
+    def forward(self, x, y):
+        return self.op(x, y, dtype=self.dt)
+
+    def backward(self, g):
+        x, y = self.saved_tensors
+        a, b = x._data, y._data
+        m = (np.greater_equal(a, b) if self.op is np.fmax else np.less_equal(a, b)) | np.isnan(b)
+        return scale(g, m), scale(g, ~m)
+
+
+class Fmin(Fmax, name="FminBackward0"):
+    op = staticmethod(np.fmin)
+
+
+class DivRound(ZeroGrad, name="DivBackward2"):
+    """div(..., rounding_mode='trunc'|'floor'): piecewise constant."""
+    dt = None
+    mode = "trunc"
+
+    def forward(self, x, y):
+        if self.dt is not None:
+            x, y = np.asarray(x, self.dt), np.asarray(y, self.dt)
+        if x.dtype.kind == "f":
+            with np.errstate(divide="ignore", invalid="ignore"):
+                return np.floor_divide(x, y) if self.mode == "floor" else np.trunc(np.true_divide(x, y))
+        _check_int_div(y)
+        q = np.floor_divide(x, y)
+        return q if self.mode == "floor" else q + ((q < 0) & (q * y != x))    # round toward zero
+
+    def backward(self, g):
+        return g * 0, None
+
+
+def _check_int_div(y):
+    if np.any(np.asarray(y) == 0):
+        raise RuntimeError("ZeroDivisionError")
+
+
+class FloorDivide(Node, name="NotImplemented"):
+    """x // y: PyTorch defines no derivative (backward raises)."""
+    dt = None
+
+    def forward(self, x, y):
+        if self.dt is not None:
+            x, y = np.asarray(x, self.dt), np.asarray(y, self.dt)
+        if x.dtype.kind != "f":
+            _check_int_div(y)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.floor_divide(x, y)
+
+    def backward(self, g):
+        raise RuntimeError("derivative for aten::floor_divide is not implemented")
+
+
+class Remainder(Node, name="RemainderBackward0"):
+    """x % number: the gradient of x is g."""
+    dt = None
+
+    def forward(self, x, y):
+        if (self.dt or x.dtype).kind != "f":
+            _check_int_div(y)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.mod(x, y, dtype=self.dt)
+
+    def backward(self, g):
+        return g, None
+
+
+class RemainderT(Node, name="RemainderBackward1"):
+    save = (0, 1)
+    saved_names = ("self", "other")
+    dt = None
+    op = staticmethod(np.mod)
+    round = "floor"
+
+    def forward(self, x, y):
+        return Remainder.forward(self, x, y) if self.op is np.mod else np.fmod(x, y, dtype=self.dt)
+
+    def backward(self, g):
+        x, y = self.saved_tensors
+        nf = self.next_functions
+        gy = None
+        if nf[1][0] is not None:
+            gy = -g * div(x, y, rounding_mode=self.round)
+        return g, gy
+
+
+class Fmod(Remainder, name="FmodBackward0"):
+    def forward(self, x, y):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.fmod(x, y, dtype=self.dt)
+
+
+class FmodT(RemainderT, name="FmodBackward1"):
+    op = staticmethod(np.fmod)
+    round = "trunc"
+
+
+class Lerp(Node, name="LerpBackward0"):
+    """input + weight * (end - input) with a number weight."""
+    save = ()
+    dt = None
+    w = 0.5
+
+    def forward(self, x, e):
+        return np.add(x, self.w * np.subtract(e, x), dtype=self.dt or x.dtype)
+
+    def backward(self, g):
+        return g * (1 - self.w), g * self.w
+
+
+class LerpT(Node, name="LerpBackward1"):
+    save = (0, 1, 2)
+    saved_names = ("self", "end", "weight")
+    dt = None
+
+    def forward(self, x, e, w):
+        return np.add(x, w * np.subtract(e, x), dtype=self.dt or x.dtype)
+
+    def backward(self, g):
+        x, e, w = self.saved_tensors
+        nf = self.next_functions
+        return (g * (1 - w) if nf[0][0] is not None else None, g * w if nf[1][0] is not None else None,
+                g * (e - x) if nf[2][0] is not None else None)
+
+
 # -------------------------------------------------------------------------- public functions
 def _float_input(x):
     """exp/log/sin... of an integer tensor compute in the default float dtype (as PyTorch)."""
@@ -515,14 +727,24 @@ def _float_input(x):
     return x
 
 
-def _unary(cls, float_only=True):
-    def fn(input, *, out=None):
-        x = _float_input(input) if float_only else input
-        r = cls.apply(x)
-        if out is not None:
-            out.copy_(r)
-            return out
-        return r
+def _out(r, out):
+    if out is not None:
+        out.copy_(r)
+        return out
+    return r
+
+
+def _unary(cls, float_only=True, doc=None):
+    if float_only:
+        def fn(input, *, out=None):
+            r = cls.apply(input if input._data.dtype.kind == "f" else _float_input(input))
+            return r if out is None else _out(r, out)
+    else:
+        def fn(input, *, out=None):
+            r = cls.apply(input)
+            return r if out is None else _out(r, out)
+    fn.__name__ = cls.__name__.replace("Backward0", "").lower()
+    fn.__doc__ = doc or f"Elementwise {fn.__name__} (differentiable; grad_fn {cls.__name__})."
     return fn
 
 
@@ -552,191 +774,198 @@ silu = _unary(Silu)
 
 
 def round(input, *, decimals=0):
-    return Round.apply(input, decimals=decimals)
+    """Round half to even; ``decimals`` rounds to that many decimal places."""
+    if decimals:
+        return RoundDecimals.apply(input, decimals=decimals)
+    return Round.apply(input)
 
 
 def relu(input, inplace=False):
+    """max(x, 0)."""
     if inplace:
         return apply_inplace(input, Relu)
     return Relu.apply(input)
 
 
 def gelu(input, approximate="none"):
+    """Gaussian error linear unit; ``approximate='tanh'`` uses the tanh approximation."""
     if approximate not in ("none", "tanh"):
-        raise RuntimeError(f"approximate argument must be either none or tanh.")
+        raise RuntimeError("approximate argument must be either none or tanh.")
     return Gelu.apply(input, approximate=approximate)
 
 
 def softplus(input, beta=1.0, threshold=20.0):
+    """log(1 + exp(beta x)) / beta, linear above ``threshold``."""
     return Softplus.apply(input, beta=beta, threshold=threshold)
 
 
 def elu(input, alpha=1.0, inplace=False):
+    """x if x > 0 else alpha (exp(x) - 1)."""
     if inplace:
         return apply_inplace(input, Elu, alpha=alpha)
     return Elu.apply(input, alpha=alpha)
 
 
 def selu(input, inplace=False):
-    return Elu.apply(input, alpha=1.6732632423543772848170429916717, scale=1.0507009873554804934193349852946)
+    """Scaled ELU with the self-normalising constants."""
+    kw = dict(alpha=1.6732632423543772848170429916717, scale=1.0507009873554804934193349852946)
+    return apply_inplace(input, Elu, **kw) if inplace else Elu.apply(input, **kw)
+
+
+class Celu(Elu, name="CeluBackward0"):
+    pass
 
 
 def celu(input, alpha=1.0, inplace=False):
-    return Elu.apply(input, alpha=alpha, input_scale=1.0 / alpha)
+    """max(0, x) + min(0, alpha (exp(x / alpha) - 1))."""
+    kw = dict(alpha=alpha, input_scale=1.0 / alpha)
+    return apply_inplace(input, Celu, **kw) if inplace else Celu.apply(input, **kw)
 
 
 def leaky_relu(input, negative_slope=0.01, inplace=False):
+    """x if x > 0 else negative_slope * x."""
     if inplace:
         return apply_inplace(input, LeakyRelu, negative_slope=negative_slope)
     return LeakyRelu.apply(input, negative_slope=negative_slope)
 
 
-def _clamp_bound(v):
-    if isinstance(v, Tensor):
-        return v
-    return v
+def _clamp_tensor(cls, input, lo, hi):
+    from .. import _dtype as D
+    ts = [t for t in (input, lo, hi) if isinstance(t, Tensor)]
+    ss = [s for s in (lo, hi) if s is not None and not isinstance(s, Tensor)]
+    dt = D.result_type_of(ts, ss)
+    lo = lo if lo is None or isinstance(lo, Tensor) else Tensor._make(np.asarray(lo, dt.np))
+    hi = hi if hi is None or isinstance(hi, Tensor) else Tensor._make(np.asarray(hi, dt.np))
+    return cls.apply(input, lo, hi, dt=dt.np)
 
 
 def clamp(input, min=None, max=None, *, out=None):
+    """Clamp every element into [min, max]; bounds may be numbers or (broadcasting) tensors."""
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
     if isinstance(min, Tensor) or isinstance(max, Tensor):
-        r = input
-        if min is not None:
-            r = maximum(r, min)
-        if max is not None:
-            r = minimum(r, max)
-        return r
+        return _out(_clamp_tensor(ClampT, input, min, max), out)
     x = input
     if x._data.dtype.kind != "f" and (isinstance(min, float) or isinstance(max, float)):
         x = _float_input(x)
-    r = Clamp.apply(x, lo=min, hi=max)
-    if out is not None:
-        out.copy_(r)
-        return out
-    return r
+    return _out(Clamp.apply(x, lo=min, hi=max), out)
 
 
 clip = clamp
 
 
 def clamp_min(input, min):
-    return clamp(input, min=min)
+    """max(input, min) (grad_fn ClampMinBackward)."""
+    if isinstance(min, Tensor):
+        return _clamp_tensor(ClampMinT, input, min, None)
+    x = _float_input(input) if isinstance(min, float) else input
+    return ClampMin.apply(x, lo=min)
 
 
 def clamp_max(input, max):
-    return clamp(input, max=max)
+    """min(input, max) (grad_fn ClampMaxBackward)."""
+    if isinstance(max, Tensor):
+        return _clamp_tensor(ClampMaxT, input, None, max)
+    x = _float_input(input) if isinstance(max, float) else input
+    return ClampMax.apply(x, hi=max)
+
+
+def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
+    """clamp(x, min_val, max_val) whose gradient is zero at the bounds."""
+    if inplace:
+        return apply_inplace(input, Hardtanh, lo=min_val, hi=max_val, strict=True)
+    return Hardtanh.apply(input, lo=min_val, hi=max_val)
+
+
+def relu6(input, inplace=False):
+    """hardtanh(x, 0, 6)."""
+    return hardtanh(input, 0.0, 6.0, inplace)
 
 
 def add(input, other, *, alpha=1, out=None):
+    """input + alpha * other, with broadcasting and type promotion."""
     r = binary(Add, input, other, alpha=alpha) if alpha != 1 else binary(Add, input, other)
-    if out is not None:
-        out.copy_(r)
-        return out
-    return r
+    return r if out is None else _out(r, out)
 
 
 def sub(input, other, *, alpha=1, out=None):
+    """input - alpha * other."""
+    if isinstance(input, Tensor) and input._data.dtype == np.bool_ and isinstance(other, Tensor) \
+            and other._data.dtype == np.bool_:
+        raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or "
+                           "`logical_xor()` operator instead.")
     r = binary(Sub, input, other, alpha=alpha) if alpha != 1 else binary(Sub, input, other)
-    if out is not None:
-        out.copy_(r)
-        return out
-    return r
+    return r if out is None else _out(r, out)
 
 
 subtract = sub
 
 
+def rsub(input, other, alpha=1):
+    """other - alpha * input."""
+    if isinstance(other, Tensor):
+        return binary(RsubT, input, other, alpha=alpha)
+    return binary(Rsub, input, other, alpha=alpha)
+
+
+class RsubT(Rsub, name="RsubBackward0"):
+    def backward(self, g):
+        return (-g if self.alpha == 1 else g * -self.alpha), g
+
+
 def mul(input, other, *, out=None):
+    """input * other."""
     r = binary(Mul, input, other)
-    if out is not None:
-        out.copy_(r)
-        return out
-    return r
+    return r if out is None else _out(r, out)
 
 
 multiply = mul
 
 
 def div(input, other, *, rounding_mode=None, out=None):
+    """True division (integers give floats); rounding_mode 'trunc' or 'floor' rounds the quotient."""
     if rounding_mode is None:
         r = binary(Div, input, other, float_only=True)
-    elif rounding_mode == "floor":
-        r = floor_divide(input, other)
-    elif rounding_mode == "trunc":
-        q = binary(Div, input, other, float_only=True)
-        r = q.trunc()
-        ref = input if isinstance(input, Tensor) else other
-        if isinstance(ref, Tensor) and ref._data.dtype.kind != "f" and (not isinstance(other, float)):
-            r = r.to(_int_result(input, other))
+    elif rounding_mode in ("trunc", "floor"):
+        r = binary(DivRound, input, other, mode=rounding_mode)
     else:
-        raise RuntimeError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '{rounding_mode}'")
-    if out is not None:
-        out.copy_(r)
-        return out
-    return r
+        raise RuntimeError("div expected rounding_mode to be one of None, 'trunc', or 'floor' but found "
+                           f"'{rounding_mode}'")
+    return r if out is None else _out(r, out)
 
 
 divide = true_divide = div
 
 
-def _int_result(a, b):
-    from .. import _dtype as D
-    ts = [t for t in (a, b) if isinstance(t, Tensor)]
-    ss = [s for s in (a, b) if not isinstance(s, Tensor)]
-    return D.result_type_of(ts, ss)
-
-
-class FloorDivide(ZeroGrad, name="FloorDivideBackward0"):
-    dt = None
-
-    def forward(self, x, y):
-        return np.floor_divide(x, y, dtype=self.dt)
-
-    def backward(self, g):
-        return g * 0, None
-
-
-class Remainder(Node, name="RemainderBackward0"):
-    save = (0, 1)
-    dt = None
-
-    def forward(self, x, y):
-        return np.mod(x, y, dtype=self.dt)
-
-    def backward(self, g):
-        x, y = self.saved_tensors
-        nf = self.next_functions
-        gy = None
-        if nf[1][0] is not None:
-            gy = -g * (x / y).floor()
-        return g, gy
-
-
-class Fmod(Remainder, name="FmodBackward0"):
-    def forward(self, x, y):
-        return np.fmod(x, y, dtype=self.dt)
-
-    def backward(self, g):
-        x, y = self.saved_tensors
-        nf = self.next_functions
-        gy = -g * (x / y).trunc() if nf[1][0] is not None else None
-        return g, gy
-
-
 def floor_divide(input, other):
+    """Floor of input / other (no derivative, as in PyTorch)."""
     return binary(FloorDivide, input, other)
 
 
 def remainder(input, other):
+    """Python-style modulus (sign of the divisor)."""
+    if isinstance(other, Tensor) and isinstance(input, Tensor):
+        return binary(RemainderT, input, other)
+    if not isinstance(input, Tensor):
+        return binary(RemainderT, _scalar_tensor(input, other), other)
     return binary(Remainder, input, other)
 
 
 def fmod(input, other):
+    """C-style modulus (sign of the dividend)."""
+    if isinstance(other, Tensor):
+        return binary(FmodT, input, other)
     return binary(Fmod, input, other)
 
 
+def _scalar_tensor(v, like):
+    from .. import _dtype as D
+    return Tensor._make(np.asarray(v, D.result_type_of([], [v]).np if not isinstance(v, float) else like._data.dtype
+                                   if like._data.dtype.kind == "f" else D.get_default_dtype().np))
+
+
 def pow(input, exponent):
+    """input ** exponent; either may be a number."""
     if isinstance(input, Tensor) and not isinstance(exponent, Tensor):
         if isinstance(exponent, (list, tuple)):
             exponent = _tensor(exponent)
@@ -744,7 +973,7 @@ def pow(input, exponent):
             x = input
             if x._data.dtype.kind != "f" and isinstance(exponent, float):
                 x = _float_input(x)
-            if x._data.dtype.kind != "f" and isinstance(exponent, int) and exponent < 0:
+            if x._data.dtype.kind in "iu" and isinstance(exponent, int) and exponent < 0:
                 raise RuntimeError("Integers to negative integer powers are not allowed.")
             return binary(PowScalar, x, exponent)
     if not isinstance(input, Tensor):
@@ -758,46 +987,47 @@ def _tensor(v):
 
 
 def square(input):
+    """input ** 2."""
     return pow(input, 2)
 
 
 def minimum(input, other):
+    """Elementwise minimum (ties split the gradient)."""
     return binary(Minimum, input, other)
 
 
 def maximum(input, other):
+    """Elementwise maximum (ties split the gradient)."""
     return binary(Maximum, input, other)
 
 
 def fmax(input, other):
-    return maximum(input, other)
+    """Elementwise maximum ignoring NaN."""
+    return binary(Fmax, input, other)
 
 
 def fmin(input, other):
-    return minimum(input, other)
+    """Elementwise minimum ignoring NaN."""
+    return binary(Fmin, input, other)
 
 
 def atan2(input, other):
+    """Elementwise arctan(input / other) in the right quadrant."""
     return binary(Atan2, input, other, float_only=True)
 
 
 arctan2 = atan2
 
 
-def rsub(input, other, alpha=1):
-    return sub(other, input, alpha=alpha)
-
-
 def lerp(input, end, weight):
-    return input + (end - input) * weight
-
-
-def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
-    return clamp(input, min_val, max_val)
-
-
-def relu6(input, inplace=False):
-    return hardtanh(input, 0.0, 6.0)
+    """input + weight * (end - input); weight a number or a tensor."""
+    if isinstance(weight, Tensor):
+        from .. import _dtype as D
+        dt = D.result_type_of([input, end, weight])
+        return LerpT.apply(input, end, weight, dt=dt.np)
+    if input._data.dtype != end._data.dtype:
+        raise RuntimeError(f"expected dtype {input.dtype} for `end` but got dtype {end.dtype}")
+    return Lerp.apply(input, end, w=weight)
 
 
 def hardsigmoid(input, inplace=False):

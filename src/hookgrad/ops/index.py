@@ -6,6 +6,8 @@ from .._tensor import Tensor
 from ..autograd.graph import Node
 from ._dispatch import binary, as_tensor_arg
 from ._inplace import make_view, inplace_apply
+from ._dispatch import wrap_dim
+from .elementwise import scale
 
 
 def _convert_index(idx):
@@ -180,13 +182,9 @@ class Where(Node, name="WhereBackward0"):
 
     def backward(self, g):
         nf = self.next_functions
-        zero = g * 0
-        return (None,
-                where(self._ct(), g, zero) if nf[1][0] is not None else None,
-                where(self._ct(), zero, g) if nf[2][0] is not None else None)
-
-    def _ct(self):
-        return Tensor._make(self.cond)
+        c = self.cond
+        return (None, scale(g, c) if nf[1][0] is not None else None,
+                scale(g, ~c) if nf[2][0] is not None else None)
 
 
 def where(condition, input=None, other=None):
@@ -317,3 +315,370 @@ def all(input, dim=None, keepdim=False):
     if dim is None:
         return Tensor._make(np.asarray(np.all(input._data)))
     return Tensor._make(np.all(input._data, axis=dim, keepdims=keepdim))
+
+
+# ------------------------------------------------------------------ gather / scatter / select
+def _along(index, dim):
+    """NumPy fancy index picking ``index`` along ``dim`` and the matching position elsewhere."""
+    nd = index.ndim
+    return tuple(index if d == dim else np.arange(n).reshape((n,) + (1,) * (nd - 1 - d))
+                 for d, n in enumerate(index.shape))
+
+
+def _check_index(name, input, dim, index, src=None):
+    """PyTorch's checks for gather/scatter: dtype, rank, sizes and bounds of the index."""
+    ia = index._data
+    if ia.dtype != np.int64:
+        raise RuntimeError(f"{name}(): Expected dtype int64 for index" if name != "gather" else
+                           "gather(): Expected dtype int32/int64 for index")
+    x = input._data
+    if ia.ndim != x.ndim and ia.size:
+        raise RuntimeError("Index tensor must have the same number of dimensions as "
+                           + ("input tensor" if name == "gather" else "self tensor"))
+    d = wrap_dim(dim, x.ndim)
+    for i in range(ia.ndim):
+        if i != d and ia.shape[i] > x.shape[i]:
+            if src is not None:
+                raise RuntimeError(f"Expected index {list(ia.shape)} to be no larger than self {list(x.shape)} apart "
+                                   f"from dimension {d} and to be no larger size than src {list(src.shape)}")
+            raise RuntimeError(f"Size does not match at dimension {i} expected index {list(ia.shape)} to be no larger "
+                               f"than self {list(x.shape)} apart from dimension {d}")
+        if src is not None and ia.shape[i] > src._data.shape[i]:
+            raise RuntimeError(f"Expected index {list(ia.shape)} to be no larger than self {list(x.shape)} apart "
+                               f"from dimension {d} and to be no larger size than src {list(src.shape)}")
+    if ia.size:
+        n = x.shape[d] if x.ndim else 1
+        bad = (ia < 0) | (ia >= n)
+        if bad.any():
+            raise RuntimeError(f"index {ia[bad].flat[0]} is out of bounds for dimension {d} with size {n}")
+    return d
+
+
+class Gather(Node, name="GatherBackward0"):
+    """out[i][j] = x[i][index[i][j]] (dim=1)."""
+
+    def forward(self, x):
+        self.in_shape = x.shape
+        return x[_along(self.index, self.dim)] if x.ndim else x[()].reshape(self.index.shape).copy()
+
+    def backward(self, g):
+        return ScatterAddGrad.apply(g, index=self.index, dim=self.dim, shape=self.in_shape)
+
+
+class ScatterAddGrad(Node, name="ScatterAddBackward0"):
+    """Sum ``g`` into zeros of ``shape`` at ``index`` along ``dim`` (the backward of gather/max/sort)."""
+    unique = False
+
+    def forward(self, g):
+        out = np.zeros(self.shape, g.dtype)
+        if self.unique:
+            out[_along(self.index, self.dim)] = g
+        else:
+            np.add.at(out, _along(self.index, self.dim), g)
+        return out
+
+    def backward(self, gg):
+        return Gather.apply(gg, index=self.index, dim=self.dim)
+
+
+def gather(input, dim, index, *, sparse_grad=False):
+    """out[..., i, ...] = input[..., index[..., i, ...], ...] along ``dim``."""
+    d = _check_index("gather", input, dim, index)
+    return Gather.apply(input, index=index._data, dim=d)
+
+
+class Scatter(Node, name="ScatterBackward0"):
+    """A copy of x with x[index] = src along dim (src a tensor)."""
+    reduce = None
+
+    def forward(self, x, src):
+        out = x.copy()
+        pos = _along(self.index, self.dim)
+        if self.reduce == "add":
+            np.add.at(out, pos, src[tuple(slice(0, n) for n in self.index.shape)])
+        elif isinstance(src, np.ndarray) and src.ndim:
+            out[pos] = src[tuple(slice(0, n) for n in self.index.shape)]
+        else:
+            out[pos] = src
+        return out
+
+    def backward(self, g):
+        nf = self.next_functions
+        gx = gs = None
+        if nf[0][0] is not None:
+            if self.reduce == "add":
+                gx = g
+            else:
+                m = np.ones(g.shape, bool)
+                m[_along(self.index, self.dim)] = False
+                gx = scale(g, m)
+        if len(nf) > 1 and nf[1][0] is not None:
+            gs = Gather.apply(g, index=self.index, dim=self.dim)
+            if gs.shape != self.src_shape:
+                gs = _pad_to(gs, self.src_shape)
+        return gx, gs
+
+
+class ScatterValue(Scatter, name="ScatterBackward1"):
+    pass
+
+
+class ScatterAdd(Scatter, name="ScatterAddBackward0"):
+    reduce = "add"
+
+
+def _pad_to(g, shape):
+    """Zero-pad a gradient at the end of each dim up to ``shape`` (index smaller than src)."""
+    from .join import pad
+    p = []
+    for have, want in zip(reversed(g.shape), reversed(shape)):
+        p += [0, want - have]
+    return pad(g, p)
+
+
+def scatter(input, dim, index, src=None, *, value=None, reduce=None):
+    """Out-of-place scatter: a copy of input with src (tensor or number) written at index along dim."""
+    if src is None:
+        src = value
+    if reduce is not None:
+        if reduce not in ("add", "multiply"):
+            raise RuntimeError(f"reduce argument must be either add or multiply. Got {reduce}")
+        if reduce == "add" and isinstance(src, Tensor):
+            return scatter_add(input, dim, index, src)
+        raise NotImplementedError(f"hookgrad: scatter with reduce='{reduce}' and a number source is not supported")
+    if isinstance(src, Tensor):
+        d = _check_index("scatter", input, dim, index, src)
+        if src._data.dtype != input._data.dtype:
+            raise RuntimeError("scatter(): Expected self.dtype to be equal to src.dtype")
+        return Scatter.apply(input, src, index=index._data, dim=d, src_shape=src._data.shape)
+    d = _check_index("scatter", input, dim, index)
+    return ScatterValue.apply(input, input._data.dtype.type(src), index=index._data, dim=d, src_shape=())
+
+
+def scatter_add(input, dim, index, src):
+    """A copy of input with src summed in at index along dim (repeated indices accumulate)."""
+    d = _check_index("scatter_add", input, dim, index, src)
+    if src._data.dtype != input._data.dtype:
+        raise RuntimeError("scatter(): Expected self.dtype to be equal to src.dtype")
+    return ScatterAdd.apply(input, src, index=index._data, dim=d, src_shape=src._data.shape)
+
+
+def _check_vector_index(name, index, n):
+    ia = index._data
+    if ia.ndim > 1:
+        raise IndexError(f"{name}(): Index is supposed to be a vector")
+    if ia.dtype not in (np.int64, np.int32):
+        raise RuntimeError(f"{name}(): Expected dtype int32 or int64 for index")
+    return ia.reshape(-1)
+
+
+class IndexSelect(Node, name="IndexSelectBackward0"):
+    def forward(self, x):
+        self.in_shape = x.shape
+        return np.take(x, self.index, axis=self.dim)
+
+    def backward(self, g):
+        return IndexAddGrad.apply(g, index=self.index, dim=self.dim, shape=self.in_shape)
+
+
+class IndexAddGrad(Node, name="IndexAddBackward0"):
+    """zeros(shape).index_add(dim, index, g): the backward of index_select."""
+
+    def forward(self, g):
+        out = np.zeros(self.shape, g.dtype)
+        np.add.at(out, (slice(None),) * self.dim + (self.index,), g)
+        return out
+
+    def backward(self, gg):
+        return IndexSelect.apply(gg, index=self.index, dim=self.dim)
+
+
+def index_select(input, dim, index):
+    """Select entries along dim at the (1-D) index."""
+    d = wrap_dim(dim, input._data.ndim)
+    ia = _check_vector_index("index_select", index, 0)
+    n = input._data.shape[d] if input._data.ndim else 1
+    if ia.size and (ia.min() < -n or ia.max() >= n) or (ia.size and ia.min() < 0):
+        raise IndexError("index out of range in self")
+    if not input._data.ndim:
+        return Tensor._make(input._data.reshape(1)[ia].reshape(index._data.shape)) if not input.requires_grad \
+            else input.reshape(1).index_select(0, index).reshape(index._data.shape)
+    return IndexSelect.apply(input, index=ia, dim=d)
+
+
+class IndexAdd(Node, name="IndexAddBackward0"):
+    alpha = 1
+
+    def forward(self, x, src):
+        out = x.copy()
+        np.add.at(out, (slice(None),) * self.dim + (self.index,), src if self.alpha == 1 else src * self.alpha)
+        return out
+
+    def backward(self, g):
+        nf = self.next_functions
+        gs = None
+        if nf[1][0] is not None:
+            gs = IndexSelect.apply(g, index=self.index, dim=self.dim)
+            if self.alpha != 1:
+                gs = gs * self.alpha
+        return g, gs
+
+
+def index_add(input, dim, index, source, *, alpha=1):
+    """A copy of input with alpha * source summed in at index along dim."""
+    d = wrap_dim(dim, input._data.ndim)
+    ia = _check_vector_index("index_add", index, 0)
+    n = input._data.shape[d]
+    if ia.size and (ia.min() < 0 or ia.max() >= n):
+        bad = ia[(ia < 0) | (ia >= n)][0]
+        raise RuntimeError(f"index {bad} is out of bounds for dimension {d} with size {n}")
+    if source._data.dtype != input._data.dtype:
+        raise RuntimeError(f"index_add_(): self ({input.dtype}) and source ({source.dtype}) must have the same "
+                           "scalar type")
+    return IndexAdd.apply(input, source, index=ia, dim=d, alpha=alpha)
+
+
+class MaskedFill(Node, name="MaskedFillBackward0"):
+    """x with the masked positions set to a value (number: grad only to x; 0-dim tensor: grad sums)."""
+
+    def forward(self, x, v):
+        return np.where(self.mask, np.asarray(v, x.dtype), x)
+
+    def backward(self, g):
+        nf = self.next_functions
+        gx = scale(g, ~self.mask) if nf[0][0] is not None else None
+        gv = None
+        if len(nf) > 1 and nf[1][0] is not None:
+            gv = scale(g, self.mask).sum()
+        return gx, gv
+
+
+class MaskedFillT(MaskedFill, name="MaskedFillBackward1"):
+    pass
+
+
+def _bool_mask(name, mask):
+    if mask._data.dtype != np.bool_:
+        raise RuntimeError(f"{name} only supports boolean masks, but got mask with dtype "
+                           f"{_DT_SHORT.get(mask._data.dtype.name, mask._data.dtype.name)}")
+    return mask._data
+
+
+_DT_SHORT = {"float32": "float", "float64": "double", "int64": "long int", "int32": "int", "uint8": "unsigned char",
+             "float16": "c10::Half", "int16": "short int", "int8": "signed char"}
+
+
+def masked_fill(input, mask, value):
+    """Fill input where mask is True with value (a number or a 0-dim tensor)."""
+    m = _bool_mask("masked_fill_", mask)
+    try:
+        np.broadcast_shapes(m.shape, input._data.shape)
+    except ValueError:
+        raise _size_mismatch(m.shape, input._data.shape) from None
+    if m.shape != input._data.shape:
+        m = np.broadcast_to(m, np.broadcast_shapes(m.shape, input._data.shape))
+    if isinstance(value, Tensor):
+        if value._data.ndim:
+            raise RuntimeError("masked_fill_ only supports a 0-dimensional value tensor, but got tensor with "
+                               f"{value._data.ndim} dimension(s).")
+        if value._data.dtype != input._data.dtype:
+            value = value.to(input.dtype)
+        return MaskedFillT.apply(input, value, mask=m)
+    return MaskedFill.apply(input, value, mask=m)
+
+
+def _size_mismatch(sa, sb):
+    n = max(len(sa), len(sb))
+    a = (1,) * (n - len(sa)) + tuple(sa)
+    b = (1,) * (n - len(sb)) + tuple(sb)
+    for i in range(n - 1, -1, -1):
+        if a[i] != b[i] and a[i] != 1 and b[i] != 1:
+            return RuntimeError(f"The size of tensor a ({a[i]}) must match the size of tensor b ({b[i]}) at "
+                                f"non-singleton dimension {i}")
+    return RuntimeError(f"shapes {list(sa)} and {list(sb)} do not broadcast")
+
+
+class MaskedSelect(Node, name="MaskedSelectBackward0"):
+    def forward(self, x):
+        self.in_shape = x.shape
+        return x[self.mask]
+
+    def backward(self, g):
+        return MaskedScatterGrad.apply(g, mask=self.mask, shape=self.in_shape)
+
+
+class MaskedScatterGrad(Node, name="MaskedScatterBackward0"):
+    def forward(self, g):
+        out = np.zeros(self.shape, g.dtype)
+        out[self.mask] = g
+        return out
+
+    def backward(self, gg):
+        return MaskedSelect.apply(gg, mask=self.mask)
+
+
+def masked_select(input, mask):
+    """The 1-D tensor of input's elements where mask (broadcast) is True."""
+    if mask._data.dtype != np.bool_:
+        raise RuntimeError("masked_select: expected BoolTensor for mask")
+    try:
+        shape = np.broadcast_shapes(mask._data.shape, input._data.shape)
+    except ValueError:
+        raise _size_mismatch(mask._data.shape, input._data.shape) from None
+    x = input if input._data.shape == shape else input.expand(shape)
+    return MaskedSelect.apply(x, mask=np.broadcast_to(mask._data, shape))
+
+
+class Take(Node, name="TakeBackward0"):
+    def forward(self, x):
+        self.in_shape = x.shape
+        return x.reshape(-1)[self.index]
+
+    def backward(self, g):
+        return TakeGrad.apply(g, index=self.index, shape=self.in_shape)
+
+
+class TakeGrad(Node, name="PutBackward0"):
+    def forward(self, g):
+        out = np.zeros(int(np.prod(self.shape)), g.dtype)
+        np.add.at(out, self.index, g)
+        return out.reshape(self.shape)
+
+    def backward(self, gg):
+        return Take.apply(gg, index=self.index)
+
+
+def take(input, index):
+    """input treated as 1-D, indexed by index (result has index's shape)."""
+    n = input._data.size
+    ia = index._data
+    if ia.size and (ia.min() < -n or ia.max() >= n):
+        bad = ia[(ia < -n) | (ia >= n)].flat[0]
+        raise IndexError(f"out of range: tried to access index {bad} on a tensor of {n} elements.")
+    return Take.apply(input, index=np.where(ia < 0, ia + n, ia))
+
+
+# ----------------------------------------------------------------------------- in-place forms
+def masked_fill_(self, mask, value):
+    return inplace_apply(self, _Via, (), {"f": lambda t: masked_fill(t, mask, value)})
+
+
+def scatter_(self, dim, index, src=None, *, value=None, reduce=None):
+    return inplace_apply(self, _Via, (), {"f": lambda t: scatter(t, dim, index, src, value=value, reduce=reduce)})
+
+
+def scatter_add_(self, dim, index, src):
+    return inplace_apply(self, _Via, (), {"f": lambda t: scatter_add(t, dim, index, src)})
+
+
+def index_add_(self, dim, index, source, *, alpha=1):
+    return inplace_apply(self, _Via, (), {"f": lambda t: index_add(t, dim, index, source, alpha=alpha)})
+
+
+class _Via:
+    """Adapter for inplace_apply: run an out-of-place Tensor function ``f`` (its graph becomes self's history)."""
+    save = (0,)
+
+    @staticmethod
+    def apply(x, f):
+        return f(x)

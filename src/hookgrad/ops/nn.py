@@ -1,2 +1,576 @@
 """Neural-network primitives (softmax, conv, pooling, dropout, embedding, norms, losses): forward and
-backward side by side. Installs its own Tensor methods at import (softmax, log_softmax, ...)."""
+backward side by side. Installs its own Tensor methods at import (softmax, log_softmax, ...).
+
+Linear maps come in pairs whose backwards are each other (conv / conv-transpose / conv-weight,
+pooling / its scatter, pad / crop ...), so every gradient here is itself differentiable.
+Backwards that are not linear in the gradient (softmax, norms) are written with Tensor ops.
+"""
+import math
+
+import numpy as np
+from numpy.lib.stride_tricks import as_strided
+
+from .._tensor import Tensor
+from ..autograd.graph import Node
+from ..autograd.grad_mode import _state
+
+
+def _T(a):
+    return Tensor._make(a)
+
+
+def _need(node, i):
+    return node.next_functions[i][0] is not None
+
+
+# ------------------------------------------------------------------------------ softmax
+class Softmax(Node, name="SoftmaxBackward0"):
+    save = (-1,)
+    saved_names = ("result",)
+
+    def forward(self, x):
+        e = np.exp(x - x.max(axis=self.dim, keepdims=True))
+        e /= e.sum(axis=self.dim, keepdims=True)
+        return e
+
+    def backward(self, g):
+        (y,) = self.saved_tensors
+        gy = g * y
+        return gy - y * gy.sum(self.dim, keepdim=True)
+
+
+class LogSoftmax(Node, name="LogSoftmaxBackward0"):
+    save = (-1,)
+    saved_names = ("result",)
+
+    def forward(self, x):
+        s = x - x.max(axis=self.dim, keepdims=True)
+        s -= np.log(np.exp(s).sum(axis=self.dim, keepdims=True))
+        return s
+
+    def backward(self, g):
+        (y,) = self.saved_tensors
+        return g - y.exp() * g.sum(self.dim, keepdim=True)
+
+
+def _softmax_dim(ndim):
+    import warnings
+    warnings.warn("Implicit dimension choice for softmax has been deprecated. Change the call to include dim=X as "
+                  "an argument.", stacklevel=3)
+    return 0 if ndim in (0, 1, 3) else 1
+
+
+def _softmax_prep(x, dim, dtype):
+    if dtype is not None:
+        x = x.to(dtype)
+    elif x._data.dtype.kind != "f":
+        raise RuntimeError(f'"softmax_lastdim_kernel_impl" not implemented for \'{x.dtype.name.capitalize()}\'')
+    nd = x._data.ndim
+    if dim is None:
+        dim = _softmax_dim(nd)
+    if not -max(nd, 1) <= dim < max(nd, 1):
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-max(nd, 1)}, {max(nd, 1) - 1}], "
+                         f"but got {dim})")
+    return x, (dim % nd if nd else None)
+
+
+def softmax(input, dim=None, _stacklevel=3, dtype=None):
+    x, d = _softmax_prep(input, dim, dtype)
+    return Softmax.apply(x, dim=d)
+
+
+def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
+    x, d = _softmax_prep(input, dim, dtype)
+    return LogSoftmax.apply(x, dim=d)
+
+
+# ----------------------------------------------------------------------- im2col / col2im
+def _im2col(x, k, s, p, d):
+    """x (N, C, H, W) -> columns (N, C*kh*kw, OH*OW) and (OH, OW); p = (top, bottom, left, right)."""
+    if any(p):
+        x = np.pad(x, ((0, 0), (0, 0), (p[0], p[1]), (p[2], p[3])))
+    n, c, hp, wp = x.shape
+    oh = (hp - d[0] * (k[0] - 1) - 1) // s[0] + 1
+    ow = (wp - d[1] * (k[1] - 1) - 1) // s[1] + 1
+    sn, sc, sh, sw = x.strides
+    win = as_strided(x, (n, c, k[0], k[1], oh, ow), (sn, sc, sh * d[0], sw * d[1], sh * s[0], sw * s[1]),
+                     writeable=False)
+    return win.reshape(n, c * k[0] * k[1], oh * ow), oh, ow
+
+
+def _col2im(cols, shape, k, s, p, d, oh, ow):
+    """Adjoint of _im2col: sum the columns back into an (N, C, H, W) image (one slice-add per offset)."""
+    n, c, h, w = shape
+    out = np.zeros((n, c, h + p[0] + p[1], w + p[2] + p[3]), cols.dtype)
+    cols = cols.reshape(n, c, k[0], k[1], oh, ow)
+    he, we = s[0] * (oh - 1) + 1, s[1] * (ow - 1) + 1
+    for i in range(k[0]):
+        for j in range(k[1]):
+            out[:, :, i * d[0]:i * d[0] + he:s[0], j * d[1]:j * d[1] + we:s[1]] += cols[:, :, i, j]
+    if any(p):
+        out = np.ascontiguousarray(out[:, :, p[0]:p[0] + h, p[2]:p[2] + w])
+    return out
+
+
+# --------------------------------------------------------------------------- convolution
+# Three bilinear maps, each one's backward written with the other two:
+#   Conv(x, w)      = A_w x             (+ bias)
+#   ConvTr(y, w)    = A_w^T y           (grad of Conv wrt x; conv_transpose)
+#   ConvW(x, y)     = d<y, A_w x>/dw    (grad of Conv wrt w)
+# 1-d convs run as 2-d with H = 1 (the nodes add and drop that axis themselves).
+
+class _ConvBase(Node):
+    stride = (1, 1)
+    padding = (0, 0, 0, 0)
+    dilation = (1, 1)
+    groups = 1
+
+    def _geo(self):
+        return dict(stride=self.stride, padding=self.padding, dilation=self.dilation, groups=self.groups)
+
+
+def _cols(node, x, k):
+    return _im2col(x, k, node.stride, node.padding, node.dilation)
+
+
+class Conv(_ConvBase, name="ConvolutionBackward0"):
+    save = (0, 1)
+    saved_names = ("input", "weight")
+    _cols_cache = None
+
+    def forward(self, x, w, b=None):
+        one = x.ndim == 3
+        if one:
+            x, w = x[:, :, None], w[:, :, None]
+        n = x.shape[0]
+        o, cg, kh, kw = w.shape
+        cols, oh, ow = _cols(self, x, (kh, kw))
+        g = self.groups
+        if g == 1:
+            out = np.matmul(w.reshape(o, -1), cols)
+        else:
+            out = np.matmul(w.reshape(g, o // g, -1), cols.reshape(n, g, -1, oh * ow)).reshape(n, o, -1)
+        if b is not None:
+            out += b[:, None]
+        self._cols_cache = (x if not one else x[:, :, 0], cols)
+        return out.reshape((n, o, ow) if one else (n, o, oh, ow))
+
+    def backward(self, gy):
+        x, w = self.saved_tensors
+        geo = self._geo()
+        cache, self._cols_cache = self._cols_cache, None
+        gx = ConvTr.apply(gy, w, out_hw=x.shape[2:], **geo) if _need(self, 0) else None
+        gw = None
+        if _need(self, 1):
+            cols = cache[1] if cache is not None and cache[0] is x._data else None
+            gw = ConvW.apply(x, gy, wshape=w.shape, cols=cols, **geo)
+        gb = gy.sum((0, 2, 3) if gy.dim() == 4 else (0, 2)) if len(self.next_functions) > 2 and _need(self, 2) else None
+        return gx, gw, gb
+
+
+class ConvTr(_ConvBase, name="ConvolutionBackward0"):
+    """y (N, O, OH, OW), w (O, C/g, kh, kw) -> (N, C, H, W) with (H, W) = out_hw."""
+    save = (0, 1)
+    saved_names = ("input", "weight")
+
+    def forward(self, y, w, b=None):
+        one = y.ndim == 3
+        if one:
+            y, w = y[:, :, None], w[:, :, None]
+        n, o, oh, ow = y.shape
+        _, cg, kh, kw = w.shape
+        g = self.groups
+        h, wd = (1,) + tuple(self.out_hw) if one else tuple(self.out_hw)
+        if g == 1:
+            cols = np.matmul(w.reshape(o, -1).T, y.reshape(n, o, -1))
+        else:
+            cols = np.matmul(w.reshape(g, o // g, -1).transpose(0, 2, 1), y.reshape(n, g, o // g, -1))
+        out = _col2im(cols, (n, cg * g, h, wd), (kh, kw), self.stride, self.padding, self.dilation, oh, ow)
+        if b is not None:
+            out += b[:, None, None]
+        return out[:, :, 0] if one else out
+
+    def backward(self, gx):
+        y, w = self.saved_tensors
+        geo = self._geo()
+        gy = Conv.apply(gx, w, **geo) if _need(self, 0) else None
+        gw = ConvW.apply(gx, y, wshape=w.shape, **geo) if _need(self, 1) else None
+        gb = gx.sum((0, 2, 3) if gx.dim() == 4 else (0, 2)) if len(self.next_functions) > 2 and _need(self, 2) else None
+        return gy, gw, gb
+
+
+class ConvW(_ConvBase, name="ConvolutionBackwardBackward0"):
+    """d<y, conv(x, w)>/dw for x (N, C, H, W), y (N, O, OH, OW)."""
+    save = (0, 1)
+    saved_names = ("input", "grad_output")
+    cols = None
+
+    def forward(self, x, y):
+        one = x.ndim == 3
+        if one:
+            x, y = x[:, :, None], y[:, :, None]
+        ws = self.wshape
+        kh, kw = (1, ws[2]) if one else ws[2:]
+        cols = self.cols
+        self.cols = None
+        if cols is None:
+            cols = _cols(self, x, (kh, kw))[0]
+        n, o = y.shape[:2]
+        g = self.groups
+        if g == 1:
+            gw = np.matmul(y.reshape(n, o, -1), cols.transpose(0, 2, 1)).sum(0)
+        else:
+            gw = np.matmul(y.reshape(n, g, o // g, -1), cols.reshape(n, g, -1, cols.shape[-1]).transpose(0, 1, 3, 2)).sum(0)
+        return gw.reshape(ws)
+
+    def backward(self, gw):
+        x, y = self.saved_tensors
+        geo = self._geo()
+        gx = ConvTr.apply(y, gw, out_hw=x.shape[2:], **geo) if _need(self, 0) else None
+        gy = Conv.apply(x, gw, **geo) if _need(self, 1) else None
+        return gx, gy
+
+
+# ------------------------------------------------------------------------------ unfold / fold
+class Im2col(_ConvBase, name="Im2ColBackward0"):
+    def forward(self, x):
+        self.in_shape = x.shape
+        cols, self.oh, self.ow = _im2col(x, self.kernel, self.stride, self.padding, self.dilation)
+        return cols
+
+    def backward(self, g):
+        return Col2im.apply(g, out_shape=self.in_shape, kernel=self.kernel, oh=self.oh, ow=self.ow, **self._geo())
+
+
+class Col2im(_ConvBase, name="Col2ImBackward0"):
+    def forward(self, cols):
+        return _col2im(cols, self.out_shape, self.kernel, self.stride, self.padding, self.dilation, self.oh, self.ow)
+
+    def backward(self, g):
+        return Im2col.apply(g, kernel=self.kernel, **self._geo())
+
+
+# ------------------------------------------------------------------------------- pooling
+class _PoolGeo(Node):
+    """Window geometry shared by a pooling op and its adjoint: per-offset strided slices."""
+
+    def _slices(self):
+        (kh, kw), (sh, sw), (dh, dw) = self.kernel, self.stride, self.dilation
+        he, we = sh * (self.oh - 1) + 1, sw * (self.ow - 1) + 1
+        for i in range(kh):
+            for j in range(kw):
+                yield i * kw + j, (Ellipsis, slice(i * dh, i * dh + he, sh), slice(j * dw, j * dw + we, sw))
+
+    def _padded(self, x, fill):
+        p = self.pads
+        if not any(p):
+            return x
+        return np.pad(x, ((0, 0),) * (x.ndim - 2) + ((p[0], p[1]), (p[2], p[3])), constant_values=fill)
+
+    def _scatter(self, parts):
+        """Sum per-offset (N, C, OH, OW) arrays back into the (unpadded) input shape."""
+        p = self.pads
+        h, w = self.in_hw
+        out = None
+        for k, sl in self._slices():
+            v = parts(k)
+            if v is None:
+                continue
+            if out is None:
+                out = np.zeros(v.shape[:-2] + (h + p[0] + p[1], w + p[2] + p[3]), v.dtype)
+            out[sl] += v
+        return np.ascontiguousarray(out[..., p[0]:p[0] + h, p[2]:p[2] + w]) if any(p) else out
+
+    def _geo(self):
+        return {k: getattr(self, k) for k in ("kernel", "stride", "dilation", "pads", "oh", "ow", "in_hw")}
+
+
+class MaxPool(_PoolGeo, name="MaxPool2DWithIndicesBackward0"):
+    nondiff_outputs = (1,)
+
+    def forward(self, x):
+        xp = self._padded(x, -np.inf)
+        out = arg = None
+        for k, sl in self._slices():
+            v = xp[sl]
+            if out is None:
+                out = v.copy()
+                arg = np.zeros(v.shape, np.int8 if self.kernel[0] * self.kernel[1] < 128 else np.int32)
+            else:
+                m = (v > out) | np.isnan(v)
+                np.copyto(out, v, where=m)
+                arg[m] = k
+        self.arg = arg
+        if not self.want_indices:
+            return out, np.empty(0, np.int64)
+        kw = self.kernel[1]
+        oh = np.arange(self.oh)[:, None] * self.stride[0] - self.pads[0]
+        ow = np.arange(self.ow)[None, :] * self.stride[1] - self.pads[2]
+        hh = oh + (arg // kw) * self.dilation[0]
+        ww = ow + (arg % kw) * self.dilation[1]
+        return out, (hh * self.in_hw[1] + ww).astype(np.int64)
+
+    def backward(self, g, _):
+        return MaxPoolScatter.apply(g, arg=self.arg, **self._geo())
+
+
+class MaxPoolScatter(_PoolGeo, name="MaxPool2DWithIndicesBackwardBackward0"):
+    def forward(self, g):
+        arg = self.arg
+        return self._scatter(lambda k: np.where(arg == k, g, 0).astype(g.dtype, copy=False))
+
+    def backward(self, gg):
+        return MaxPoolGather.apply(gg, arg=self.arg, **self._geo())
+
+
+class MaxPoolGather(_PoolGeo, name="MaxPoolGatherBackward0"):
+    def forward(self, x):
+        xp = self._padded(x, 0)
+        out = np.zeros(self.arg.shape, x.dtype)
+        for k, sl in self._slices():
+            np.copyto(out, xp[sl], where=self.arg == k)
+        return out
+
+    def backward(self, g):
+        return MaxPoolScatter.apply(g, arg=self.arg, **self._geo())
+
+
+class AvgPool(_PoolGeo, name="AvgPool2DBackward0"):
+    def forward(self, x):
+        xp = self._padded(x, 0)
+        out = None
+        for k, sl in self._slices():
+            out = xp[sl].copy() if out is None else out.__iadd__(xp[sl])
+        out /= self.div
+        return out
+
+    def backward(self, g):
+        return AvgPoolScatter.apply(g, div=self.div, **self._geo())
+
+
+class AvgPoolScatter(_PoolGeo, name="AvgPool2DBackwardBackward0"):
+    def forward(self, g):
+        gd = g / self.div
+        return self._scatter(lambda k: gd)
+
+    def backward(self, gg):
+        return AvgPool.apply(gg, div=self.div, **self._geo())
+
+
+class AdaptiveMaxPool(Node, name="AdaptiveMaxPool2DBackward0"):
+    """Max over PyTorch's adaptive regions [floor(i*H/OH), ceil((i+1)*H/OH)); indices flat in H*W."""
+    nondiff_outputs = (1,)
+
+    def forward(self, x):
+        h, w = x.shape[-2:]
+        oh, ow = self.out_hw
+        out = np.empty(x.shape[:-2] + (oh, ow), x.dtype)
+        idx = np.empty(out.shape, np.int64)
+        for i in range(oh):
+            h0, h1 = (i * h) // oh, -(-((i + 1) * h) // oh)
+            for j in range(ow):
+                w0, w1 = (j * w) // ow, -(-((j + 1) * w) // ow)
+                reg = x[..., h0:h1, w0:w1].reshape(x.shape[:-2] + (-1,))
+                a = reg.argmax(-1)
+                nan = np.isnan(reg)
+                if nan.any():
+                    a = np.where(nan.any(-1), nan.argmax(-1), a)
+                out[..., i, j] = np.take_along_axis(reg, a[..., None], -1)[..., 0]
+                idx[..., i, j] = (h0 + a // (w1 - w0)) * w + w0 + a % (w1 - w0)
+        self.idx, self.in_shape = idx, x.shape
+        return out, idx
+
+    def backward(self, g, _):
+        return FlatScatter.apply(g, idx=self.idx, in_shape=self.in_shape)
+
+
+class FlatScatter(Node, name="AdaptiveMaxPool2DBackwardBackward0"):
+    """g (..., OH, OW) summed into zeros (..., H, W) at flat spatial indices idx."""
+
+    def forward(self, g):
+        h, w = self.in_shape[-2:]
+        lead = int(np.prod(self.in_shape[:-2]))
+        rows = np.arange(lead)[:, None] * (h * w)
+        flat = (rows + self.idx.reshape(lead, -1)).ravel()
+        out = np.bincount(flat, weights=g.ravel(), minlength=lead * h * w)
+        return out.astype(g.dtype).reshape(self.in_shape)
+
+    def backward(self, gg):
+        return FlatGather.apply(gg, idx=self.idx, in_shape=self.in_shape)
+
+
+class FlatGather(FlatScatter, name="FlatGatherBackward0"):
+    def forward(self, x):
+        flat = x.reshape(x.shape[:-2] + (-1,))
+        return np.take_along_axis(flat, self.idx.reshape(self.idx.shape[:-2] + (-1,)), -1).reshape(self.idx.shape)
+
+    def backward(self, g):
+        return FlatScatter.apply(g, idx=self.idx, in_shape=self.in_shape)
+
+
+# ------------------------------------------------------------------------------ padding
+class ConstantPad(Node, name="ConstantPadNdBackward0"):
+    """pads: per-dim (before, after) for all dims (negative = crop); backward is the opposite pad."""
+    value = 0
+
+    def forward(self, x):
+        pos = [(max(a, 0), max(b, 0)) for a, b in self.pads]
+        out = np.pad(x, pos, constant_values=self.value) if any(a or b for a, b in pos) else x.copy()
+        sl = tuple(slice(-a if a < 0 else 0, (n - (-b if b < 0 else 0))) for (a, b), n in zip(self.pads, out.shape))
+        return np.ascontiguousarray(out[sl])
+
+    def backward(self, g):
+        return ConstantPad.apply(g, pads=tuple((-a, -b) for a, b in self.pads))
+
+
+# ------------------------------------------------------------------------ normalization
+class Norm(Node, name="NativeBatchNormBackward0"):
+    """out = (x - mean) * invstd * w + b, with (mean, invstd) given per stats group.
+
+    ``sshape``: x reshaped so that the statistics reduce over ``axes`` (keepdims shapes for mean/invstd);
+    ``pshape``: the broadcast shape of w and b against x; ``batch_stats``: whether mean/invstd come from x
+    (training) or are constants (running statistics).
+    """
+    save = (0, 1)
+    saved_names = ("input", "weight")
+
+    def forward(self, x, w=None, b=None):
+        xr = x.reshape(self.sshape)
+        out = ((xr - self.mean) * self.invstd).reshape(x.shape)
+        if w is not None:
+            out *= w.reshape(self.pshape)
+        if b is not None:
+            out += b.reshape(self.pshape)
+        return out.astype(x.dtype, copy=False)
+
+    def backward(self, g):
+        x, w = self.saved_tensors
+        axes = self.axes
+        xr = x.reshape(self.sshape)
+        if self.batch_stats and _state.enabled:     # double backward: the statistics depend on x
+            mean = xr.mean(axes, keepdim=True)
+            xc = xr - mean
+            invstd = ((xc * xc).mean(axes, keepdim=True) + self.eps).rsqrt()
+        else:
+            mean, invstd = _T(self.mean), _T(self.invstd)
+            xc = xr - mean
+        xhat = xc * invstd
+        gx = gw = gb = None
+        nf = self.next_functions
+        if nf[0][0] is not None:
+            gh = (g * w.reshape(self.pshape) if w is not None else g).reshape(self.sshape)
+            if self.batch_stats:
+                gh = gh - gh.mean(axes, keepdim=True) - xhat * (gh * xhat).mean(axes, keepdim=True)
+            gx = (gh * invstd).reshape(x.shape)
+        pdims = tuple(i for i, s in enumerate(self.pshape) if s == 1)
+        if len(nf) > 1 and nf[1][0] is not None:
+            gw = (g * xhat.reshape(x.shape)).sum(pdims).reshape(w.shape)
+        if len(nf) > 2 and nf[2][0] is not None:
+            gb = g.sum(pdims).reshape(self.wshape)
+        return gx, gw, gb
+
+
+class LayerNormNode(Norm, name="NativeLayerNormBackward0"):
+    pass
+
+
+class GroupNormNode(Norm, name="NativeGroupNormBackward0"):
+    pass
+
+
+def norm_stats(x, axes, eps):
+    """(mean, invstd, biased var) over axes with keepdims, accumulated in float64 for float32 inputs."""
+    acc = x.astype(np.float64) if x.dtype == np.float32 else x
+    mean = acc.mean(axis=axes, keepdims=True)
+    xc = acc - mean
+    var = (xc * xc).mean(axis=axes, keepdims=True)
+    invstd = 1.0 / np.sqrt(var + eps)
+    return mean.astype(x.dtype), invstd.astype(x.dtype), var
+
+
+# ------------------------------------------------------------------------ dropout, embedding
+class Dropout(Node, name="NativeDropoutBackward0"):
+    """x * mask / (1 - p); mask may broadcast (dropout2d drops whole channels)."""
+
+    def forward(self, x):
+        return x * self.mask
+
+    def backward(self, g):
+        return g * _T(self.mask)
+
+
+class Embedding(Node, name="EmbeddingBackward0"):
+    padding_idx = None
+
+    def forward(self, w, idx):
+        self.idx, self.num = idx, w.shape[0]
+        return w[idx]
+
+    def backward(self, g, *_):
+        return EmbeddingScatter.apply(g, idx=self.idx, num=self.num, padding_idx=self.padding_idx), None
+
+
+class EmbeddingScatter(Node, name="EmbeddingDenseBackward0"):
+    def forward(self, g):
+        d = g.shape[-1]
+        flat = self.idx.reshape(-1)
+        gf = g.reshape(-1, d)
+        if self.padding_idx is not None:
+            keep = flat != self.padding_idx
+            flat, gf = flat[keep], gf[keep]
+        out = np.zeros((self.num, d), g.dtype)
+        np.add.at(out, flat, gf)
+        return out
+
+    def backward(self, gg):
+        out = Embedding.apply(gg, _T(self.idx))
+        if self.padding_idx is not None:
+            out = out * _T((self.idx != self.padding_idx)[..., None].astype(gg._data.dtype))
+        return out
+
+
+# ----------------------------------------------------------------------------- nll loss
+class NllLoss(Node, name="NllLossBackward0"):
+    """Negative log-likelihood of class-index targets; the grad is g times a constant sparse matrix."""
+
+    def forward(self, x, t, w=None):
+        c = x.shape[1] if x.ndim > 1 else x.shape[0]
+        xc = np.moveaxis(x, 1, -1).reshape(-1, c) if x.ndim > 1 else x.reshape(1, c)
+        tf = t.reshape(-1)
+        valid = tf != self.ignore_index
+        bad = valid & ((tf < 0) | (tf >= c))
+        if bad.any():
+            raise IndexError(f"Target {int(tf[bad][0])} is out of bounds.")
+        ts = np.where(valid, tf, 0)
+        wt = (w[ts] if w is not None else np.ones(len(tf), x.dtype)) * valid
+        picked = -xc[np.arange(len(tf)), ts] * wt
+        self.wt, self.ts, self.xshape = wt, ts, x.shape
+        if self.reduction == "none":
+            return picked.reshape(t.shape).astype(x.dtype, copy=False)
+        if self.reduction == "sum":
+            self.denom = 1.0
+            return np.asarray(picked.sum(dtype=x.dtype))
+        self.denom = wt.sum(dtype=x.dtype)
+        return np.asarray(picked.sum(dtype=x.dtype) / self.denom, dtype=x.dtype)
+
+    def backward(self, g, *_):
+        xs = self.xshape
+        c = xs[1] if len(xs) > 1 else xs[0]
+        m = np.zeros((len(self.ts), c), g._data.dtype)
+        m[np.arange(len(self.ts)), self.ts] = -self.wt / (1 if self.reduction == "none" else self.denom)
+        if len(xs) > 1:
+            m = np.ascontiguousarray(np.moveaxis(m.reshape((xs[0],) + xs[2:] + (c,)), -1, 1))
+        else:
+            m = m.reshape(c)
+        if self.reduction == "none" and len(xs) > 1:
+            g = g.unsqueeze(1)
+        return g * _T(m), None, None
+
+
+# --------------------------------------------------------------------- Tensor methods
+def _install():
+    Tensor.softmax = lambda self, dim=None, dtype=None: softmax(self, dim, dtype=dtype)
+    Tensor.log_softmax = lambda self, dim=None, dtype=None: log_softmax(self, dim, dtype=dtype)
+
+
+_install()

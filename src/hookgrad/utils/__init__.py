@@ -1,2 +1,3 @@
 """hookgrad.utils (mirrors torch.utils)."""
 from . import hooks
+from . import data

@@ -4,16 +4,15 @@ Every ``register_*`` stores its hook in an id-keyed ``OrderedDict`` at ``handle.
 :class:`RemovableHandle`. Flags that qualify a hook (with_kwargs, always_call, ...) live in further
 dicts keyed by the same id, passed as ``extra_dict`` so that ``remove()`` cleans them too.
 """
-import functools
 import weakref
 from collections import OrderedDict
 
 __all__ = ["RemovableHandle", "unserializable_hook", "warn_if_has_hooks", "hook_name", "HookDict"]
 
 
-class HookDict(OrderedDict):
-    """An OrderedDict (weak-referenceable, as every OrderedDict is) holding hooks by handle id."""
-    __slots__ = ()
+# The dict type every hook lives in, keyed by handle id. It *is* OrderedDict (weak-referenceable,
+# and what PyTorch code inspecting ``tensor._backward_hooks`` or ``module._forward_hooks`` expects).
+HookDict = OrderedDict
 
 
 class RemovableHandle:
@@ -91,8 +90,4 @@ def warn_if_has_hooks(tensor):
 def hook_name(hook):
     """The name PyTorch uses for a hook in error messages."""
     name = getattr(hook, "__name__", None)
-    if name is None:
-        if isinstance(hook, functools.partial):
-            return "<unknown>"
-        return "<unknown>"
-    return name
+    return "<unknown>" if name is None else name

@@ -1,0 +1,184 @@
+"""Run the same workloads under torch and hookgrad in one process and print hookgrad/torch time ratios.
+
+    python bench/run.py            # all workloads
+    python bench/run.py chain mlp  # workloads whose name contains one of the words
+
+Each workload is a function ``setup(lib) -> step`` where ``lib`` is torch or hookgrad; ``step()`` runs
+one iteration. Times are the median of several repeats of a timed loop; the ratio column is what the
+issues' targets refer to (lower is better, 1.0 = as fast as PyTorch eager).
+"""
+import statistics
+import sys
+import time
+
+import numpy as np
+import torch
+
+import hookgrad
+
+WORKLOADS = []
+
+
+def workload(name, target=None):
+    def deco(fn):
+        WORKLOADS.append((name, target, fn))
+        return fn
+    return deco
+
+
+def _data(*shape, seed=0):
+    return np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
+
+
+# ---------------------------------------------------------------- core (issue 2)
+@workload("chain 10x(mul,add,relu) 8x8 + sum + backward", 1.0)
+def chain(lib):
+    a = lib.tensor(_data(8, 8), requires_grad=True)
+    b = lib.tensor(_data(8, 8, seed=1))
+
+    def step():
+        x = a
+        for _ in range(10):
+            x = (x * b + b).relu()
+        x.sum().backward()
+    return step
+
+
+@workload("same chain, a tensor hook on every intermediate", 1.0)
+def chain_hooks(lib):
+    a = lib.tensor(_data(8, 8), requires_grad=True)
+    b = lib.tensor(_data(8, 8, seed=1))
+
+    def hook(g):
+        return None
+
+    def step():
+        x = a
+        for _ in range(10):
+            x = x * b
+            x.register_hook(hook)
+            x = x + b
+            x.register_hook(hook)
+            x = x.relu()
+            x.register_hook(hook)
+        x.sum().backward()
+    return step
+
+
+@workload("matmul 512x512 forward + backward", 1.1)
+def matmul(lib):
+    a = lib.tensor(_data(512, 512), requires_grad=True)
+    b = lib.tensor(_data(512, 512, seed=1), requires_grad=True)
+
+    def step():
+        (a @ b).sum().backward()
+    return step
+
+
+# ---------------------------------------------------------------- nn (issue 3)
+def _mlp32(lib, hooks):
+    lib.manual_seed(0)
+    layers = [lib.nn.Linear(16, 16) for _ in range(32)]
+    model = lib.nn.Sequential(*layers)
+    if hooks:
+        for m in layers:
+            m.register_forward_hook(lambda mod, i, o: None)
+            m.register_full_backward_hook(lambda mod, gi, go: None)
+    x = lib.tensor(_data(8, 16), requires_grad=True)
+
+    def step():
+        model(x).sum().backward()
+    return step
+
+
+@workload("32 x Linear(16,16), forward hook + full backward hook each", 0.5)
+def mlp32_hooks(lib):
+    return _mlp32(lib, True)
+
+
+@workload("32 x Linear(16,16), no hooks", 1.0)
+def mlp32(lib):
+    return _mlp32(lib, False)
+
+
+@workload("MLP 784-256-128-10 training step, batch 64, SGD", 1.0)
+def mlp_train(lib):
+    nn = lib.nn
+    lib.manual_seed(0)
+    model = nn.Sequential(nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 128), nn.ReLU(), nn.Linear(128, 10))
+    opt = lib.optim.SGD(model.parameters(), lr=0.01)
+    x = lib.tensor(_data(64, 784))
+    y = lib.tensor(np.random.default_rng(0).integers(0, 10, 64))
+    loss_fn = nn.CrossEntropyLoss()
+
+    def step():
+        opt.zero_grad()
+        loss_fn(model(x), y).backward()
+        opt.step()
+    return step
+
+
+@workload("small CNN training step, batch 32, 1x28x28", 1.5)
+def cnn_train(lib):
+    nn = lib.nn
+    lib.manual_seed(0)
+    model = nn.Sequential(nn.Conv2d(1, 8, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+                          nn.Conv2d(8, 16, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+                          nn.Flatten(), nn.Linear(16 * 7 * 7, 10))
+    opt = lib.optim.SGD(model.parameters(), lr=0.01)
+    x = lib.tensor(_data(32, 1, 28, 28))
+    y = lib.tensor(np.random.default_rng(0).integers(0, 10, 32))
+    loss_fn = nn.CrossEntropyLoss()
+
+    def step():
+        opt.zero_grad()
+        loss_fn(model(x), y).backward()
+        opt.step()
+    return step
+
+
+# ---------------------------------------------------------------- runner
+def _time(step, min_time=0.25, repeats=5):
+    step()
+    n = 1
+    while True:
+        t0 = time.perf_counter()
+        for _ in range(n):
+            step()
+        dt = time.perf_counter() - t0
+        if dt >= min_time / repeats:
+            break
+        n *= 2
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        for _ in range(n):
+            step()
+        times.append((time.perf_counter() - t0) / n)
+    return statistics.median(times)
+
+
+def main(argv):
+    words = [w.lower() for w in argv]
+    rows = []
+    print(f"torch {torch.__version__}, hookgrad {hookgrad.__version__}, numpy {np.__version__}; "
+          f"torch threads {torch.get_num_threads()}")
+    print(f"{'workload':62s} {'torch':>10s} {'hookgrad':>10s} {'ratio':>7s} {'target':>7s}")
+    for name, target, fn in WORKLOADS:
+        if words and not any(w in name.lower() or w in fn.__name__ for w in words):
+            continue
+        try:
+            tt = _time(fn(torch))
+            th = _time(fn(hookgrad))
+        except Exception as e:  # a workload whose API is not there yet is reported, not hidden
+            print(f"{name:62s} {'error: ' + type(e).__name__ + ': ' + str(e)[:60]}")
+            continue
+        ratio = th / tt
+        ok = "" if target is None else ("ok" if ratio <= target else "MISS")
+        rows.append((name, tt, th, ratio, target))
+        print(f"{name:62s} {tt * 1e6:9.1f}us {th * 1e6:9.1f}us {ratio:7.2f} {'<=' + str(target) if target else '':>7s} {ok}")
+    return rows
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,2 @@
+"""Model definitions whose state_dict keys match the reference implementations (torchvision, HF)."""
+from .resnet import ResNet, BasicBlock, Bottleneck, resnet18, resnet34, resnet50

@@ -1,0 +1,87 @@
+"""Adam and AdamW (amsgrad, maximize, L2 or decoupled weight decay), PyTorch's for-loop algorithm."""
+import numpy as np
+
+from .._tensor import Tensor
+from .optimizer import (Optimizer, _use_grad_for_differentiable, _to_float, _zeros_like, _step_tensor, _bump,
+                        _mul_, _lerp_, _addcmul_, _addcdiv_, _add_scalar)
+
+__all__ = ["Adam", "AdamW"]
+
+
+class Adam(Optimizer):
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, amsgrad=False, *, foreach=None,
+                 maximize=False, capturable=False, differentiable=False, fused=None, decoupled_weight_decay=False):
+        if isinstance(lr, Tensor) and lr.numel() != 1:
+            raise ValueError("Tensor lr must be 1-element")
+        if not 0.0 <= lr:
+            raise ValueError(f"Invalid learning rate: {lr}")
+        if not 0.0 <= eps:
+            raise ValueError(f"Invalid epsilon value: {eps}")
+        if not 0.0 <= betas[0] < 1.0:
+            raise ValueError(f"Invalid beta parameter at index 0: {betas[0]}")
+        if not 0.0 <= betas[1] < 1.0:
+            raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
+        if not 0.0 <= weight_decay:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        if not ((isinstance(betas[0], float) and isinstance(betas[1], float))
+                or (isinstance(betas[0], Tensor) and isinstance(betas[1], Tensor))):
+            raise ValueError("betas must be either both floats or both Tensors")
+        defaults = dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay, amsgrad=amsgrad,
+                        maximize=maximize, foreach=foreach, capturable=capturable, differentiable=differentiable,
+                        fused=fused, decoupled_weight_decay=decoupled_weight_decay)
+        self._check_not_differentiable(differentiable)
+        super().__init__(params, defaults)
+
+    @_use_grad_for_differentiable
+    def step(self, closure=None):
+        """Perform a single optimization step; returns ``closure()``'s loss if a closure is given."""
+        loss = self._run_closure(closure)
+        for group in self.param_groups:
+            beta1, beta2 = (_to_float(b) for b in group["betas"])
+            lr, wd, eps, amsgrad = _to_float(group["lr"]), group["weight_decay"], group["eps"], group["amsgrad"]
+            for p in group["params"]:
+                if p._grad is None:
+                    continue
+                state = self.state[p]
+                if len(state) == 0:
+                    state["step"] = _step_tensor()
+                    state["exp_avg"] = _zeros_like(p)
+                    state["exp_avg_sq"] = _zeros_like(p)
+                    if amsgrad:
+                        state["max_exp_avg_sq"] = _zeros_like(p)
+                g = p._grad._data
+                if group["maximize"]:
+                    g = -g
+                step_t, exp_avg, exp_avg_sq = state["step"], state["exp_avg"], state["exp_avg_sq"]
+                step_t._data += 1
+                _bump(step_t)
+                if wd != 0:
+                    if group["decoupled_weight_decay"]:
+                        _mul_(p, 1 - lr * wd)
+                    else:
+                        g = _add_scalar(g, p._data, wd)
+                _lerp_(exp_avg, g, 1 - beta1)
+                _mul_(exp_avg_sq, beta2)
+                _addcmul_(exp_avg_sq, g, g, 1 - beta2)
+                step = step_t.item()
+                bias_correction1 = 1 - beta1 ** step
+                bias_correction2 = 1 - beta2 ** step
+                step_size = lr / bias_correction1
+                bc2_sqrt = p._data.dtype.type(bias_correction2 ** 0.5)
+                if amsgrad:
+                    mx = state["max_exp_avg_sq"]
+                    np.maximum(mx._data, exp_avg_sq._data, out=mx._data)
+                    _bump(mx)
+                    denom = np.sqrt(mx._data) / bc2_sqrt
+                else:
+                    denom = np.sqrt(exp_avg_sq._data) / bc2_sqrt
+                denom += denom.dtype.type(eps)
+                _addcdiv_(p, exp_avg._data, denom, -step_size)
+        return loss
+
+
+class AdamW(Adam):
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2, amsgrad=False, *,
+                 maximize=False, foreach=None, capturable=False, differentiable=False, fused=None):
+        super().__init__(params, lr, betas, eps, weight_decay, amsgrad, foreach=foreach, maximize=maximize,
+                         capturable=capturable, differentiable=differentiable, fused=fused, decoupled_weight_decay=True)

@@ -1,0 +1,404 @@
+"""Optimizer base class: param groups, per-parameter state, state_dict and the six optimizer hooks.
+
+The arithmetic of every algorithm runs on the NumPy arrays (``p._data``) in place, in the same order of
+operations as PyTorch's single-tensor (for-loop) implementations; each in-place update bumps the
+tensor's version counter exactly as many times as PyTorch does (``_inplace`` helpers below), so a
+parameter saved for backward and then stepped raises the usual "modified by an inplace operation" error.
+"""
+import functools
+import warnings
+from collections import OrderedDict, defaultdict
+from copy import deepcopy
+from itertools import chain
+
+import numpy as np
+
+from .._tensor import Tensor
+from .. import _dtype as D
+from ..autograd.grad_mode import set_grad_enabled, is_grad_enabled, enable_grad
+from ..utils.hooks import RemovableHandle, HookDict
+
+__all__ = ["Optimizer", "register_optimizer_step_pre_hook", "register_optimizer_step_post_hook", "required"]
+
+_global_optimizer_pre_hooks = HookDict()
+_global_optimizer_post_hooks = HookDict()
+
+
+class _RequiredParameter:
+    """Singleton for a required hyper-parameter of an optimizer."""
+
+    def __repr__(self):
+        return "<required parameter>"
+
+
+required = _RequiredParameter()
+
+
+def register_optimizer_step_pre_hook(hook):
+    """Register ``hook(optimizer, args, kwargs) -> None | (new_args, new_kwargs)`` for every optimizer;
+    global pre-hooks run before the instance's own."""
+    handle = RemovableHandle(_global_optimizer_pre_hooks)
+    _global_optimizer_pre_hooks[handle.id] = hook
+    return handle
+
+
+def register_optimizer_step_post_hook(hook):
+    """Register ``hook(optimizer, args, kwargs)`` for every optimizer; runs after the instance's own."""
+    handle = RemovableHandle(_global_optimizer_post_hooks)
+    _global_optimizer_post_hooks[handle.id] = hook
+    return handle
+
+
+def _typename(obj):
+    if isinstance(obj, Tensor):
+        return "torch." + obj.dtype._legacy
+    module = type(obj).__module__
+    return type(obj).__qualname__ if module in ("builtins", None) else f"{module}.{type(obj).__qualname__}"
+
+
+def _use_grad_for_differentiable(func):
+    """Run ``step`` with grad mode set to ``defaults['differentiable']`` (False: no graph is recorded)."""
+    def _use_grad(self, *args, **kwargs):
+        prev = is_grad_enabled()
+        try:
+            set_grad_enabled(self.defaults["differentiable"])
+            return func(self, *args, **kwargs)
+        finally:
+            set_grad_enabled(prev)
+    functools.update_wrapper(_use_grad, func)
+    return _use_grad
+
+
+def _get_scalar_dtype():
+    return D.float64 if D.get_default_dtype() is D.float64 else D.float32
+
+
+def _to_float(x):
+    return x.item() if isinstance(x, Tensor) else x
+
+
+def _zeros_like(p, value=0):
+    return Tensor._make(np.full(p._data.shape, value, dtype=p._data.dtype))
+
+
+def _step_tensor():
+    return Tensor._make(np.zeros((), dtype=_get_scalar_dtype().np))
+
+
+# ---- in-place kernels on arrays; each bumps the version once, like the PyTorch in-place op -------------
+def _bump(t):
+    t._vc[0] += 1
+
+
+def _add_(t, other, alpha=1.0):          # t.add_(other, alpha=alpha): t + alpha * other
+    a = t._data
+    a += other if alpha == 1 else a.dtype.type(alpha) * other
+    _bump(t)
+
+
+def _mul_(t, s):
+    t._data *= t._data.dtype.type(s)
+    _bump(t)
+
+
+def _addcmul_(t, t1, t2, value=1.0):     # t + value * t1 * t2
+    a = t._data
+    a += (a.dtype.type(value) * t1) * t2 if value != 1 else t1 * t2
+    _bump(t)
+
+
+def _addcdiv_(t, t1, t2, value=1.0):     # t + value * t1 / t2
+    a = t._data
+    a += (a.dtype.type(value) * t1) / t2 if value != 1 else t1 / t2
+    _bump(t)
+
+
+def _lerp_(t, end, weight):              # PyTorch's two-branch lerp formula
+    a = t._data
+    w = a.dtype.type(weight)
+    if abs(w) < 0.5:
+        a += w * (end - a)
+    else:
+        a[...] = end - (end - a) * (a.dtype.type(1) - w)
+    _bump(t)
+
+
+def _add_scalar(arr, other, alpha):      # out-of-place grad.add(other, alpha=alpha)
+    return arr + arr.dtype.type(alpha) * other
+
+
+class Optimizer:
+    """Base class for all optimizers (same API as ``torch.optim.Optimizer``).
+
+    >>> import hookgrad as torch
+    >>> w = torch.nn.Parameter(torch.ones(2)); w.grad = torch.ones(2)
+    >>> opt = torch.optim.SGD([w], lr=0.5); opt.step(); w.data
+    tensor([0.5000, 0.5000])
+    """
+
+    def __init__(self, params, defaults):
+        self.defaults = defaults
+        self._optimizer_step_pre_hooks = HookDict()
+        self._optimizer_step_post_hooks = HookDict()
+        self._optimizer_state_dict_pre_hooks = HookDict()
+        self._optimizer_state_dict_post_hooks = HookDict()
+        self._optimizer_load_state_dict_pre_hooks = HookDict()
+        self._optimizer_load_state_dict_post_hooks = HookDict()
+        self._patch_step_function()
+        if isinstance(params, Tensor):
+            raise TypeError("params argument given to the optimizer should be an iterable of Tensors or dicts, "
+                            "but got " + _typename(params))
+        self.state = defaultdict(dict)
+        self.param_groups = []
+        param_groups = list(params)
+        if len(param_groups) == 0:
+            raise ValueError("optimizer got an empty parameter list")
+        if not isinstance(param_groups[0], dict):
+            param_groups = [{"params": param_groups}]
+        for param_group in param_groups:
+            self.add_param_group(param_group)
+
+    def __getstate__(self):
+        return {"defaults": self.defaults, "state": self.state, "param_groups": self.param_groups}
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        for name in ("_optimizer_step_pre_hooks", "_optimizer_step_post_hooks", "_optimizer_state_dict_pre_hooks",
+                     "_optimizer_state_dict_post_hooks", "_optimizer_load_state_dict_pre_hooks",
+                     "_optimizer_load_state_dict_post_hooks"):
+            if name not in self.__dict__:
+                setattr(self, name, HookDict())
+        self._patch_step_function()
+        self.defaults.setdefault("differentiable", False)
+
+    def __repr__(self):
+        s = self.__class__.__name__ + " ("
+        for i, group in enumerate(self.param_groups):
+            s += f"\nParameter Group {i}\n"
+            for key in sorted(group.keys()):
+                if key != "params":
+                    s += f"    {key}: {group[key]}\n"
+        return s + ")"
+
+    # ---- step hooks: a class-level wrapper, installed once per class --------------------------------------
+    @staticmethod
+    def profile_hook_step(func):
+        @functools.wraps(func)
+        def wrapper(*args, **kwargs):
+            self = args[0]
+            for pre_hook in tuple(chain(_global_optimizer_pre_hooks.values(), self._optimizer_step_pre_hooks.values())):
+                result = pre_hook(self, args, kwargs)
+                if result is not None:
+                    if isinstance(result, tuple) and len(result) == 2:
+                        args, kwargs = result
+                    else:
+                        raise RuntimeError(f"{func} must return None or a tuple of (new_args, new_kwargs), "
+                                           f"but got {result}.")
+            out = func(*args, **kwargs)
+            for post_hook in tuple(chain(self._optimizer_step_post_hooks.values(), _global_optimizer_post_hooks.values())):
+                post_hook(self, args, kwargs)
+            return out
+        return wrapper
+
+    def _patch_step_function(self):
+        self._zero_grad_profile_name = f"Optimizer.zero_grad#{self.__class__.__name__}.zero_grad"
+        if not getattr(self.__class__.step, "hooked", None):
+            self.__class__.step = self.profile_hook_step(self.__class__.step)
+            self.__class__.step.hooked = True
+
+    def register_step_pre_hook(self, hook):
+        """``hook(optimizer, args, kwargs) -> None | (new_args, new_kwargs)``, before ``step``."""
+        handle = RemovableHandle(self._optimizer_step_pre_hooks)
+        self._optimizer_step_pre_hooks[handle.id] = hook
+        return handle
+
+    def register_step_post_hook(self, hook):
+        """``hook(optimizer, args, kwargs)``, after ``step``."""
+        handle = RemovableHandle(self._optimizer_step_post_hooks)
+        self._optimizer_step_post_hooks[handle.id] = hook
+        return handle
+
+    @staticmethod
+    def _register(hooks, hook, prepend):
+        handle = RemovableHandle(hooks)
+        hooks[handle.id] = hook
+        if prepend:
+            hooks.move_to_end(handle.id, last=False)
+        return handle
+
+    def register_state_dict_pre_hook(self, hook, prepend=False):
+        """``hook(optimizer)``, at the start of ``state_dict()``."""
+        return self._register(self._optimizer_state_dict_pre_hooks, hook, prepend)
+
+    def register_state_dict_post_hook(self, hook, prepend=False):
+        """``hook(optimizer, state_dict) -> None | new_state_dict``, at the end of ``state_dict()``."""
+        return self._register(self._optimizer_state_dict_post_hooks, hook, prepend)
+
+    def register_load_state_dict_pre_hook(self, hook, prepend=False):
+        """``hook(optimizer, state_dict) -> None | state_dict_to_load`` (a shallow copy is passed)."""
+        return self._register(self._optimizer_load_state_dict_pre_hooks, hook, prepend)
+
+    def register_load_state_dict_post_hook(self, hook, prepend=False):
+        """``hook(optimizer)``, at the end of ``load_state_dict()``."""
+        return self._register(self._optimizer_load_state_dict_post_hooks, hook, prepend)
+
+    # ---- state dict ----------------------------------------------------------------------------------------
+    def state_dict(self):
+        """``{'state': {index: {...}}, 'param_groups': [{..., 'params': [indices]}]}`` as in PyTorch.
+        State tensors are returned by reference, not copied."""
+        for pre_hook in tuple(self._optimizer_state_dict_pre_hooks.values()):
+            pre_hook(self)
+        param_mappings = {}
+        start_index = 0
+
+        def pack_group(group):
+            nonlocal start_index
+            packed = {k: v for k, v in group.items() if k != "params"}
+            param_mappings.update({id(p): i for i, p in enumerate(group["params"], start_index)
+                                   if id(p) not in param_mappings})
+            packed["params"] = [param_mappings[id(p)] for p in group["params"]]
+            start_index += len(packed["params"])
+            return packed
+
+        param_groups = [pack_group(g) for g in self.param_groups]
+        packed_state = {(param_mappings[id(k)] if isinstance(k, Tensor) else k): v for k, v in self.state.items()}
+        state_dict = {"state": packed_state, "param_groups": param_groups}
+        for post_hook in tuple(self._optimizer_state_dict_post_hooks.values()):
+            result = post_hook(self, state_dict)
+            if result is not None:
+                state_dict = result
+        return state_dict
+
+    @staticmethod
+    def _process_value_according_to_param_policy(param, value, param_id, param_groups, key=None):
+        if key == "step":
+            return value
+        if param.is_floating_point() and value._data.dtype != param._data.dtype:
+            return Tensor._make(value._data.astype(param._data.dtype))
+        return value
+
+    def load_state_dict(self, state_dict):
+        """Load a dict produced by :meth:`state_dict` (state tensors are cast to each parameter's dtype)."""
+        state_dict = state_dict.copy()
+        for pre_hook in tuple(self._optimizer_load_state_dict_pre_hooks.values()):
+            result = pre_hook(self, state_dict)
+            if result is not None:
+                state_dict = result
+        groups = self.param_groups
+        saved_groups = deepcopy(state_dict["param_groups"])
+        if len(groups) != len(saved_groups):
+            raise ValueError("loaded state dict has a different number of parameter groups")
+        if any(len(g["params"]) != len(s["params"]) for g, s in zip(groups, saved_groups)):
+            raise ValueError("loaded state dict contains a parameter group that doesn't match the size of optimizer's group")
+        id_map = dict(zip(chain.from_iterable(g["params"] for g in saved_groups),
+                          chain.from_iterable(g["params"] for g in groups)))
+
+        def _cast(param, value, param_id=None, param_groups=None, key=None):
+            if isinstance(value, Tensor):
+                return Optimizer._process_value_according_to_param_policy(param, value, param_id, param_groups, key)
+            if isinstance(value, dict):
+                return {k: _cast(param, v, param_id=param_id, param_groups=param_groups, key=k) for k, v in value.items()}
+            if isinstance(value, (list, tuple, set)):
+                return type(value)(_cast(param, v, param_id=param_id, param_groups=param_groups) for v in value)
+            return value
+
+        state = defaultdict(dict)
+        for k, v in state_dict["state"].items():
+            if k in id_map:
+                param = id_map[k]
+                state[param] = _cast(param, v, param_id=k, param_groups=state_dict["param_groups"])
+            else:
+                state[k] = v
+
+        def update_group(group, new_group):
+            new_group["params"] = group["params"]
+            if "param_names" in group and "param_names" not in new_group:
+                new_group["param_names"] = group["param_names"]
+            return new_group
+
+        param_groups = [update_group(g, ng) for g, ng in zip(groups, saved_groups)]
+        self.__setstate__({"state": state, "param_groups": param_groups})
+        for post_hook in tuple(self._optimizer_load_state_dict_post_hooks.values()):
+            post_hook(self)
+
+    # ---- grads and groups ----------------------------------------------------------------------------------
+    def zero_grad(self, set_to_none=True):
+        """Reset the gradients of all optimized tensors (to None by default)."""
+        if not hasattr(self, "_zero_grad_profile_name"):
+            self._patch_step_function()
+        for group in self.param_groups:
+            for p in group["params"]:
+                if p._grad is not None:
+                    if set_to_none:
+                        p.grad = None
+                    else:
+                        g = p._grad
+                        if g.grad_fn is not None:
+                            g.detach_()
+                        else:
+                            g.requires_grad_(False)
+                        g._data[...] = 0
+                        _bump(g)
+
+    def step(self, closure=None):
+        raise NotImplementedError
+
+    def add_param_group(self, param_group):
+        """Add a param group (a dict with ``'params'`` and optional per-group options)."""
+        if not isinstance(param_group, dict):
+            raise TypeError(f"param_group must be a dict, but got {type(param_group)}")
+        params = param_group["params"]
+        if isinstance(params, Tensor):
+            param_group["params"] = [params]
+        elif isinstance(params, set):
+            raise TypeError("optimizer parameters need to be organized in ordered collections, but the ordering of "
+                            "tensors in sets will change between runs. Please use a list instead.")
+        else:
+            param_group["params"] = list(params)
+        tensors, names = [], []
+        for param in param_group["params"]:
+            if isinstance(param, tuple):
+                names.append(param[0])
+                tensors.append(param[1])
+            else:
+                tensors.append(param)
+        param_group["params"] = tensors
+        if names:
+            if len(names) != len(tensors):
+                raise ValueError("all optimizer params should be with/without names. Some param names are missing")
+            param_group["param_names"] = names
+        for param in param_group["params"]:
+            if not isinstance(param, Tensor):
+                raise TypeError("optimizer can only optimize Tensors, but one of the params is " + _typename(param))
+            if not self.defaults.get("differentiable", None) and not (param.is_leaf or param.retains_grad):
+                raise ValueError("can't optimize a non-leaf Tensor")
+        for name, default in self.defaults.items():
+            if default is required and name not in param_group:
+                raise ValueError(f"parameter group didn't specify a value of required optimization parameter {name}")
+            param_group.setdefault(name, default)
+        params = param_group["params"]
+        if len(params) != len({id(p) for p in params}):
+            warnings.warn("optimizer contains a parameter group with duplicate parameters; in future, this will cause "
+                          "an error; see github.com/pytorch/pytorch/issues/40967 for more information", stacklevel=3)
+        param_set = set()
+        for group in self.param_groups:
+            param_set.update(id(p) for p in group["params"])
+            if ("param_names" in param_group) != ("param_names" in group):
+                txt = "with names" if "param_names" in param_group else "without names"
+                raise ValueError("all optimizer param groups should be with/without names. "
+                                 f"cannot add param group {txt} to the optimizer")
+        if not param_set.isdisjoint(id(p) for p in param_group["params"]):
+            raise ValueError("some parameters appear in more than one parameter group")
+        self.param_groups.append(param_group)
+
+    @staticmethod
+    def _check_not_differentiable(differentiable):
+        if differentiable:
+            raise NotImplementedError("hookgrad optimizers do not support differentiable=True")
+
+    @staticmethod
+    def _run_closure(closure):
+        if closure is None:
+            return None
+        with enable_grad():
+            return closure()

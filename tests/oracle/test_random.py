@@ -1,0 +1,40 @@
+"""manual_seed gives PyTorch's numbers: rand, randn (both of PyTorch's code paths), randint, randperm,
+uniform_, normal_, and the generator's state carries across calls like PyTorch's."""
+import numpy as np
+import pytest
+import torch
+
+import hookgrad
+
+
+def _draws(lib, dtype_name):
+    dt = getattr(lib, dtype_name)
+    out = [lib.rand(5, dtype=dt), lib.randn(3, dtype=dt), lib.randn(3, dtype=dt), lib.randn(37, dtype=dt),
+           lib.randn(2, 16, dtype=dt), lib.randint(-5, 7, (9,)), lib.randperm(11),
+           lib.empty(6, dtype=dt).uniform_(-2, 3), lib.empty(40, dtype=dt).normal_(1.5, 0.5),
+           lib.empty(5, dtype=dt).normal_(), lib.rand(3, 4, dtype=dt)]
+    return out
+
+
+@pytest.mark.parametrize("seed", [0, 1, 20200910, 2 ** 40 + 7])
+@pytest.mark.parametrize("dtype_name", ["float32", "float64"])
+def test_seeded_draws_match_torch(seed, dtype_name):
+    torch.manual_seed(seed)
+    ts = _draws(torch, dtype_name)
+    hookgrad.manual_seed(seed)
+    hs = _draws(hookgrad, dtype_name)
+    for t, h in zip(ts, hs):
+        assert str(t.dtype) == str(h.dtype) and tuple(t.shape) == tuple(h.shape)
+        np.testing.assert_allclose(h.numpy(), t.numpy(), rtol=2e-6, atol=2e-6)
+
+
+def test_generator_objects_and_state():
+    g_t = torch.Generator().manual_seed(3)
+    g_h = hookgrad.Generator().manual_seed(3)
+    np.testing.assert_allclose(hookgrad.randn(20, generator=g_h).numpy(), torch.randn(20, generator=g_t).numpy(),
+                               rtol=2e-6, atol=2e-6)
+    st = hookgrad.get_rng_state()
+    a = hookgrad.randn(7)
+    hookgrad.set_rng_state(st)
+    np.testing.assert_array_equal(hookgrad.randn(7).numpy(), a.numpy())
+    assert hookgrad.manual_seed(5).initial_seed() == torch.manual_seed(5).initial_seed() == 5
