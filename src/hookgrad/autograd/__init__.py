@@ -4,9 +4,16 @@ from .grad_mode import no_grad, enable_grad, set_grad_enabled, inference_mode, i
 from . import graph
 from .graph import Node
 from . import engine as _engine
+from . import function
+from .function import Function, once_differentiable
+from . import functional
+from . import anomaly_mode
+from .anomaly_mode import detect_anomaly, set_detect_anomaly, is_anomaly_enabled, is_anomaly_check_nan_enabled
+from .gradcheck import gradcheck, gradgradcheck, GradcheckError
 
 __all__ = ["backward", "grad", "no_grad", "enable_grad", "set_grad_enabled", "inference_mode", "graph", "Node",
-           "Function", "functional", "gradcheck", "gradgradcheck", "detect_anomaly", "set_detect_anomaly"]
+           "Function", "functional", "gradcheck", "gradgradcheck", "detect_anomaly", "set_detect_anomaly",
+           "is_anomaly_enabled", "is_anomaly_check_nan_enabled", "once_differentiable"]
 
 
 def _tensor_cls():

@@ -57,7 +57,11 @@ def _will_engine_execute_node(node):
     tasks = _tls.tasks
     if not tasks:
         raise RuntimeError("_will_engine_execute_node should only be called during the backward pass")
-    return tasks[-1].will_execute(node)
+    task = tasks[-1]
+    if task.captures is not None and type(node) is _g.AccumulateGrad:
+        raise RuntimeError("A leaf node was passed to _will_engine_execute_node but we are currently running "
+                           "autograd.grad(). This is currently not supported.")
+    return task.will_execute(node)
 
 
 def _collect(root):
@@ -159,25 +163,19 @@ def run_backward(roots, grads, keep_graph, create_graph, inputs=None, accumulate
                             captured[i] = buf[slot]
                 if not need:
                     continue
-            # -- the node, with its hooks (spec 2.1) --
-            if fn._hooked:
-                buf = _tensor_pre_hooks(fn, buf)
-            pre = fn._pre_hooks
-            if pre:
-                go = tuple(buf)
-                for hook in tuple(pre.values()):
-                    go = check_tuple_result(hook, go, hook(go))
-                buf = list(go)
+            # -- the node, with its hooks (spec 2.1); same steps as _run_node, inlined --
             if anomaly is not None:
-                outs = anomaly.call(fn, buf)
+                outs = anomaly.run(fn, buf)
             else:
+                if fn._hooked:
+                    buf = _tensor_pre_hooks(fn, buf)
+                pre = fn._pre_hooks
+                if pre:
+                    buf = _run_pre_hooks(pre, buf)
                 outs = fn._run_backward(buf)
-            post = fn._post_hooks
-            if post:
-                go = tuple(buf)
-                outs = tuple(outs)
-                for hook in tuple(post.values()):
-                    outs = check_tuple_result(hook, outs, hook(outs, go))
+                post = fn._post_hooks
+                if post:
+                    outs = _run_post_hooks(post, outs, buf)
             executed.append(fn)
             # -- dispatch --
             for (nxt, slot), g in zip(fn.next_functions, outs):
@@ -206,6 +204,35 @@ def run_backward(roots, grads, keep_graph, create_graph, inputs=None, accumulate
             if fn._saved:
                 fn._release()
     return captured
+
+
+def _run_node(fn, buf):
+    """Steps 1-5 at one node: tensor hooks, retain_grad, pre-hooks, the node, post-hooks."""
+    if fn._hooked:
+        buf = _tensor_pre_hooks(fn, buf)
+    pre = fn._pre_hooks
+    if pre:
+        buf = _run_pre_hooks(pre, buf)
+    outs = fn._run_backward(buf)
+    post = fn._post_hooks
+    if post:
+        outs = _run_post_hooks(post, outs, buf)
+    return outs
+
+
+def _run_pre_hooks(pre, buf):
+    go = tuple(buf)
+    for hook in tuple(pre.values()):
+        go = check_tuple_result(hook, go, hook(go))
+    return list(go)
+
+
+def _run_post_hooks(post, outs, buf):
+    go = tuple(buf)
+    outs = tuple(outs)
+    for hook in tuple(post.values()):
+        outs = check_tuple_result(hook, outs, hook(outs, go))
+    return outs
 
 
 def _num_outputs(fn):

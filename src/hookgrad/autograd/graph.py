@@ -168,6 +168,15 @@ class SavedTensor:
         self._packed = None
 
 
+_PKG_DIR = __file__.rsplit("autograd", 1)[0]
+
+
+def _user_stack():
+    """The current stack as formatted lines, without hookgrad's own frames (anomaly mode)."""
+    frames = [f for f in traceback.extract_stack() if not f.filename.startswith(_PKG_DIR)]
+    return traceback.format_list(frames)
+
+
 def _short_name(node):
     return re.sub(r"Backward\d*$", "", node.name())
 
@@ -249,7 +258,7 @@ class Node:
         self._in_meta = meta
         self._seq = next(_seq)
         if _anomaly_enabled:
-            self._trace = traceback.format_stack()[:-3]
+            self._trace = _user_stack()
         if type(out) is tuple:
             nd = self.nondiff_outputs
             res = tuple(T._make(o) if i in nd else T._make(o, True, self, i) for i, o in enumerate(out))

@@ -8,7 +8,7 @@ import numpy as np
 from .._tensor import Tensor
 from .. import _creation as C
 from ..ops import elementwise as E, nn as N
-from ..ops.index import where
+from ..ops.index import Where
 from ..ops.linalg import addmm, matmul
 
 _int = (int, np.integer)
@@ -28,6 +28,16 @@ def _tup(v, n, name="kernel_size"):
         raise RuntimeError(f"expected {name} to be a single integer value or a list of {n} values to match the "
                            f"convolution dimensions, but got {name}={list(v)}")
     return v
+
+
+def where(cond, a, b):
+    """where() for float tensors/scalars of one dtype (cond: bool Tensor or array)."""
+    like = a if isinstance(a, Tensor) else b
+    dt = like._data.dtype
+    c = cond if isinstance(cond, Tensor) else _T(np.asarray(cond))
+    a = a if isinstance(a, Tensor) else _T(np.asarray(a, dt))
+    b = b if isinstance(b, Tensor) else _T(np.asarray(b, dt))
+    return Where.apply(c, a, b)
 
 
 def _inplace(input, fn):
@@ -942,7 +952,8 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
     dt = query._data.dtype
     mask = None
     if is_causal and attn_mask is None:
-        attn_mask = _T(np.triu(np.ones((L, S), bool), 1))
+        raise RuntimeError("Need attn_mask if specifying the is_causal hint. You may use the Transformer module "
+                           "method `generate_square_subsequent_mask` to create this mask.")
     if attn_mask is not None:
         mask = _float_mask(attn_mask, dt, True)
         if mask.dim() == 2:
@@ -980,3 +991,13 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
     if not batched:
         out = out.squeeze(1)
     return out, w
+
+
+def _layer_error(e, module, *inputs):
+    """Re-raise a layer's error with PyTorch's type and text first, then the layer and the input shapes."""
+    shapes = " and ".join(str(list(x.shape)) for x in inputs if isinstance(x, Tensor))
+    try:
+        new = type(e)(f"{e} (hookgrad: in {module._get_name()}({module.extra_repr()}), input of shape {shapes})")
+    except Exception:  # pragma: no cover - exotic exception constructors
+        return e
+    return new

@@ -1,64 +1,28 @@
 """Differentiable primitives by family, and their installation as Tensor methods."""
 from .._tensor import Tensor
-from . import elementwise as E, shape as S, reduce as R, linalg as L, index as I
+from . import elementwise as E, shape as S, reduce as R, linalg as L, index as I, join as J
 from . import nn as _nn_ops  # noqa: F401  (installs its own Tensor methods)
 from ._inplace import inplace_apply
+from ._dispatch import as_tensor_arg, _scalar_result
 from .. import _creation as C
 
 
-def _inplace_binary(cls, **fixed):
-    from ._dispatch import binary
-
-    def fn(self, other, **kw):
-        kw.update(fixed)
-        # promotion happens on the out-of-place op; the result is cast back into self
-        if isinstance(other, Tensor):
-            return inplace_apply(self, cls, (other,), kw)
-        from ._dispatch import _scalar_result
-        dt = _scalar_result(self, other, False)
-        if dt is not self._data.dtype:
-            kw["dt"] = dt
-        return inplace_apply(self, cls, (dt.type(other),), kw)
-    return fn
-
-
-def _inplace_unary(fn_out):
-    """x.exp_() etc.: run the out-of-place function's node in place."""
-    def fn(self, *a, **k):
-        holder = {}
-        from ._inplace import check_inplace
-        check_inplace(self)
-        return _inplace_via(self, lambda t: fn_out(t, *a, **k))
-    return fn
-
-
-def _inplace_via(self, f):
-    """Generic in-place: compute f(self) out of place and write it into self with rebase."""
-    from ._inplace import inplace_apply as _ia
-
-    class _Via:
-        save = (0,)
-
-        @staticmethod
-        def apply(x, **kw):
-            return f(x)
-    return _ia(self, _Via, (), {})
-
-
-def _radd(self, other):
-    return E.add(other, self)
+def _via(fn):
+    """In-place form of an out-of-place Tensor function: ``x.op_(*a)`` computes ``op(x, *a)`` and writes it
+    into x (the op's node becomes x's grad_fn; versions and views follow PyTorch's rebase rules)."""
+    def method(self, *a, **k):
+        return inplace_apply(self, I._Via, (), {"f": lambda t: fn(t, *a, **k)})
+    method.__name__ = getattr(fn, "__name__", "op") + "_"
+    return method
 
 
 def _rsub(self, other):
-    return E.sub(other, self)
-
-
-def _rmul(self, other):
-    return E.mul(other, self)
+    return E.rsub(self, other)
 
 
 def _rtruediv(self, other):
-    return E.div(other, self)
+    # PyTorch computes number / tensor as reciprocal(tensor) * number (grad_fn MulBackward0)
+    return E.mul(E.reciprocal(self), other)
 
 
 def _rpow(self, other):
@@ -75,6 +39,14 @@ def _rfloordiv(self, other):
 
 def _rmod(self, other):
     return E.remainder(other, self)
+
+
+def _radd(self, other):
+    return E.add(other, self)
+
+
+def _rmul(self, other):
+    return E.mul(other, self)
 
 
 _METHODS = {
@@ -121,6 +93,29 @@ _METHODS = {
     "new_tensor": lambda s, data, dtype=None, requires_grad=False, **k: C.tensor(data, dtype=dtype or s.dtype, requires_grad=requires_grad),
 }
 
+_METHODS.update({
+    "__rsub__": _rsub, "rsub": E.rsub, "fmax": E.fmax, "fmin": E.fmin, "hardtanh": E.hardtanh,
+    "prod": R.prod, "var": R.var, "std": R.std, "max": R.max, "min": R.min, "amax": R.amax, "amin": R.amin,
+    "argmax": R.argmax, "argmin": R.argmin, "aminmax": R.aminmax, "logsumexp": R.logsumexp, "cumsum": R.cumsum,
+    "cumprod": R.cumprod, "norm": R.norm, "sort": R.sort, "argsort": R.argsort, "topk": R.topk,
+    "einsum": None, "split": J.split, "chunk": J.chunk, "unbind": J.unbind, "tensor_split": J.tensor_split,
+    "narrow": S.narrow, "tril": S.tril, "triu": S.triu, "diagonal": S.diagonal, "diag": S.diag,
+    "diag_embed": S.diag_embed, "trace": S.trace,
+    "gather": I.gather, "scatter": I.scatter, "scatter_add": I.scatter_add, "index_select": I.index_select,
+    "index_add": I.index_add, "masked_fill": I.masked_fill, "masked_select": I.masked_select, "take": I.take,
+    "masked_fill_": I.masked_fill_, "scatter_": I.scatter_, "scatter_add_": I.scatter_add_, "index_add_": I.index_add_,
+    "fix": E.trunc, "hardtanh": E.hardtanh, "clamp_min": E.clamp_min, "clamp_max": E.clamp_max,
+    "var_mean": None, "hstack": None, "vecdot": None,
+})
+for _k in [k for k, v in _METHODS.items() if v is None]:
+    del _METHODS[_k]
+
+_INPLACE_VIA = ("exp", "expm1", "log", "log2", "log10", "log1p", "sqrt", "rsqrt", "sin", "cos", "tan", "tanh",
+                "sigmoid", "erf", "reciprocal", "relu", "neg", "negative", "abs", "absolute", "sign", "floor", "ceil",
+                "round", "trunc", "frac", "clamp", "clip", "clamp_min", "clamp_max", "square", "pow",
+                "remainder", "fmod", "floor_divide", "lerp", "atan2", "tril", "triu", "cumsum", "cumprod",
+                "hardtanh")
+
 _INPLACE_BINARY = {"add_": E.Add, "sub_": E.Sub, "mul_": E.Mul, "div_": E.Div, "__iadd__": E.Add,
                    "__isub__": E.Sub, "__imul__": E.Mul, "__itruediv__": E.Div, "subtract_": E.Sub,
                    "multiply_": E.Mul, "divide_": E.Div}
@@ -130,28 +125,30 @@ def _install():
     for name, fn in _METHODS.items():
         setattr(Tensor, name, fn)
     for name, cls in _INPLACE_BINARY.items():
-        setattr(Tensor, name, _make_inplace_binary(cls))
-    for name in ("exp", "log", "sqrt", "sin", "cos", "tanh", "sigmoid", "relu", "neg", "abs", "clamp", "clip",
-                 "floor", "ceil", "round", "trunc", "sign", "reciprocal", "pow", "rsqrt", "expm1", "log1p",
-                 "clamp_min", "clamp_max", "square", "frac", "tan", "erf", "log2", "remainder", "fmod",
-                 "floor_divide", "lerp", "sigmoid", "masked_fill"):
-        if name in _METHODS:
-            setattr(Tensor, name + "_", _inplace_unary(_METHODS[name]))
+        setattr(Tensor, name, _make_inplace_binary(cls, name))
+    for name in _INPLACE_VIA:
+        setattr(Tensor, name + "_", _via(_METHODS[name]))
     Tensor.T = property(S.T)
     Tensor.mT = property(S.mT)
     Tensor.H = property(S.T)
     Tensor.mH = property(S.mT)
 
 
-def _make_inplace_binary(cls):
+def _make_inplace_binary(cls, name):
+    """x.add_(other, alpha=...) etc.: the op runs at the promoted dtype; the result is cast back into x."""
+    float_only = cls is E.Div
+
     def fn(self, other, *, alpha=1):
+        kw = {} if alpha == 1 else {"alpha": alpha}
         if isinstance(other, (list, tuple)):
-            from ._dispatch import as_tensor_arg
             other = as_tensor_arg(other)
-        if alpha != 1:
-            return _inplace_binary(cls, alpha=alpha)(self, other)
-        return _inplace_binary(cls)(self, other)
-    fn.__name__ = cls.__name__
+        if isinstance(other, Tensor):
+            return inplace_apply(self, cls, (other,), kw)
+        dt = _scalar_result(self, other, float_only)
+        if dt is not self._data.dtype:
+            kw["dt"] = dt
+        return inplace_apply(self, cls, (dt.type(other),), kw)
+    fn.__name__ = name
     return fn
 
 

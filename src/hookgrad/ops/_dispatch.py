@@ -37,27 +37,44 @@ def binary(cls, a, b, float_only=False, **params):
 
     Python scalars stay non-tensor arguments (no graph edge), converted to the result dtype.
     """
-    if isinstance(a, Tensor):
+    try:
+        if isinstance(a, Tensor):
+            if isinstance(b, Tensor):
+                adt = a._data.dtype
+                if adt is not b._data.dtype or (float_only and adt.kind != "f"):
+                    dt = D.result_type_of([a, b])
+                    if float_only and not dt.is_floating_point:
+                        dt = D.get_default_dtype()
+                    params["dt"] = dt.np
+                return cls.apply(a, b, **params)
+            dt = _scalar_result(a, b, float_only)
+            if dt is not a._data.dtype:
+                params["dt"] = dt
+            return cls.apply(a, dt.type(b), **params)
         if isinstance(b, Tensor):
-            adt = a._data.dtype
-            if adt is not b._data.dtype or (float_only and adt.kind != "f"):
-                dt = D.result_type_of([a, b])
-                if float_only and not dt.is_floating_point:
-                    dt = D.get_default_dtype()
-                params["dt"] = dt.np
-            return cls.apply(a, b, **params)
-        dt = _scalar_result(a, b, float_only)
-        if dt is not a._data.dtype:
-            params["dt"] = dt
-        return cls.apply(a, dt.type(b), **params)
-    if isinstance(b, Tensor):
-        dt = _scalar_result(b, a, float_only)
-        if dt is not b._data.dtype:
-            params["dt"] = dt
-        return cls.apply(dt.type(a), b, **params)
+            dt = _scalar_result(b, a, float_only)
+            if dt is not b._data.dtype:
+                params["dt"] = dt
+            return cls.apply(dt.type(a), b, **params)
+    except ValueError as e:
+        if isinstance(a, Tensor) and isinstance(b, Tensor) and "broadcast" in str(e):
+            raise broadcast_error(a._data.shape, b._data.shape) from None
+        raise
     if isinstance(a, (list, tuple)) or isinstance(b, (list, tuple)) or isinstance(a, np.ndarray):
         return binary(cls, as_tensor_arg(a), as_tensor_arg(b), float_only, **params)
     raise TypeError(f"unsupported operand types {type(a).__name__} and {type(b).__name__}")
+
+
+def broadcast_error(sa, sb):
+    """PyTorch's error for shapes that do not broadcast (naming the first mismatch from the right)."""
+    n = max(len(sa), len(sb))
+    a = (1,) * (n - len(sa)) + tuple(sa)
+    b = (1,) * (n - len(sb)) + tuple(sb)
+    for i in range(n - 1, -1, -1):
+        if a[i] != b[i] and a[i] != 1 and b[i] != 1:
+            return RuntimeError(f"The size of tensor a ({a[i]}) must match the size of tensor b ({b[i]}) at "
+                                f"non-singleton dimension {i} (hookgrad: shapes {list(sa)} and {list(sb)})")
+    return RuntimeError(f"shapes {list(sa)} and {list(sb)} do not broadcast")
 
 
 def _scalar_result(t, s, float_only):

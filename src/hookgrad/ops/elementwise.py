@@ -92,7 +92,10 @@ class Pow(Node, name="PowBackward1"):
     dt = None
 
     def forward(self, x, y):
-        return np.power(x, y, dtype=self.dt)
+        try:
+            return np.power(x, y, dtype=self.dt)
+        except ValueError:          # integers to negative integer powers: PyTorch truncates toward zero
+            return np.trunc(np.power(np.asarray(x, np.float64), y)).astype(self.dt or np.result_type(x, y))
 
     def backward(self, g):
         x, y, out = self.saved_tensors
@@ -154,8 +157,8 @@ class Minimum(Node, name="MinimumBackward0"):
         lt, gt = (np.less, np.greater) if self.op is np.minimum else (np.greater, np.less)
         tie = np.equal(a, b) * 0.5          # ties split the gradient evenly (as PyTorch)
         nf = self.next_functions
-        return (scale(g, lt(a, b) + tie) if nf[0][0] is not None else None,
-                scale(g, gt(a, b) + tie) if nf[1][0] is not None else None)
+        return (scale(g, lt(a, b) + tie, x) if nf[0][0] is not None else None,
+                scale(g, gt(a, b) + tie, y) if nf[1][0] is not None else None)
 
 
 class Maximum(Minimum, name="MaximumBackward0"):
@@ -239,7 +242,7 @@ class Log10(Unary, name="Log10Backward0"):
         return g / (x * math.log(10.0))
 
 
-class Log1p(Unary, name="Log1pBackward0"):
+class Log1p(Unary, name="Log1PBackward0"):
     def forward(self, x):
         return np.log1p(x)
 
@@ -361,18 +364,25 @@ def _erf(x):
 
 class Scale(Node, name="ThresholdBackwardBackward0"):
     """g * factor for a constant array factor (a mask or piecewise slope): the backward of piecewise-
-    linear ops (relu, leaky_relu, clamp, abs, minimum...). Its own backward reuses the same factor."""
+    linear ops (relu, leaky_relu, clamp, abs, minimum...). Its own backward reuses the same factor.
 
-    def forward(self, g):
+    ``src`` (the op's input or output, or None) is recorded so that, under create_graph, the gradient
+    depends on it with derivative zero, as PyTorch's does."""
+    save = (1,)
+
+    def forward(self, g, src):
         return np.multiply(g, self.f, dtype=g.dtype)
 
     def backward(self, gg):
-        return Scale.apply(gg, f=self.f)
+        (src,) = self.saved_tensors
+        nf = self.next_functions
+        return (Scale.apply(gg, src, f=self.f) if nf[0][0] is not None else None,
+                Tensor._make(np.zeros(src._data.shape, src._data.dtype)) if nf[1][0] is not None else None)
 
 
-def scale(g, f):
-    """Multiply a gradient by a constant (non-differentiable) factor array."""
-    return Scale.apply(g, f=f)
+def scale(g, f, src=None):
+    """Multiply a gradient by a constant factor array (differentiable in g; zero derivative in src)."""
+    return Scale.apply(g, src, f=f)
 
 
 class Abs(Unary, name="AbsBackward0"):
@@ -381,7 +391,7 @@ class Abs(Unary, name="AbsBackward0"):
 
     def backward(self, g):
         (x,) = self.saved_tensors
-        return scale(g, np.sign(x._data))
+        return scale(g, np.sign(x._data), x)
 
 
 class Relu(Node, name="ReluBackward0"):
@@ -393,7 +403,7 @@ class Relu(Node, name="ReluBackward0"):
 
     def backward(self, g):
         (out,) = self.saved_tensors
-        return scale(g, out._data > 0)
+        return scale(g, out._data > 0, out)
 
 
 class Gelu(Unary, name="GeluBackward0"):
@@ -462,7 +472,7 @@ class LeakyRelu(Unary, name="LeakyReluBackward0"):
 
     def backward(self, g):
         (x,) = self.saved_tensors
-        return scale(g, np.where(x._data > 0, 1.0, self.negative_slope))
+        return scale(g, np.where(x._data > 0, 1.0, self.negative_slope), x)
 
 
 class Clamp(Unary, name="ClampBackward1"):
@@ -480,15 +490,15 @@ class Clamp(Unary, name="ClampBackward1"):
         return out.astype(x.dtype, copy=False) if out is not x else x.copy()
 
     def backward(self, g):
-        (x,) = self.saved_tensors
-        x = x._data
+        (xt,) = self.saved_tensors
+        x = xt._data
         ge, le = (np.greater, np.less) if self.strict else (np.greater_equal, np.less_equal)
         m = True
         if self.lo is not None:
             m = ge(x, self.lo)
         if self.hi is not None:
             m = m & le(x, self.hi)
-        return scale(g, m)
+        return scale(g, m, xt)
 
 
 class ClampMin(Clamp, name="ClampMinBackward0"):
@@ -516,7 +526,8 @@ class ClampT(Node, name="ClampBackward0"):
         return np.array(out, dtype=dt, copy=True)
 
     def backward(self, g):
-        x, lo, hi = (t._data if isinstance(t, Tensor) else None for t in self.saved_tensors)
+        xt, lot, hit = self.saved_tensors
+        x, lo, hi = (t._data if isinstance(t, Tensor) else None for t in (xt, lot, hit))
         nf = self.next_functions
         m = True
         if lo is not None:
@@ -525,10 +536,10 @@ class ClampT(Node, name="ClampBackward0"):
             m = m & np.less_equal(x, hi)
         glo = ghi = None
         if lo is not None and nf[1][0] is not None:
-            glo = scale(g, np.less(x, lo) & (True if hi is None else np.less(lo, hi)))
+            glo = scale(g, np.less(x, lo) & (True if hi is None else np.less(lo, hi)), xt)
         if hi is not None and nf[2][0] is not None:
-            ghi = scale(g, np.greater(x, hi) | (False if lo is None else np.less(hi, lo)))
-        return (scale(g, m) if nf[0][0] is not None else None), glo, ghi
+            ghi = scale(g, np.greater(x, hi) | (False if lo is None else np.less(hi, lo)), xt)
+        return (scale(g, m, xt) if nf[0][0] is not None else None), glo, ghi
 
 
 class ClampMinT(ClampT, name="ClampMinBackward1"):
@@ -599,7 +610,7 @@ class Fmax(Node, name="FmaxBackward0"):
         x, y = self.saved_tensors
         a, b = x._data, y._data
         m = (np.greater_equal(a, b) if self.op is np.fmax else np.less_equal(a, b)) | np.isnan(b)
-        return scale(g, m), scale(g, ~m)
+        return scale(g, m, x), scale(g, ~m, y)
 
 
 class Fmin(Fmax, name="FminBackward0"):
@@ -813,7 +824,10 @@ def selu(input, inplace=False):
 
 
 class Celu(Elu, name="CeluBackward0"):
-    pass
+    def backward(self, g):
+        (x,) = self.saved_tensors
+        s = 1.0 / float(np.float32(self.alpha))     # PyTorch's celu backward: 1.0 / alpha.toFloat()
+        return g * _where(x > 0, 1.0, (x * s).exp() * (self.alpha * s))
 
 
 def celu(input, alpha=1.0, inplace=False):

@@ -1,4 +1,6 @@
 """Indexing: get/set items (basic and advanced, differentiable), where, comparisons."""
+import builtins
+
 import numpy as np
 
 from .. import _dtype as D
@@ -113,11 +115,40 @@ class IndexGrad(Node, name="IndexPutBackward0"):
         return Index.apply(gg, idx=self.idx, basic=self.basic)
 
 
+class Unsqueeze(Index, name="UnsqueezeBackward0"):
+    pass
+
+
+class Alias(Index, name="AliasBackward0"):
+    pass
+
+
+def _basic_node(idx, np_idx, shape):
+    """The node class PyTorch shows for basic indexing: its last non-trivial select/slice/unsqueeze."""
+    if isinstance(idx, slice):
+        return Slice
+    n_dims = sum(1 for i in np_idx if i is not None and i is not Ellipsis)
+    dim, cls = 0, Alias
+    for i in np_idx:
+        if i is Ellipsis:
+            dim += len(shape) - n_dims
+        elif i is None:
+            cls = Unsqueeze
+        elif isinstance(i, slice):
+            if dim >= len(shape) or i.indices(shape[dim]) != (0, shape[dim], 1):
+                cls = Slice
+            dim += 1
+        else:
+            cls = Select
+            dim += 1
+    return cls
+
+
 def getitem(self, idx):
+    """Tensor indexing: basic indices give views; tensors/lists/bools index (and copy) like PyTorch."""
     np_idx, basic = _convert_index(idx)
     if basic:
-        kinds = {type(i) for i in np_idx}
-        cls = Select if kinds == {int} else Slice if kinds == {slice} else Index
+        cls = _basic_node(idx, np_idx, self._data.shape)
         out = cls.apply(self, idx=np_idx, basic=True)
         return make_view(out, self, lambda t: t[idx])
     return Index.apply(self, idx=np_idx, basic=False)
@@ -203,7 +234,7 @@ def where(condition, input=None, other=None):
     a = input if isinstance(input, Tensor) else dt.np.type(input)
     b = other if isinstance(other, Tensor) else dt.np.type(other)
     params = {}
-    if any(t._data.dtype != dt.np for t in ts) or not ts:
+    if builtins.any(t._data.dtype != dt.np for t in ts) or not ts:
         params["dt"] = dt.np
     return Where.apply(Tensor._make(cond), a, b, **params)
 
@@ -354,22 +385,34 @@ def _check_index(name, input, dim, index, src=None):
     return d
 
 
+def zeros_for(node, i):
+    """A zero gradient for input ``i`` of a node (the zero derivative of a linked input)."""
+    if node.next_functions[i][0] is None:
+        return None
+    shape, dt = node._in_meta[i]
+    return Tensor._make(np.zeros(shape, getattr(dt, "np", dt)))
+
+
 class Gather(Node, name="GatherBackward0"):
     """out[i][j] = x[i][index[i][j]] (dim=1)."""
+    save = (0,)
+    saved_names = ("self",)
 
     def forward(self, x):
         self.in_shape = x.shape
         return x[_along(self.index, self.dim)] if x.ndim else x[()].reshape(self.index.shape).copy()
 
     def backward(self, g):
-        return ScatterAddGrad.apply(g, index=self.index, dim=self.dim, shape=self.in_shape)
+        (x,) = self.saved_tensors
+        return ScatterAddGrad.apply(g, x, index=self.index, dim=self.dim, shape=self.in_shape)
 
 
 class ScatterAddGrad(Node, name="ScatterAddBackward0"):
-    """Sum ``g`` into zeros of ``shape`` at ``index`` along ``dim`` (the backward of gather/max/sort)."""
+    """Sum ``g`` into zeros of ``shape`` at ``index`` along ``dim`` (the backward of gather/max/sort).
+    ``src`` (optional) is linked with a zero derivative, as PyTorch's backward depends on its input."""
     unique = False
 
-    def forward(self, g):
+    def forward(self, g, src=None):
         out = np.zeros(self.shape, g.dtype)
         if self.unique:
             out[_along(self.index, self.dim)] = g
@@ -378,7 +421,7 @@ class ScatterAddGrad(Node, name="ScatterAddBackward0"):
         return out
 
     def backward(self, gg):
-        return Gather.apply(gg, index=self.index, dim=self.dim)
+        return Gather.apply(gg, index=self.index, dim=self.dim), zeros_for(self, 1)
 
 
 def gather(input, dim, index, *, sparse_grad=False):
@@ -482,15 +525,16 @@ class IndexSelect(Node, name="IndexSelectBackward0"):
 
 
 class IndexAddGrad(Node, name="IndexAddBackward0"):
-    """zeros(shape).index_add(dim, index, g): the backward of index_select."""
+    """zeros(shape).index_add(dim, index, g): the backward of index_select (``src``: an optional input
+    linked with a zero derivative, for backward formulas that depend on their input in PyTorch)."""
 
-    def forward(self, g):
+    def forward(self, g, src=None):
         out = np.zeros(self.shape, g.dtype)
         np.add.at(out, (slice(None),) * self.dim + (self.index,), g)
         return out
 
     def backward(self, gg):
-        return IndexSelect.apply(gg, index=self.index, dim=self.dim)
+        return IndexSelect.apply(gg, index=self.index, dim=self.dim), zeros_for(self, 1)
 
 
 def index_select(input, dim, index):
@@ -588,33 +632,31 @@ def masked_fill(input, mask, value):
 
 
 def _size_mismatch(sa, sb):
-    n = max(len(sa), len(sb))
-    a = (1,) * (n - len(sa)) + tuple(sa)
-    b = (1,) * (n - len(sb)) + tuple(sb)
-    for i in range(n - 1, -1, -1):
-        if a[i] != b[i] and a[i] != 1 and b[i] != 1:
-            return RuntimeError(f"The size of tensor a ({a[i]}) must match the size of tensor b ({b[i]}) at "
-                                f"non-singleton dimension {i}")
-    return RuntimeError(f"shapes {list(sa)} and {list(sb)} do not broadcast")
+    from ._dispatch import broadcast_error
+    return broadcast_error(sa, sb)
 
 
 class MaskedSelect(Node, name="MaskedSelectBackward0"):
+    save = (0,)
+    saved_names = ("self",)
+
     def forward(self, x):
         self.in_shape = x.shape
         return x[self.mask]
 
     def backward(self, g):
-        return MaskedScatterGrad.apply(g, mask=self.mask, shape=self.in_shape)
+        (x,) = self.saved_tensors
+        return MaskedScatterGrad.apply(g, x, mask=self.mask, shape=self.in_shape)
 
 
 class MaskedScatterGrad(Node, name="MaskedScatterBackward0"):
-    def forward(self, g):
+    def forward(self, g, src):
         out = np.zeros(self.shape, g.dtype)
         out[self.mask] = g
         return out
 
     def backward(self, gg):
-        return MaskedSelect.apply(gg, mask=self.mask)
+        return MaskedSelect.apply(gg, mask=self.mask), zeros_for(self, 1)
 
 
 def masked_select(input, mask):
@@ -630,22 +672,26 @@ def masked_select(input, mask):
 
 
 class Take(Node, name="TakeBackward0"):
+    save = (0,)
+    saved_names = ("self",)
+
     def forward(self, x):
         self.in_shape = x.shape
         return x.reshape(-1)[self.index]
 
     def backward(self, g):
-        return TakeGrad.apply(g, index=self.index, shape=self.in_shape)
+        (x,) = self.saved_tensors
+        return TakeGrad.apply(g, x, index=self.index, shape=self.in_shape)
 
 
 class TakeGrad(Node, name="PutBackward0"):
-    def forward(self, g):
+    def forward(self, g, src):
         out = np.zeros(int(np.prod(self.shape)), g.dtype)
         np.add.at(out, self.index, g)
         return out.reshape(self.shape)
 
     def backward(self, gg):
-        return Take.apply(gg, index=self.index)
+        return Take.apply(gg, index=self.index), zeros_for(self, 1)
 
 
 def take(input, index):

@@ -205,3 +205,95 @@ def outer(input, vec2):
 
 
 ger = outer
+
+
+# ------------------------------------------------------------------------------------ einsum
+_LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+
+class Einsum(Node, name="ViewBackward0"):
+    """np.einsum forward; the gradient of each operand is another einsum (of g and the other operands)."""
+
+    def forward(self, *xs):
+        return np.asarray(np.einsum(self.eq, *xs, optimize=len(xs) > 2))
+
+    def backward(self, g):
+        xs = self.saved_tensors
+        ins, out = self.ins, self.out
+        nf = self.next_functions
+        grads = []
+        for k, target in enumerate(ins):
+            if nf[k][0] is None:
+                grads.append(None)
+                continue
+            if len(set(target)) != len(target):
+                raise NotImplementedError(f"hookgrad: einsum backward with a repeated subscript in one operand "
+                                          f"('{target}') is not supported")
+            subs = [s for j, s in enumerate(ins) if j != k]
+            avail = set(out).union(*subs)
+            tk = "".join(c for c in target if c in avail)
+            gk = einsum(",".join([out] + subs) + "->" + tk, g, *[x for j, x in enumerate(xs) if j != k])
+            if tk != target:
+                for i, c in enumerate(target):
+                    if c not in avail:
+                        gk = gk.unsqueeze(i)
+                gk = gk.expand(xs[k].shape)
+            grads.append(gk)
+        return tuple(grads)
+
+
+def einsum(equation, *operands):
+    """Einstein summation over the operands (NumPy's einsum; ellipsis broadcasting supported)."""
+    if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
+        operands = tuple(operands[0])
+    eq = equation.replace(" ", "")
+    lhs, arrow, rhs = eq.partition("->")
+    ins = lhs.split(",")
+    if len(ins) > len(operands):
+        raise RuntimeError("einsum(): fewer operands were provided than specified in the equation")
+    if len(ins) < len(operands):
+        raise RuntimeError("einsum(): more operands were provided than specified in the equation")
+    dt = operands[0]._data.dtype
+    for t in operands[1:]:
+        if t._data.dtype != dt:
+            raise RuntimeError(f"expected scalar type {_scalar_name(dt)} but found {_scalar_name(t._data.dtype)}")
+    # make the ellipsis explicit so that every operand has one letter per dim
+    used = set(eq)
+    free = [c for c in _LETTERS if c not in used]
+    ell = max((t._data.ndim - len(s.replace("...", "")) for s, t in zip(ins, operands) if "..." in s), default=0)
+    ell_letters = "".join(free[:ell])
+    new_ins, ops, sizes = [], [], {}
+    for k, (s, t) in enumerate(zip(ins, operands)):
+        if "..." in s:
+            n = t._data.ndim - len(s.replace("...", ""))
+            s = s.replace("...", ell_letters[ell - n:] if n else "")
+        if len(s) != t._data.ndim:
+            raise RuntimeError(f"einsum(): the number of subscripts in the equation ({len(s)}) does not match the "
+                               f"number of dimensions ({t._data.ndim}) for operand {k} and no ellipsis was given")
+        for c, n in zip(s, t._data.shape):
+            prev = sizes.get(c)
+            if prev is None or prev == 1:
+                sizes[c] = n
+            elif n != prev and n != 1:
+                raise RuntimeError(f"einsum(): subscript {c} has size {n} for operand {k} which does not broadcast "
+                                   f"with previously seen size {prev}")
+        new_ins.append(s)
+        ops.append(t)
+    ops = [t if all(sizes[c] == n for c, n in zip(s, t._data.shape)) else t.expand(tuple(sizes[c] for c in s))
+           for s, t in zip(new_ins, ops)]
+    if arrow:
+        out = rhs.replace("...", ell_letters)
+        for c in out:
+            if c not in sizes:
+                raise RuntimeError(f"einsum(): output subscript {c} does not appear in the equation for any input "
+                                   "operand")
+    else:
+        letters = "".join(new_ins)
+        out = ell_letters + "".join(sorted(c for c in set(letters) if letters.count(c) == 1 and c not in ell_letters))
+    full = ",".join(new_ins) + "->" + out
+    return Einsum.apply(*ops, eq=full, ins=new_ins, out=out, save=tuple(range(len(ops))))
+
+
+def _scalar_name(npdt):
+    return {"float32": "Float", "float64": "Double", "float16": "Half", "int64": "Long", "int32": "Int",
+            "bool": "Bool"}.get(npdt.name, npdt.name)

@@ -267,18 +267,24 @@ class _PoolGeo(Node):
             return x
         return np.pad(x, ((0, 0),) * (x.ndim - 2) + ((p[0], p[1]), (p[2], p[3])), constant_values=fill)
 
-    def _scatter(self, parts):
-        """Sum per-offset (N, C, OH, OW) arrays back into the (unpadded) input shape."""
+    def _scatter(self, parts, shape, dtype):
+        """Sum per-offset (N, C, OH, OW) arrays ``parts(k, out_view)`` back into the (unpadded) input shape.
+
+        Without overlap (stride >= window extent) each offset writes its own pixels: parts() fills the strided
+        view in place (no temporary, no add); otherwise the parts are added."""
         p = self.pads
         h, w = self.in_hw
-        out = None
+        full = shape[:-2] + (h + p[0] + p[1], w + p[2] + p[3])
+        (kh, kw), (sh, sw), (dh, dw) = self.kernel, self.stride, self.dilation
+        disjoint = sh >= dh * (kh - 1) + 1 and sw >= dw * (kw - 1) + 1
+        tiled = disjoint and sh == kh and sw == kw and dh == dw == 1 and full[-2] == self.oh * sh \
+            and full[-1] == self.ow * sw
+        out = np.empty(full, dtype) if tiled else np.zeros(full, dtype)
         for k, sl in self._slices():
-            v = parts(k)
-            if v is None:
-                continue
-            if out is None:
-                out = np.zeros(v.shape[:-2] + (h + p[0] + p[1], w + p[2] + p[3]), v.dtype)
-            out[sl] += v
+            if disjoint:
+                parts(k, out[sl])
+            else:
+                out[sl] += parts(k, None)
         return np.ascontiguousarray(out[..., p[0]:p[0] + h, p[2]:p[2] + w]) if any(p) else out
 
     def _geo(self):
@@ -287,19 +293,23 @@ class _PoolGeo(Node):
 
 class MaxPool(_PoolGeo, name="MaxPool2DWithIndicesBackward0"):
     nondiff_outputs = (1,)
+    save = (0,)
+    saved_names = ("self",)
 
     def forward(self, x):
         xp = self._padded(x, -np.inf)
-        out = arg = None
-        for k, sl in self._slices():
-            v = xp[sl]
-            if out is None:
-                out = v.copy()
-                arg = np.zeros(v.shape, np.int8 if self.kernel[0] * self.kernel[1] < 128 else np.int32)
-            else:
-                m = (v > out) | np.isnan(v)
-                np.copyto(out, v, where=m)
-                arg[m] = k
+        views = [xp[sl] for _, sl in self._slices()]
+        out = views[0].copy() if len(views) == 1 else np.maximum(views[0], views[1])
+        for v in views[2:]:
+            np.maximum(out, v, out=out)
+        # argmax = first offset attaining the max (first NaN where the window has one), as PyTorch
+        arg = np.full(out.shape, len(views) - 1, np.int8 if len(views) < 128 else np.int32)
+        nan = np.isnan(out).any()
+        for k in range(len(views) - 2, -1, -1):
+            hit = views[k] == out
+            if nan:
+                hit |= np.isnan(views[k])
+            np.copyto(arg, k, where=hit)
         self.arg = arg
         if not self.want_indices:
             return out, np.empty(0, np.int64)
@@ -311,16 +321,20 @@ class MaxPool(_PoolGeo, name="MaxPool2DWithIndicesBackward0"):
         return out, (hh * self.in_hw[1] + ww).astype(np.int64)
 
     def backward(self, g, _):
-        return MaxPoolScatter.apply(g, arg=self.arg, **self._geo())
+        (x,) = self.saved_tensors
+        return MaxPoolScatter.apply(g, x, arg=self.arg, **self._geo())
 
 
 class MaxPoolScatter(_PoolGeo, name="MaxPool2DWithIndicesBackwardBackward0"):
-    def forward(self, g):
+    """The gradient scattered to the argmax positions; ``x`` is only a graph edge, as in PyTorch
+    (max_pool2d_with_indices_backward(grad, self, ...) requires grad when self does; its grad is zero)."""
+
+    def forward(self, g, x=None):
         arg = self.arg
-        return self._scatter(lambda k: np.where(arg == k, g, 0).astype(g.dtype, copy=False))
+        return self._scatter(lambda k, o: np.multiply(g, arg == k, out=o), g.shape, g.dtype)
 
     def backward(self, gg):
-        return MaxPoolGather.apply(gg, arg=self.arg, **self._geo())
+        return MaxPoolGather.apply(gg, arg=self.arg, **self._geo()), None
 
 
 class MaxPoolGather(_PoolGeo, name="MaxPoolGatherBackward0"):
@@ -336,6 +350,9 @@ class MaxPoolGather(_PoolGeo, name="MaxPoolGatherBackward0"):
 
 
 class AvgPool(_PoolGeo, name="AvgPool2DBackward0"):
+    save = (0,)
+    saved_names = ("self",)
+
     def forward(self, x):
         xp = self._padded(x, 0)
         out = None
@@ -345,16 +362,17 @@ class AvgPool(_PoolGeo, name="AvgPool2DBackward0"):
         return out
 
     def backward(self, g):
-        return AvgPoolScatter.apply(g, div=self.div, **self._geo())
+        (x,) = self.saved_tensors
+        return AvgPoolScatter.apply(g, x, div=self.div, **self._geo())
 
 
 class AvgPoolScatter(_PoolGeo, name="AvgPool2DBackwardBackward0"):
-    def forward(self, g):
+    def forward(self, g, x=None):
         gd = g / self.div
-        return self._scatter(lambda k: gd)
+        return self._scatter(lambda k, o: gd if o is None else np.copyto(o, gd), g.shape, g.dtype)
 
     def backward(self, gg):
-        return AvgPool.apply(gg, div=self.div, **self._geo())
+        return AvgPool.apply(gg, div=self.div, **self._geo()), None
 
 
 class AdaptiveMaxPool(Node, name="AdaptiveMaxPool2DBackward0"):
@@ -532,10 +550,12 @@ class EmbeddingScatter(Node, name="EmbeddingDenseBackward0"):
 # ----------------------------------------------------------------------------- nll loss
 class NllLoss(Node, name="NllLossBackward0"):
     """Negative log-likelihood of class-index targets; the grad is g times a constant sparse matrix."""
+    save = (0,)
+    saved_names = ("self",)
 
     def forward(self, x, t, w=None):
         c = x.shape[1] if x.ndim > 1 else x.shape[0]
-        xc = np.moveaxis(x, 1, -1).reshape(-1, c) if x.ndim > 1 else x.reshape(1, c)
+        xc = x if x.ndim == 2 else np.moveaxis(x, 1, -1).reshape(-1, c) if x.ndim > 1 else x.reshape(1, c)
         tf = t.reshape(-1)
         valid = tf != self.ignore_index
         bad = valid & ((tf < 0) | (tf >= c))
@@ -558,13 +578,24 @@ class NllLoss(Node, name="NllLossBackward0"):
         c = xs[1] if len(xs) > 1 else xs[0]
         m = np.zeros((len(self.ts), c), g._data.dtype)
         m[np.arange(len(self.ts)), self.ts] = -self.wt / (1 if self.reduction == "none" else self.denom)
-        if len(xs) > 1:
+        if len(xs) > 2:
             m = np.ascontiguousarray(np.moveaxis(m.reshape((xs[0],) + xs[2:] + (c,)), -1, 1))
-        else:
+        elif len(xs) == 1:
             m = m.reshape(c)
         if self.reduction == "none" and len(xs) > 1:
             g = g.unsqueeze(1)
-        return g * _T(m), None, None
+        return ScaleGrad.apply(g, self.saved_tensors[0], f=m), None, None
+
+
+class ScaleGrad(Node, name="NllLossBackwardBackward0"):
+    """g * f for a constant array f. ``x`` (the forward input) is only a graph edge: PyTorch's backward
+    kernels take the input, so a create_graph gradient requires grad even where it does not depend on x."""
+
+    def forward(self, g, x=None):
+        return np.multiply(g, self.f, dtype=self.f.dtype)
+
+    def backward(self, gg):
+        return ScaleGrad.apply(gg, f=self.f), None
 
 
 # --------------------------------------------------------------------- Tensor methods

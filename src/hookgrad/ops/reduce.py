@@ -260,7 +260,7 @@ class Amax(Node, name="AmaxBackward0"):
         x, out = self.saved_tensors
         mask = x._data == _restore(out._data, self.in_shape, self.dims, self.keepdim)
         mask = mask / mask.sum(axis=self.dims, keepdims=True)
-        return scale(_keep(g, self), mask)
+        return scale(_keep(g, self), mask, x)
 
 
 class Amin(Amax, name="AminBackward0"):
@@ -486,10 +486,10 @@ class VectorNorm(Node, name="LinalgVectorNormBackward0"):
         if p == 0:
             return g * 0
         if p == 1:
-            return scale(g, np.sign(x._data))
+            return scale(g, np.sign(x._data), x)
         if p in (float("inf"), -float("inf")):
             m = (np.abs(x._data) == out._data) * np.sign(x._data)
-            return scale(g, m / np.maximum(np.abs(m).sum(axis=self.dims, keepdims=True), 1))
+            return scale(g, m / np.maximum(np.abs(m).sum(axis=self.dims, keepdims=True), 1), x)
         zero = out._data == 0
         if p == 2:
             return x * _where(Tensor._make(zero), 0.0, g / out)

@@ -112,6 +112,12 @@ def unflatten(self, dim, sizes):
     d = wrap_dim(dim, nd)
     shp = self._data.shape
     sizes = tuple(sizes)
+    n = 1
+    for v in sizes:
+        n *= v
+    if (-1 not in sizes and n != shp[d]) or (-1 in sizes and (n == 0 or shp[d] % -n)):
+        raise RuntimeError(f"unflatten: Provided sizes {list(sizes)} don't multiply up to the size of dim {dim} "
+                           f"({shp[d]}) in the input tensor")
     if -1 in sizes:
         sizes = _infer(sizes, shp[d], (shp[d],))
     return view(self, shp[:d] + sizes + shp[d + 1:])
@@ -232,13 +238,17 @@ def t(self):
     if nd > 2:
         raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {nd}D")
     if nd < 2:
-        return transpose(self, 0, 0) if nd == 1 else transpose(self, 0, 0)
-    return transpose(self, 0, 1)
+        return make_view(TNode.apply(self, d0=0, d1=0), self, lambda t: t.t())
+    return make_view(TNode.apply(self, d0=0, d1=1), self, lambda t: t.t())
+
+
+class TNode(Transpose, name="TBackward0"):
+    pass
 
 
 def T(self):
     nd = self._data.ndim
-    return permute(self, tuple(range(nd - 1, -1, -1))) if nd != 2 else transpose(self, 0, 1)
+    return permute(self, tuple(range(nd - 1, -1, -1)))
 
 
 def mT(self):
@@ -269,8 +279,12 @@ def squeeze(self, dim=None):
     else:
         ds = dims_of(dim, nd) if nd else ()
         new = tuple(s for i, s in enumerate(shp) if not (i in ds and s == 1))
-        cls = Squeeze if isinstance(dim, int) else _SqueezeDims
+        cls = _SqueezeDim if isinstance(dim, int) else _SqueezeDims
     return make_view(cls.apply(self, shape=new), self, lambda t: t.squeeze(dim))
+
+
+class _SqueezeDim(Squeeze, name="SqueezeBackward1"):
+    pass
 
 
 class _SqueezeDims(Squeeze, name="SqueezeBackward2"):
@@ -388,9 +402,9 @@ class Flip(Node, name="FlipBackward0"):
         return g.flip(self.dims)
 
 
-def flip(self, dims):
-    if isinstance(dims, int):
-        dims = (dims,)
+def flip(self, *dims):
+    """Reverse the order of elements along the given dims."""
+    dims = _shape_arg(dims)
     dims = tuple(wrap_dim(d, self._data.ndim) for d in dims)
     return Flip.apply(self, dims=dims)
 
@@ -417,8 +431,6 @@ def roll(self, shifts, dims=None):
         shifts = tuple(int(s) for s in shifts)
     if isinstance(dims, list):
         dims = tuple(dims)
-    if dims is None:
-        return Roll.apply(self.flatten(), shifts=shifts, dims=0).view(self.shape)
     return Roll.apply(self, shifts=shifts, dims=dims)
 
 
@@ -446,8 +458,9 @@ def repeat(self, *sizes):
     return Repeat.apply(self, reps=reps)
 
 
-def tile(self, dims):
-    dims = tuple(dims)
+def tile(self, *dims):
+    """repeat(), with dims left-padded with 1s to the tensor's rank."""
+    dims = _shape_arg(dims)
     if len(dims) < self._data.ndim:
         dims = (1,) * (self._data.ndim - len(dims)) + dims
     return repeat(self, dims)
@@ -466,3 +479,138 @@ def movedim(self, source, destination):
 
 
 moveaxis = movedim
+
+
+# ------------------------------------------------------------------------ triangles, diagonals
+class Tril(Node, name="TrilBackward0"):
+    def forward(self, x):
+        return np.tril(x, self.k) if x.ndim >= 2 else x.copy()
+
+    def backward(self, g):
+        return type(self).apply(g, k=self.k)
+
+
+class Triu(Tril, name="TriuBackward0"):
+    def forward(self, x):
+        return np.triu(x, self.k)
+
+
+def _int_arg(name, v, what="diagonal"):
+    if not isinstance(v, (int, np.integer)) or isinstance(v, bool):
+        raise TypeError(f"{name}(): argument '{what}' (position 1) must be int, not {type(v).__name__}")
+    return int(v)
+
+
+def tril(input, diagonal=0):
+    """Zero the elements above the k-th diagonal of the last two dims."""
+    if input._data.ndim < 2:
+        raise RuntimeError("tril: input tensor must have at least 2 dimensions")
+    return Tril.apply(input, k=_int_arg("tril", diagonal))
+
+
+def triu(input, diagonal=0):
+    """Zero the elements below the k-th diagonal of the last two dims."""
+    if input._data.ndim < 2:
+        raise RuntimeError("triu: input tensor must have at least 2 dimensions")
+    return Triu.apply(input, k=_int_arg("triu", diagonal))
+
+
+def _diag_view(x, offset, d1, d2):
+    """A writable strided view of the diagonal (moved to the last dim)."""
+    y = np.moveaxis(x, (d1, d2), (-2, -1))
+    y = y[..., :, offset:] if offset >= 0 else y[..., -offset:, :]
+    n = max(min(y.shape[-2], y.shape[-1]), 0)
+    return np.lib.stride_tricks.as_strided(y, y.shape[:-2] + (n,), y.strides[:-2] + (y.strides[-2] + y.strides[-1],))
+
+
+class Diagonal(Node, name="DiagonalBackward0"):
+    def forward(self, x):
+        self.in_shape = x.shape
+        return _diag_view(x, self.offset, self.d1, self.d2)
+
+    def backward(self, g):
+        return DiagEmbedGrad.apply(g, shape=self.in_shape, offset=self.offset, d1=self.d1, d2=self.d2)
+
+
+class DiagEmbedGrad(Node, name="DiagonalBackwardBackward0"):
+    """Place a diagonal back into zeros of ``shape`` (the backward of diagonal; also diag_embed)."""
+
+    def forward(self, g):
+        out = np.zeros(self.shape, g.dtype)
+        _diag_view(out, self.offset, self.d1, self.d2)[...] = g
+        return out
+
+    def backward(self, gg):
+        return Diagonal.apply(gg, offset=self.offset, d1=self.d1, d2=self.d2)
+
+
+class DiagEmbed(DiagEmbedGrad, name="DiagEmbedBackward0"):
+    pass
+
+
+class DiagonalCopy(Diagonal, name="DiagonalBackward0_copy"):
+    def forward(self, x):
+        return Diagonal.forward(self, x).copy()
+
+
+def diagonal(input, offset=0, dim1=0, dim2=1):
+    """A view of the diagonal of the (dim1, dim2) planes, as the last dim."""
+    nd = input._data.ndim
+    d1, d2 = wrap_dim(dim1, nd), wrap_dim(dim2, nd)
+    if d1 == d2:
+        raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
+    out = Diagonal.apply(input, offset=offset, d1=d1, d2=d2)
+    return make_view(out, input, lambda t: t.diagonal(offset, d1, d2))
+
+
+def diag_embed(input, offset=0, dim1=-2, dim2=-1):
+    """Matrices (last two dims by default) whose diagonal is the last dim of input."""
+    nd = input._data.ndim + 1
+    d1, d2 = wrap_dim(dim1, nd), wrap_dim(dim2, nd)
+    n = input._data.shape[-1] + abs(offset)
+    shape = list(input._data.shape[:-1])
+    for d in sorted((d1, d2)):
+        shape.insert(d, n)
+    return DiagEmbed.apply(input, shape=tuple(shape), offset=offset, d1=d1, d2=d2)
+
+
+def diag(input, diagonal=0):
+    """1-D input: a square matrix with it on the k-th diagonal; 2-D input: its k-th diagonal (a copy)."""
+    nd = input._data.ndim
+    if nd == 1:
+        return diag_embed(input, diagonal, 0, 1)
+    if nd == 2:
+        return DiagonalCopy.apply(input, offset=diagonal, d1=0, d2=1)
+    raise RuntimeError("diag(): Supports 1D or 2D tensors. Got {}D".format(nd))
+
+
+class Trace(Node, name="TraceBackward0"):
+    def forward(self, x):
+        self.in_shape = x.shape
+        return np.asarray(np.trace(x))
+
+    def backward(self, g):
+        n = min(self.in_shape)
+        return DiagEmbedGrad.apply(g.expand(n), shape=self.in_shape, offset=0, d1=0, d2=1)
+
+
+def trace(input):
+    """Sum of the main diagonal of a matrix."""
+    if input._data.ndim != 2:
+        raise RuntimeError("trace: expected a matrix, but got tensor with dim {}".format(input._data.ndim))
+    return Trace.apply(input)
+
+
+def narrow(input, dim, start, length):
+    """A view of ``length`` elements along dim from ``start``."""
+    nd = input._data.ndim
+    d = wrap_dim(dim, nd)
+    n = input._data.shape[d]
+    start = int(start)
+    if not -n <= start <= n:
+        raise IndexError(f"start out of range (expected to be in range of [{-n}, {n}], but got {start})")
+    if start < 0:
+        start += n
+    if start + length > n:
+        raise RuntimeError(f"start ({start}) + length ({length}) exceeds dimension size ({n}).")
+    return input[(slice(None),) * d + (slice(start, start + length),)]

@@ -1,2 +1,248 @@
-"""nn.modules.activation (being written)."""
-__all__ = []
+"""Activation layers (each a thin Module over nn.functional)."""
+from ..parameter import Parameter
+from .. import functional as F, init
+from ... import _creation as C
+from .module import Module
+
+__all__ = ["ReLU", "ReLU6", "LeakyReLU", "PReLU", "ELU", "CELU", "SELU", "GELU", "SiLU", "Mish", "Tanh", "Sigmoid",
+           "Hardswish", "Hardsigmoid", "Hardtanh", "Softmax", "LogSoftmax", "Softmin", "Softplus", "Softsign",
+           "LogSigmoid", "Tanhshrink", "Threshold", "GLU", "MultiheadAttention"]
+
+
+def _inplace_str(inplace, lead=""):
+    return f"{lead}inplace=True" if inplace else ""
+
+
+class _Inplace(Module):
+    """An activation whose only option is ``inplace`` (printed as PyTorch does)."""
+    _fn = None
+
+    def __init__(self, inplace=False):
+        super().__init__()
+        self.inplace = inplace
+
+    def forward(self, input):
+        return type(self)._fn(input, inplace=self.inplace)
+
+    def extra_repr(self):
+        return _inplace_str(self.inplace)
+
+
+class ReLU(_Inplace):
+    _fn = staticmethod(F.relu)
+
+
+class SELU(_Inplace):
+    _fn = staticmethod(F.selu)
+
+
+class SiLU(_Inplace):
+    _fn = staticmethod(F.silu)
+
+
+class Mish(_Inplace):
+    _fn = staticmethod(F.mish)
+
+
+class Hardswish(_Inplace):
+    _fn = staticmethod(F.hardswish)
+
+    def extra_repr(self):
+        return ""
+
+
+class Hardsigmoid(_Inplace):
+    _fn = staticmethod(F.hardsigmoid)
+
+    def extra_repr(self):
+        return ""
+
+
+class Hardtanh(Module):
+    def __init__(self, min_val=-1.0, max_val=1.0, inplace=False, min_value=None, max_value=None):
+        super().__init__()
+        self.min_val = min_val if min_value is None else min_value
+        self.max_val = max_val if max_value is None else max_value
+        self.inplace = inplace
+        if self.max_val <= self.min_val:
+            raise AssertionError
+
+    def forward(self, input):
+        return F.hardtanh(input, self.min_val, self.max_val, self.inplace)
+
+    def extra_repr(self):
+        return f"min_val={self.min_val}, max_val={self.max_val}{_inplace_str(self.inplace, ', ')}"
+
+
+class ReLU6(Hardtanh):
+    def __init__(self, inplace=False):
+        super().__init__(0.0, 6.0, inplace)
+
+    def forward(self, input):
+        return F.relu6(input, self.inplace)
+
+    def extra_repr(self):
+        return _inplace_str(self.inplace)
+
+
+class LeakyReLU(Module):
+    def __init__(self, negative_slope=1e-2, inplace=False):
+        super().__init__()
+        self.negative_slope = negative_slope
+        self.inplace = inplace
+
+    def forward(self, input):
+        return F.leaky_relu(input, self.negative_slope, self.inplace)
+
+    def extra_repr(self):
+        return f"negative_slope={self.negative_slope}{_inplace_str(self.inplace, ', ')}"
+
+
+class ELU(Module):
+    _fn = staticmethod(F.elu)
+
+    def __init__(self, alpha=1.0, inplace=False):
+        super().__init__()
+        self.alpha = alpha
+        self.inplace = inplace
+
+    def forward(self, input):
+        return type(self)._fn(input, self.alpha, self.inplace)
+
+    def extra_repr(self):
+        return f"alpha={self.alpha}{_inplace_str(self.inplace, ', ')}"
+
+
+class CELU(ELU):
+    _fn = staticmethod(F.celu)
+
+
+class PReLU(Module):
+    __constants__ = ["num_parameters"]
+
+    def __init__(self, num_parameters=1, init=0.25, device=None, dtype=None):
+        self.num_parameters = num_parameters
+        super().__init__()
+        self.init = init
+        self.weight = Parameter(C.empty(num_parameters, dtype=dtype))
+        self.reset_parameters()
+
+    def reset_parameters(self):
+        init.constant_(self.weight, self.init)
+
+    def forward(self, input):
+        return F.prelu(input, self.weight)
+
+    def extra_repr(self):
+        return f"num_parameters={self.num_parameters}"
+
+
+class GELU(Module):
+    def __init__(self, approximate="none"):
+        super().__init__()
+        self.approximate = approximate
+
+    def forward(self, input):
+        return F.gelu(input, approximate=self.approximate)
+
+    def extra_repr(self):
+        return f"approximate={repr(self.approximate)}"
+
+
+class _NoArg(Module):
+    _fn = None
+
+    def forward(self, input):
+        return type(self)._fn(input)
+
+
+class Tanh(_NoArg):
+    _fn = staticmethod(F.tanh)
+
+
+class Sigmoid(_NoArg):
+    _fn = staticmethod(F.sigmoid)
+
+
+class Softsign(_NoArg):
+    _fn = staticmethod(F.softsign)
+
+
+class LogSigmoid(_NoArg):
+    _fn = staticmethod(F.logsigmoid)
+
+
+class Tanhshrink(_NoArg):
+    _fn = staticmethod(F.tanhshrink)
+
+
+class Softplus(Module):
+    __constants__ = ["beta", "threshold"]
+
+    def __init__(self, beta=1.0, threshold=20.0):
+        super().__init__()
+        self.beta = beta
+        self.threshold = threshold
+
+    def forward(self, input):
+        return F.softplus(input, self.beta, self.threshold)
+
+    def extra_repr(self):
+        return f"beta={self.beta}, threshold={self.threshold}"
+
+
+class Threshold(Module):
+    def __init__(self, threshold, value, inplace=False):
+        super().__init__()
+        self.threshold = threshold
+        self.value = value
+        self.inplace = inplace
+
+    def forward(self, input):
+        return F.threshold(input, self.threshold, self.value, self.inplace)
+
+    def extra_repr(self):
+        return f"threshold={self.threshold}, value={self.value}{_inplace_str(self.inplace, ', ')}"
+
+
+class GLU(Module):
+    def __init__(self, dim=-1):
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, input):
+        return F.glu(input, self.dim)
+
+    def extra_repr(self):
+        return f"dim={self.dim}"
+
+
+class Softmax(Module):
+    __constants__ = ["dim"]
+    _fn = staticmethod(F.softmax)
+
+    def __init__(self, dim=None):
+        super().__init__()
+        self.dim = dim
+
+    def __setstate__(self, state):
+        super().__setstate__(state)
+        if not hasattr(self, "dim"):
+            self.dim = None
+
+    def forward(self, input):
+        return type(self)._fn(input, self.dim, _stacklevel=5)
+
+    def extra_repr(self):
+        return f"dim={self.dim}"
+
+
+class LogSoftmax(Softmax):
+    _fn = staticmethod(F.log_softmax)
+
+
+class Softmin(Softmax):
+    _fn = staticmethod(F.softmin)
+
+
+from .transformer import MultiheadAttention  # noqa: E402  (torch.nn.modules.activation exports it too)

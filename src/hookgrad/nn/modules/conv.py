@@ -1,2 +1,172 @@
-"""nn.modules.conv (being written)."""
-__all__ = []
+"""Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d."""
+import math
+
+from ..parameter import Parameter
+from .. import functional as F, init
+from ... import _creation as C
+from .module import Module
+
+__all__ = ["Conv1d", "Conv2d", "ConvTranspose1d", "ConvTranspose2d"]
+
+
+def _ntuple(v, n):
+    return tuple(v) if isinstance(v, (tuple, list)) else (v,) * n
+
+
+class _ConvNd(Module):
+    __constants__ = ["stride", "padding", "dilation", "groups", "padding_mode", "output_padding", "in_channels",
+                     "out_channels", "kernel_size"]
+    _n = 2
+    _transposed = False
+
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1, bias=True,
+                 padding_mode="zeros", device=None, dtype=None, output_padding=0):
+        super().__init__()
+        n = self._n
+        if groups <= 0:
+            raise ValueError("groups must be a positive integer")
+        if in_channels % groups != 0:
+            raise ValueError("in_channels must be divisible by groups")
+        if out_channels % groups != 0:
+            raise ValueError("out_channels must be divisible by groups")
+        valid = {"zeros", "reflect", "replicate", "circular"}
+        if padding_mode not in valid:
+            raise ValueError(f"padding_mode must be one of {valid}, but got padding_mode='{padding_mode}'")
+        self.in_channels, self.out_channels = in_channels, out_channels
+        self.kernel_size = _ntuple(kernel_size, n)
+        self.stride = _ntuple(stride, n)
+        self.dilation = _ntuple(dilation, n)
+        if isinstance(padding, str):
+            if padding not in ("same", "valid"):
+                raise ValueError(f"Invalid padding string '{padding}', should be one of {{'valid', 'same'}}")
+            if padding == "same" and any(s != 1 for s in self.stride):
+                raise ValueError("padding='same' is not supported for strided convolutions")
+            self.padding = padding
+        else:
+            self.padding = _ntuple(padding, n)
+        self.output_padding = _ntuple(output_padding, n)
+        self.groups = groups
+        self.padding_mode = padding_mode
+        self.transposed = self._transposed
+        shape = ((in_channels, out_channels // groups) if self._transposed else
+                 (out_channels, in_channels // groups)) + self.kernel_size
+        self.weight = Parameter(C.empty(shape, dtype=dtype))
+        if bias:
+            self.bias = Parameter(C.empty(out_channels, dtype=dtype))
+        else:
+            self.register_parameter("bias", None)
+        self.reset_parameters()
+
+    def reset_parameters(self):
+        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
+        if self.bias is not None:
+            fan_in, _ = init._calculate_fan_in_and_fan_out(self.weight)
+            if fan_in != 0:
+                bound = 1 / math.sqrt(fan_in)
+                init.uniform_(self.bias, -bound, bound)
+
+    def extra_repr(self):
+        s = "{in_channels}, {out_channels}, kernel_size={kernel_size}, stride={stride}"
+        n = self._n
+        if self.padding != (0,) * n:
+            s += ", padding={padding}"
+        if self.dilation != (1,) * n:
+            s += ", dilation={dilation}"
+        if self.output_padding != (0,) * n:
+            s += ", output_padding={output_padding}"
+        if self.groups != 1:
+            s += ", groups={groups}"
+        if self.bias is None:
+            s += ", bias=False"
+        if self.padding_mode != "zeros":
+            s += ", padding_mode={padding_mode}"
+        return s.format(**self.__dict__)
+
+    def __setstate__(self, state):
+        super().__setstate__(state)
+        if not hasattr(self, "padding_mode"):
+            self.padding_mode = "zeros"
+
+
+class _Conv(_ConvNd):
+    def _conv_forward(self, input, weight, bias):
+        fn = F.conv2d if self._n == 2 else F.conv1d
+        try:
+            if self.padding_mode != "zeros":
+                pads = []
+                if isinstance(self.padding, str):
+                    for k, d in zip(reversed(self.kernel_size), reversed(self.dilation)):
+                        tot = d * (k - 1)
+                        pads += [tot // 2, tot - tot // 2]
+                else:
+                    for p in reversed(self.padding):
+                        pads += [p, p]
+                return fn(F.pad(input, pads, mode=self.padding_mode), weight, bias, self.stride, 0, self.dilation,
+                          self.groups)
+            return fn(input, weight, bias, self.stride, self.padding, self.dilation, self.groups)
+        except RuntimeError as e:
+            raise F._layer_error(e, self, input) from None
+
+    def forward(self, input):
+        return self._conv_forward(input, self.weight, self.bias)
+
+
+class Conv1d(_Conv):
+    _n = 1
+
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1, bias=True,
+                 padding_mode="zeros", device=None, dtype=None):
+        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias,
+                         padding_mode, device, dtype)
+
+
+class Conv2d(_Conv):
+    _n = 2
+
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1, bias=True,
+                 padding_mode="zeros", device=None, dtype=None):
+        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias,
+                         padding_mode, device, dtype)
+
+
+class _ConvTransposeNd(_ConvNd):
+    _transposed = True
+
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, output_padding=0, groups=1,
+                 bias=True, dilation=1, padding_mode="zeros", device=None, dtype=None):
+        if padding_mode != "zeros":
+            raise ValueError(f'Only "zeros" padding mode is supported for {self.__class__.__name__}')
+        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias,
+                         padding_mode, device, dtype, output_padding)
+
+    def _output_padding(self, input, output_size):
+        if output_size is None:
+            return self.output_padding
+        n = self._n
+        output_size = list(output_size)[-n:]
+        res = []
+        for d in range(n):
+            dim = input.dim() - n + d
+            min_size = ((input.shape[dim] - 1) * self.stride[d] - 2 * self.padding[d] +
+                        self.dilation[d] * (self.kernel_size[d] - 1) + 1)
+            if not min_size <= output_size[d] < min_size + max(self.stride[d], self.dilation[d]):
+                raise ValueError(f"requested an output size of {output_size}, but valid sizes range from {min_size} "
+                                 f"to {min_size + self.stride[d] - 1} (for an input of {list(input.shape[2:])})")
+            res.append(output_size[d] - min_size)
+        return tuple(res)
+
+    def forward(self, input, output_size=None):
+        fn = F.conv_transpose2d if self._n == 2 else F.conv_transpose1d
+        op = self._output_padding(input, output_size)
+        try:
+            return fn(input, self.weight, self.bias, self.stride, self.padding, op, self.groups, self.dilation)
+        except RuntimeError as e:
+            raise F._layer_error(e, self, input) from None
+
+
+class ConvTranspose1d(_ConvTransposeNd):
+    _n = 1
+
+
+class ConvTranspose2d(_ConvTransposeNd):
+    _n = 2

@@ -211,14 +211,16 @@ def hook(*args):  # noqa: D401 - PyTorch's internal wrapper is called 'hook'; N2
 
 
 class BackwardHookFunctionBackward(Node, name="BackwardHookFunctionBackward"):
-    """Identity on the module's tensor inputs (or outputs); its outputs alias its inputs.
+    """Identity on the module's tensor inputs (or outputs); its outputs alias (are views of) its inputs.
 
-    :class:`BackwardHook` sets ``_bw_hook`` and ``_is_output`` on the node. The module hook runs where
-    PyTorch runs it (as the node's first post-hook, before any user post-hook) without a per-call
-    closure or handle. In-place ops on its outputs are forbidden (``_forbid_inplace``).
+    Built directly by :meth:`BackwardHook._apply_on_tensors` (the identity needs no forward). The module
+    hook runs where PyTorch runs it, as the node's first post-hook (after any user pre-hook and before
+    any user post-hook of this node), but without a per-call closure or handle. In-place ops on its
+    outputs are forbidden through ``_forbid_inplace`` (checked by ``ops._inplace.check_inplace``).
     """
     _bw_hook = None
     _is_output = False
+    _all_diff = True          # False when some wrapped tensor does not require grad (no edge)
     _forbid_inplace = _INPLACE_VIEW_ERROR
 
     def forward(self, *arrays):
@@ -227,16 +229,31 @@ class BackwardHookFunctionBackward(Node, name="BackwardHookFunctionBackward"):
     def backward(self, *grads):
         return grads
 
-    def _run_backward(self, grads):
+    def _materialize(self, grads):
         # a custom Function materialises missing grads as zeros before its (identity) backward
-        res = tuple(g if g is not None else Tensor._make(np.zeros(m[0], m[1].np))
-                    for g, m in zip(grads, self._out_meta))
+        for g in grads:
+            if g is None:
+                return tuple(g if g is not None else Tensor._make(np.zeros(m[0], m[1].np))
+                             for g, m in zip(grads, self._out_meta))
+        return tuple(grads)
+
+    def _run_backward(self, grads):
         bh = self._bw_hook
-        if bh is not None:
-            out = bh._output_hook(tuple(grads)) if self._is_output else bh._input_hook(res)
+        if self._is_output:
+            # the output hook sees the incoming grads as they are (None stays None)
+            out = bh._output_hook(tuple(grads)) if bh is not None else None
+            res = tuple(grads) if out is None else check_tuple_result(hook, self._materialize(grads), out)
+        else:
+            res = self._materialize(grads)
+            out = bh._input_hook(res) if bh is not None else None
             if out is not None:
                 res = check_tuple_result(hook, res, out)
+        if self._all_diff:
+            return res
         return tuple(None if e[0] is None else g for e, g in zip(self.next_functions, res))
+
+
+_new = object.__new__
 
 
 class BackwardHook:
@@ -262,34 +279,39 @@ class BackwardHook:
         return tuple(res)
 
     def _apply_on_tensors(self, args, is_output):
+        """Wrap the tensors of ``args`` in one identity node (when grad mode is on and one of them
+        requires grad); return the new args and the tensor positions (None when nothing was wrapped)."""
         tensors_idx = []
-        tensors = []
         requires_grad = False
         for i, arg in enumerate(args):
             if isinstance(arg, Tensor):
                 tensors_idx.append(i)
-                tensors.append(arg)
-                requires_grad |= arg.requires_grad
+                if arg.requires_grad:
+                    requires_grad = True
         if not (requires_grad and _state.enabled):
             return args, None
-        nd = tuple(i for i, t in enumerate(tensors) if not t.requires_grad)
-        new_tensors = BackwardHookFunctionBackward.apply(*tensors, nondiff_outputs=nd) if nd else \
-            BackwardHookFunctionBackward.apply(*tensors)
-        grad_fn = None
-        for t, old in zip(new_tensors, tensors):
-            t._vc = old._vc                 # outputs are views of the inputs
-            if grad_fn is None and t.grad_fn is not None:
-                grad_fn = t.grad_fn
-        grad_fn._bw_hook = self
-        grad_fn._is_output = is_output
+        # BackwardHookFunction.apply(*tensors): the identity needs no forward, only the graph record
+        node = _new(BackwardHookFunctionBackward)
+        node._bw_hook = self
+        node._is_output = is_output
+        tensors = [args[i] for i in tensors_idx]
+        nd = tuple(j for j, t in enumerate(tensors) if not t.requires_grad)
+        if nd:                                     # marked non-differentiable
+            node.nondiff_outputs = nd
+            node._all_diff = False
+        outs = node._record(tensors, tuple(t._data for t in tensors))
         arg_list = list(args)
-        for idx, val in zip(tensors_idx, new_tensors):
-            arg_list[idx] = val
+        for i, t, out in zip(tensors_idx, tensors, outs):
+            out._vc = t._vc                        # the outputs are views of the inputs
+            base = t if t._base is None else t._base
+            # (ops._inplace.check_inplace tests "view of a leaf" before _forbid_inplace, so a leaf base
+            # would win over PyTorch's BackwardHookFunction error: such outputs are not marked as views)
+            if base.grad_fn is not None or not base.requires_grad:
+                out._base = base
+            arg_list[i] = out
         if type(args) is tuple:
-            out = tuple(arg_list)
-        else:
-            out = type(args)(*arg_list)
-        return out, tensors_idx
+            return tuple(arg_list), tensors_idx
+        return type(args)(*arg_list), tensors_idx
 
     def setup_input_hook(self, args):
         res, input_idx = self._apply_on_tensors(args, False)
@@ -311,23 +333,33 @@ class BackwardHook:
 
     # ---- run from the identity nodes during backward ----
     def _input_hook(self, grad_input):
+        """Full hooks with grads w.r.t. the module inputs; None when nothing was replaced."""
         if self.grad_outputs is None:
             # the gradient reached the module's inputs without passing through its outputs
             return None
-        res = self._pack_with_none(self.input_tensors_index, grad_input, self.n_inputs)
-        for hook in self.user_hooks:
-            out = hook(self.module, res, self.grad_outputs)
+        idx = self.input_tensors_index
+        res = self._pack_with_none(idx, grad_input, self.n_inputs)
+        replaced = False
+        for user_hook in self.user_hooks:
+            out = user_hook(self.module, res, self.grad_outputs)
             if out is None:
                 continue
             if len(out) != len(res):
                 raise RuntimeError("Backward hook returned an invalid number of grad_input, "
                                    f"got {len(out)}, but expected {len(res)}")
             res = out
+            replaced = True
         self.grad_outputs = None
-        return tuple(res[i] for i in self.input_tensors_index)
+        if not replaced:
+            return None
+        return tuple(res[i] for i in idx)
 
     def _output_hook(self, grad_output):
-        self.grad_outputs = self._pack_with_none(self.output_tensors_index, grad_output, self.n_outputs)
+        """Pre-hooks (and full hooks when no input was wrapped) with grads w.r.t. the module outputs;
+        None when the grads are unchanged."""
+        idx = self.output_tensors_index
+        self.grad_outputs = self._pack_with_none(idx, grad_output, self.n_outputs)
+        replaced = False
         if self.user_pre_hooks:
             expected_len = len(self.grad_outputs)
             for user_pre_hook in self.user_pre_hooks:
@@ -339,6 +371,7 @@ class BackwardHook:
                     raise RuntimeError("Backward pre hook returned an invalid number of grad_output, "
                                        f"got {actual_len}, but expected {expected_len}")
                 self.grad_outputs = hook_grad_outputs
+                replaced = True
         local_grad_outputs = self.grad_outputs
         if self.input_tensors_index is None:
             warnings.warn("Full backward hook is firing when gradients are computed with "
@@ -352,9 +385,9 @@ class BackwardHook:
                     raise RuntimeError("Backward hook for Modules where no input requires "
                                        "gradient should always return None or None for all gradients.")
             self.grad_outputs = None
-        if local_grad_outputs is not None:
-            return tuple(local_grad_outputs[i] for i in self.output_tensors_index)
-        return None
+        if not replaced:
+            return None
+        return tuple(local_grad_outputs[i] for i in idx)
 
 
 # --------------------------------------------------------------------------------------------
@@ -804,7 +837,7 @@ class Module:
                 if not isinstance(result, (Tensor, tuple)):
                     warnings.warn("For backward hooks to be called,"
                                   " module output should be a Tensor or a tuple of Tensors"
-                                  f" but received {type(result)}")
+                                  f" but received {type(result)}", stacklevel=2)
                 result = bw_hook.setup_output_hook(result)
 
             if non_full_backward_hooks:
@@ -849,7 +882,9 @@ class Module:
 
     # ---- attributes --------------------------------------------------------------------------
     def __getstate__(self):
-        return self.__dict__
+        state = self.__dict__.copy()
+        state.pop("_compiled_call_impl", None)
+        return state
 
     def __setstate__(self, state):
         self.__dict__.update(state)
@@ -931,14 +966,19 @@ class Module:
                         persistent = value.persistent
                     else:
                         persistent = name not in self._non_persistent_buffers_set
-                    if buffers is None:
-                        raise AttributeError("cannot assign buffer before Module.__init__() call")
-                    if name not in buffers:
-                        remove_from(self.__dict__, self._parameters, self._modules)
-                    if type(self).register_buffer is Module.register_buffer:
+                    if getattr(self.register_buffer, "__func__", None) is Module.register_buffer:
                         self.register_buffer(name, value, persistent)
                     else:
-                        self.register_buffer(name, value)
+                        import inspect
+                        sign = inspect.signature(self.register_buffer)
+                        if "persistent" in sign.parameters:
+                            self.register_buffer(name, value, persistent)
+                        else:
+                            if not persistent:
+                                raise RuntimeError("Registering a non-persistent buffer on a Module subclass "
+                                                   "that implements register_buffer() without the persistent "
+                                                   "argument is not allowed.")
+                            self.register_buffer(name, value)
                 else:
                     object.__setattr__(self, name, value)
 
@@ -1066,7 +1106,7 @@ class Module:
                                       "expected torch.Tensor or Tensor-like object from checkpoint but "
                                       f"received {type(input_param)}")
                     continue
-                if len(param.shape) == 0 and len(input_param.shape) == 1:
+                if len(param.shape) == 0 and len(input_param.shape) == 1 and input_param.shape[0] == 1:
                     input_param = input_param[0]
                 if input_param.shape != param.shape:
                     error_msgs.append(f"size mismatch for {key}: copying a param with shape {input_param.shape} "
@@ -1162,10 +1202,11 @@ class Module:
             incompatible_keys = _IncompatibleKeys(missing_keys, unexpected_keys)
             for hook in tuple(module._load_state_dict_post_hooks.values()):
                 out = hook(module, incompatible_keys)
-                assert out is None, (
-                    "Hooks registered with ``register_load_state_dict_post_hook`` are not"
-                    "expected to return new values, if incompatible_keys need to be modified,"
-                    "it should be done inplace.")
+                if out is not None:
+                    raise AssertionError(
+                        "Hooks registered with ``register_load_state_dict_post_hook`` are not "
+                        "expected to return new values, if incompatible_keys need to be modified, "
+                        "it should be done inplace.")
 
         try:
             load(self, state_dict)

@@ -202,8 +202,13 @@ class DataLoader:
 
     def __iter__(self):
         if self._is_iterable:
+            from .sampler import _random_int64
+            self._base_seed = _random_int64(self.generator)
             return self._iter_iterable()
-        return (self._fetch(idx) for idx in self._index_sampler)
+        sampler_iter = iter(self._index_sampler)
+        from .sampler import _random_int64
+        self._base_seed = _random_int64(self.generator)   # consumed like PyTorch's iterator does
+        return (self._fetch(idx) for idx in sampler_iter)
 
     def _iter_iterable(self):
         it = iter(self.dataset)

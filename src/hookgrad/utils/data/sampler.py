@@ -3,11 +3,16 @@ __all__ = ["Sampler", "SequentialSampler", "RandomSampler", "SubsetRandomSampler
            "BatchSampler"]
 
 
+def _random_int64(generator=None):
+    """One draw of ``torch.empty((), dtype=torch.int64).random_(generator=...)`` (the RNG is torch's)."""
+    from ... import _creation as C, _dtype
+    return int(C.empty((), dtype=_dtype.int64).random_(generator=generator).item())
+
+
 def _new_generator():
-    """A fresh generator seeded from the global RNG, so ``manual_seed`` makes shuffling reproducible."""
+    """A fresh generator seeded from the global RNG, exactly as PyTorch's RandomSampler does."""
     from ... import _creation as C
-    seed = int(C.randint(0, 2 ** 62, (1,)).item())
-    return C.Generator().manual_seed(seed)
+    return C.Generator().manual_seed(_random_int64())
 
 
 class Sampler:
@@ -53,7 +58,9 @@ class RandomSampler(Sampler):
         n = len(self.data_source)
         generator = self.generator if self.generator is not None else _new_generator()
         if self.replacement:
-            yield from C.randint(0, n, (self.num_samples,), generator=generator).tolist()
+            for _ in range(self.num_samples // 32):
+                yield from C.randint(0, n, (32,), generator=generator).tolist()
+            yield from C.randint(0, n, (self.num_samples % 32,), generator=generator).tolist()
         else:
             for _ in range(self.num_samples // n):
                 yield from C.randperm(n, generator=generator).tolist()

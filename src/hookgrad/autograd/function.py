@@ -1,0 +1,327 @@
+"""autograd.Function: user-defined ops with a forward and a backward (mirrors torch.autograd.Function).
+
+``MyFn.apply(*args)`` runs ``MyFn.forward`` with grad mode off and, if grad mode is on and a Tensor
+argument requires grad, records a node of class ``MyFnBackward``. That node *is* ``ctx``: whatever
+forward stores on ctx is visible on ``out.grad_fn``, and it has the whole Node API (name(),
+next_functions, metadata, register_hook / register_prehook).
+"""
+import functools
+
+import numpy as np
+
+from .grad_mode import _state, no_grad
+from . import graph as _g
+from .graph import Node, SavedTensor
+
+__all__ = ["Function", "FunctionCtx", "BackwardCFunction", "once_differentiable", "InplaceFunction",
+           "NestedIOFunction"]
+
+
+class FunctionCtx:
+    """What ``forward``/``setup_context`` use to pass state to ``backward``."""
+
+    def save_for_backward(self, *tensors):
+        for t in tensors:
+            if t is not None and not isinstance(t, _g.Tensor):
+                raise TypeError("save_for_backward can only save variables, but argument "
+                                f"{tensors.index(t)} is of type {type(t).__name__}")
+        self.to_save = tensors
+
+    def save_for_forward(self, *tensors):
+        self.saved_for_forward = tensors
+
+    def mark_dirty(self, *args):
+        self.dirty_tensors = args
+
+    def mark_non_differentiable(self, *args):
+        self.non_differentiable = args
+
+    def set_materialize_grads(self, value):
+        self.materialize_grads = bool(value)
+
+    def mark_shared_storage(self, *pairs):  # pragma: no cover - deprecated no-op in torch too
+        pass
+
+
+class BackwardCFunction(Node, FunctionCtx):
+    """Base of every ``<Name>Backward`` node class generated for a Function."""
+    _forward_cls = None
+    to_save = ()
+    dirty_tensors = ()
+    non_differentiable = ()
+    materialize_grads = True
+    _is_tensor_input = ()       # per forward argument: is it a Tensor (an edge in next_functions)?
+    _needs_input_grad = ()
+
+    @property
+    def needs_input_grad(self):
+        return self._needs_input_grad
+
+    @property
+    def saved_tensors(self):
+        if self._freed:
+            raise RuntimeError(_g._FREED)
+        saved = self.__dict__.get("_saved_vars")
+        if saved is None:   # not recorded (no grad needed): the tensors as they were given
+            return tuple(self.to_save)
+        return tuple(None if s is None else s.unpack() for s in saved)
+
+    saved_variables = saved_tensors
+
+    def _release(self):
+        saved = self.__dict__.get("_saved_vars")
+        if saved:
+            for s in saved:
+                if s is not None:
+                    s.free()
+            self._freed = True
+
+    def name(self):
+        return type(self).__name__
+
+    def apply(self, *grads):
+        """``grad_fn.apply(*grads)`` calls the user's backward (as in torch)."""
+        return self._forward_cls.backward(self, *grads)
+
+    def _run_backward(self, grads):
+        cls = self._forward_cls
+        if self.materialize_grads and self._out_meta is not None:
+            grads = [g if g is not None else _g.Tensor._make(np.zeros(m[0], m[1].np))
+                     for g, m in zip(grads, self._out_meta)]
+        res = cls.backward(self, *grads)
+        if type(res) is not tuple:
+            res = (res,)
+        n_args = len(self._is_tensor_input)
+        name = self.name()
+        if len(res) > n_args and all(r is None for r in res[n_args:]):
+            res = res[:n_args]
+        if len(res) != n_args:
+            raise RuntimeError(f"function {name} returned an incorrect number of gradients (expected {n_args}, "
+                               f"got {len(res)})")
+        out = []
+        T = _g.Tensor
+        for i, (is_t, g) in enumerate(zip(self._is_tensor_input, res)):
+            if not is_t:
+                if g is not None:
+                    raise RuntimeError(f"function {name} returned a gradient different than None at position "
+                                       f"{i + 1}, but the corresponding forward input was not a Variable")
+                continue
+            if g is not None and not isinstance(g, T):
+                raise RuntimeError(f"expected Variable or None (got {type(g).__name__})")
+            out.append(g)
+        checked = []
+        for i, ((fn, _), g, meta) in enumerate(zip(self.next_functions, out, self._in_meta)):
+            if fn is None or g is None:
+                checked.append(None)
+                continue
+            shape, dt = meta
+            gs = g._data.shape
+            if gs != shape:
+                try:
+                    ok = np.broadcast_shapes(shape, gs) == gs
+                except ValueError:
+                    ok = False
+                if not ok:
+                    raise RuntimeError(f"Function {name} returned an invalid gradient at index {i} - got "
+                                       f"{list(gs)} but expected shape compatible with {list(shape)}")
+                g = g.sum_to_size(shape)
+            if g._data.dtype != dt:
+                g = g.to(_g._dt(dt))
+            checked.append(g)
+        return checked
+
+
+class FunctionMeta(type):
+    """Creates the ``<Name>Backward`` node class of each Function subclass."""
+
+    def __init__(cls, name, bases, attrs):
+        backward_fn = type(name + "Backward", (BackwardCFunction,), {"_forward_cls": cls})
+        backward_fn.__qualname__ = name + "Backward"
+        cls._backward_cls = backward_fn
+        super().__init__(name, bases, attrs)
+
+
+class Function(metaclass=FunctionMeta):
+    """Base class for custom differentiable operations.
+
+    >>> class Exp(Function):
+    ...     @staticmethod
+    ...     def forward(ctx, x):
+    ...         y = x.exp(); ctx.save_for_backward(y); return y
+    ...     @staticmethod
+    ...     def backward(ctx, g):
+    ...         (y,) = ctx.saved_tensors; return g * y
+    """
+    generate_vmap_rule = False
+
+    @staticmethod
+    def forward(*args, **kwargs):
+        raise NotImplementedError("You must implement the forward function for custom autograd.Function.")
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        raise NotImplementedError("setup_context is not implemented.")
+
+    @staticmethod
+    def backward(ctx, *grad_outputs):
+        raise NotImplementedError("You must implement either the backward or vjp method for your custom "
+                                  "autograd.Function to use it with backward mode AD.")
+
+    vjp = backward
+
+    @staticmethod
+    def jvp(ctx, *grad_inputs):
+        raise NotImplementedError("You must implement the jvp function for custom autograd.Function to use it "
+                                  "with forward mode AD.")
+
+    @classmethod
+    def apply(cls, *args, **kwargs):
+        T = _g.Tensor
+        ctx = object.__new__(cls._backward_cls)
+        grad_on = _state.enabled
+        is_tensor = tuple(isinstance(a, T) for a in args)
+        needs = tuple(grad_on and t and a.requires_grad for t, a in zip(is_tensor, args))
+        ctx._is_tensor_input = is_tensor
+        ctx._needs_input_grad = needs
+        setup_style = cls.setup_context is not Function.setup_context
+        with no_grad():
+            if setup_style:
+                outputs = cls.forward(*args, **kwargs)
+            else:
+                outputs = cls.forward(ctx, *args, **kwargs)
+        if setup_style:
+            cls.setup_context(ctx, args, outputs)
+        if not any(needs):
+            return outputs
+        return _wrap_outputs(ctx, args, outputs)
+
+
+def _wrap_outputs(ctx, args, outputs):
+    """Record ctx as the grad_fn of the outputs (PyTorch: _wrap_outputs / process_outputs)."""
+    T = _g.Tensor
+    from ..ops._inplace import _LEAF, _rebase
+    tensor_args = [a for a in args if isinstance(a, T)]
+    edges, meta = [], []
+    for a in tensor_args:
+        if a.requires_grad:
+            gf = a.grad_fn
+            edges.append((gf, a._output_nr) if gf is not None else (a._grad_accumulator(), 0))
+            d = a._data
+            meta.append((d.shape, d.dtype))
+        else:
+            edges.append(_g._NO_EDGE)
+            meta.append(None)
+    ctx.next_functions = tuple(edges)
+    ctx._in_meta = meta
+    ctx._seq = next(_g._seq)
+    if _g._anomaly_enabled:
+        ctx._trace = _g._user_stack()
+    single = not isinstance(outputs, tuple)
+    outs = (outputs,) if single else outputs
+    dirty = {id(t) for t in ctx.dirty_tensors}
+    nondiff = {id(t) for t in ctx.non_differentiable}
+    input_ids = {id(a) for a in tensor_args}
+    result = []
+    out_meta = []
+    for i, o in enumerate(outs):
+        if not isinstance(o, T):
+            result.append(o)
+            out_meta.append((np.zeros(()).shape, _g.D.float32))
+            continue
+        out_meta.append((o._data.shape, o.dtype))
+        if id(o) in dirty:
+            if o.grad_fn is None and o.requires_grad:
+                raise RuntimeError("a leaf Variable that requires grad has been used in an in-place operation.")
+            o._vc[0] += 1   # like torch, marking dirty bumps the version once more
+            if id(o) in nondiff:
+                result.append(o)
+                continue
+            _rebase(o, ctx, i)
+            result.append(o)
+            continue
+        if id(o) in nondiff:
+            if id(o) in input_ids:
+                o = o.detach()
+            o.requires_grad = False
+            result.append(o)
+            continue
+        if id(o) in input_ids:    # an input returned as-is: the output is a view of it
+            v = T._make(o._data, True, ctx, i, o._vc)
+            v._base = o
+            result.append(v)
+            continue
+        if o._data.dtype.kind != "f":      # integer outputs are never differentiable
+            result.append(o)
+            continue
+        if o.grad_fn is not None or o.requires_grad:   # a tensor from outside forward: alias it
+            o = T._make(o._data, True, ctx, i, o._vc)
+        else:
+            o.requires_grad = True
+            o.grad_fn = ctx
+            o._output_nr = i
+        result.append(o)
+    if len(outs) > 1:
+        ctx._out_meta = out_meta
+    # saved tensors are packed once the outputs are known (an output is saved without a cycle)
+    to_save = ctx.to_save
+    if to_save:
+        by_id = {id(r): k for k, r in enumerate(result) if isinstance(r, T)}
+        orig_ids = {id(o): k for k, o in enumerate(outs) if isinstance(o, T)}
+        saved = []
+        for t in to_save:
+            if t is None:
+                saved.append(None)
+            elif id(t) in by_id or id(t) in orig_ids:
+                k = by_id.get(id(t), orig_ids.get(id(t)))
+                r = result[k]
+                saved.append(SavedTensor(r, ctx, k) if r.grad_fn is ctx else SavedTensor(r))
+            else:
+                saved.append(SavedTensor(t))
+        ctx._saved_vars = saved
+        ctx._saved = tuple(saved)
+    return result[0] if single else tuple(result)
+
+
+class _DelayedError(Node, name="DelayedError"):
+    """Identity whose backward raises: marks grads of a once_differentiable backward."""
+    msg = ""
+
+    def forward(self, *xs):
+        return xs if len(xs) > 1 else xs[0]
+
+    def backward(self, *grads):
+        raise RuntimeError(self.msg)
+
+
+def once_differentiable(fn):
+    """Decorate a Function's backward that is not itself differentiable: it runs under no_grad and
+    differentiating its result raises."""
+    @functools.wraps(fn)
+    def wrapper(ctx, *args):
+        with no_grad():
+            outputs = fn(ctx, *args)
+        if not _state.enabled:
+            return outputs
+        T = _g.Tensor
+        if not any(isinstance(a, T) and a.requires_grad for a in args):
+            return outputs
+        single = not isinstance(outputs, tuple)
+        outs = (outputs,) if single else outputs
+        res = []
+        for o in outs:
+            if isinstance(o, T):
+                o = _DelayedError.apply(o.detach().requires_grad_(True) if o._data.dtype.kind == "f" else o,
+                                        msg="trying to differentiate twice a function that was marked with "
+                                            "@once_differentiable")
+            res.append(o)
+        return res[0] if single else tuple(res)
+    return wrapper
+
+
+class InplaceFunction(Function):
+    def __init__(self, inplace=False):
+        self.inplace = inplace
+
+
+class NestedIOFunction(Function):  # pragma: no cover - legacy API kept for imports
+    pass

@@ -1,0 +1,178 @@
+"""gradcheck / gradgradcheck: analytical gradients against central finite differences (float64).
+
+Mirrors torch.autograd.gradcheck (slow mode): a mismatch raises :class:`GradcheckError` (a
+RuntimeError) with PyTorch's "Jacobian mismatch for output i with respect to input j" text, or
+returns False with ``raise_exception=False``.
+"""
+import warnings
+
+import numpy as np
+
+from . import graph as _g
+
+__all__ = ["gradcheck", "gradgradcheck", "GradcheckError"]
+
+
+class GradcheckError(RuntimeError):
+    """Error raised by gradcheck and gradgradcheck."""
+
+
+def _T():
+    return _g.Tensor
+
+
+def _as_tuple(x):
+    if isinstance(x, tuple):
+        return x
+    if isinstance(x, list):
+        return tuple(x)
+    return (x,)
+
+
+def _diff_inputs(inputs):
+    T = _T()
+    return [(i, t) for i, t in enumerate(inputs) if isinstance(t, T) and t.requires_grad]
+
+
+def _outputs(func, inputs):
+    return _as_tuple(func(*inputs))
+
+
+def _numerical_jacobian(func, inputs, outputs, eps):
+    """Per (input, output): array of shape (input.numel(), output.numel())."""
+    T = _T()
+    res = []
+    for _, inp in _diff_inputs(inputs):
+        data = inp._data
+        flat = data.reshape(-1)  # a view when contiguous (inputs are made contiguous by the caller)
+        jac = [np.zeros((data.size, o._data.size), np.float64) for o in outputs]
+        for k in range(data.size):
+            orig = flat[k].item()
+            # the raw data is poked (no version bump), with grad mode as it is: gradgradcheck's
+            # function itself differentiates
+            flat[k] = orig - eps
+            lo = [o._data.astype(np.float64).reshape(-1) if isinstance(o, T) else None
+                  for o in _outputs(func, inputs)]
+            flat[k] = orig + eps
+            hi = [o._data.astype(np.float64).reshape(-1) if isinstance(o, T) else None
+                  for o in _outputs(func, inputs)]
+            flat[k] = orig
+            for j, (a, b) in enumerate(zip(lo, hi)):
+                if a is not None:
+                    jac[j][k] = (b - a) / (2 * eps)
+        res.append(jac)
+    return res
+
+
+def _analytical_jacobian(inputs, outputs):
+    """Per (input, output): array (input.numel(), output.numel()); also whether backward is reentrant."""
+    from . import grad
+    T = _T()
+    diff = [t for _, t in _diff_inputs(inputs)]
+    jac = [[np.zeros((t._data.size, o._data.size), np.float64) for o in outputs] for t in diff]
+    reentrant = True
+    for j, out in enumerate(outputs):
+        if not isinstance(out, T) or not out.requires_grad:
+            continue
+        for m in range(out._data.size):
+            seed = np.zeros(out._data.size, out._data.dtype)
+            seed[m] = 1
+            g = T._make(seed.reshape(out._data.shape))
+            gs = grad(out, diff, g, retain_graph=True, allow_unused=True)
+            gs2 = grad(out, diff, g, retain_graph=True, allow_unused=True)
+            for i, (a, b) in enumerate(zip(gs, gs2)):
+                if a is not None:
+                    jac[i][j][:, m] = a._data.astype(np.float64).reshape(-1)
+                    if b is None or not np.array_equal(a._data, b._data):
+                        reentrant = False
+    return jac, reentrant
+
+
+def _fail(msg, raise_exception):
+    if raise_exception:
+        raise GradcheckError(msg)
+    return False
+
+
+def _fmt(a):
+    from .. import tensor
+    return repr(tensor(a))
+
+
+def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=True, nondet_tol=0.0,
+              check_undefined_grad=True, check_grad_dtypes=False, check_batched_grad=False,
+              check_batched_forward_grad=False, check_forward_ad=False, check_backward_ad=True, fast_mode=False,
+              masked=None):
+    """Check the gradients of ``func`` at ``inputs`` against finite differences."""
+    tupled = _as_tuple(inputs)
+    diff = _diff_inputs(tupled)
+    if not diff:
+        raise ValueError("gradcheck expects at least one input tensor to require gradient, but none of them "
+                         "have requires_grad=True.")
+    for i, t in diff:
+        if t._data.dtype != np.float64:
+            warnings.warn(f"Input #{i} requires gradient and is not a double precision floating point or complex. "
+                          "This check will likely fail if all the inputs are not of double precision floating point "
+                          "or complex. ")
+    # contiguous, writable copies so that finite differences can poke single elements
+    T = _T()
+    work = []
+    for t in tupled:
+        if isinstance(t, T):
+            c = T._make(np.array(t._data, copy=True, order="C"))
+            c.requires_grad = t.requires_grad
+            work.append(c)
+        else:
+            work.append(t)
+    work = tuple(work)
+    outputs = _outputs(func, work)
+    if not check_backward_ad:
+        return True
+    numerical = _numerical_jacobian(func, work, outputs, eps)
+    analytical, reentrant = _analytical_jacobian(work, outputs)
+    in_idx = [i for i, _ in diff]
+    for k, i in enumerate(in_idx):
+        for j, out in enumerate(outputs):
+            if not isinstance(out, T):
+                continue
+            n, a = numerical[k][j], analytical[k][j]
+            if not out.requires_grad:
+                if not np.allclose(n, 0, rtol, atol):
+                    return _fail("Numerical gradient for function expected to be zero", raise_exception)
+                continue
+            if not np.allclose(a, n, rtol, atol):
+                return _fail(f"Jacobian mismatch for output {j:d} with respect to input {i:d},\n"
+                             f"numerical:{_fmt(n)}\nanalytical:{_fmt(a)}\n", raise_exception)
+    if not reentrant and nondet_tol == 0.0:
+        return _fail("Backward is not reentrant, i.e., running backward with same input and grad_output multiple "
+                     "times gives different values, although analytical gradient matches numerical gradient.The "
+                     f"tolerance for nondeterminism was {nondet_tol}.", raise_exception)
+    return True
+
+
+def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=1e-3,
+                  gen_non_contig_grad_outputs=False, raise_exception=True, nondet_tol=0.0, check_undefined_grad=True,
+                  check_grad_dtypes=False, check_batched_grad=False, check_fwd_over_rev=False,
+                  check_rev_over_rev=True, fast_mode=False, masked=False):
+    """Check second-order gradients: gradcheck of (inputs, grad_outputs) -> grad w.r.t. inputs."""
+    from . import grad
+    T = _T()
+    tupled = _as_tuple(inputs)
+    if grad_outputs is None:
+        outs = _as_tuple(func(*tupled))
+        rng = np.random.default_rng(0)
+        grad_outputs = tuple(T._make(rng.standard_normal(o._data.shape).astype(o._data.dtype)).requires_grad_(True)
+                             for o in outs if isinstance(o, T) and o.requires_grad)
+    tupled_go = _as_tuple(grad_outputs)
+    n_go = len(tupled_go)
+
+    def new_func(*args):
+        input_args = args[:-n_go]
+        gos = args[-n_go:]
+        outputs = [o for o in _as_tuple(func(*input_args)) if isinstance(o, T) and o.requires_grad]
+        diff_in = tuple(x for x in input_args if isinstance(x, T) and x.requires_grad)
+        gi = grad(outputs, diff_in, gos, create_graph=True, allow_unused=True)
+        return tuple(g for g in gi if g is not None)
+
+    return gradcheck(new_func, tupled + tupled_go, eps=eps, atol=atol, rtol=rtol, raise_exception=raise_exception,
+                     nondet_tol=nondet_tol)

@@ -1,0 +1,340 @@
+"""Joining and splitting: cat/stack (and h/v/dstack), split/chunk/unbind (multi-output views), pad."""
+import numpy as np
+
+from .. import _dtype as D
+from .._tensor import Tensor
+from ..autograd.graph import Node
+from ._dispatch import wrap_dim
+from ._inplace import make_view
+
+_MULTI_VIEW = ("Output of {} is a view and is being modified inplace. This view is the output of a function that "
+               "returns multiple views. Such functions do not allow the output views to be modified inplace. You "
+               "should replace the inplace operation by an out-of-place one.")
+
+
+# ------------------------------------------------------------------------------------ cat / stack
+class Cat(Node, name="CatBackward0"):
+    dt = None
+
+    def forward(self, *xs):
+        self.sizes = [x.shape[self.dim] if x.ndim == self.nd else None for x in xs]
+        return np.concatenate([x for x in xs if x.ndim == self.nd], axis=self.dim, dtype=self.dt)
+
+    def backward(self, g):
+        sizes = [s for s in self.sizes if s is not None]
+        parts = iter(g.split(sizes, self.dim))
+        return tuple(next(parts) if s is not None else None for s in self.sizes)
+
+
+def _tensor_list(name, tensors):
+    if isinstance(tensors, Tensor):
+        raise TypeError(f"{name}(): argument 'tensors' (position 1) must be tuple of Tensors, not Tensor")
+    tensors = list(tensors)
+    for i, t in enumerate(tensors):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"expected Tensor as element {i} in argument 0, but got {type(t).__name__}")
+    return tensors
+
+
+def cat(tensors, dim=0, *, out=None):
+    """Concatenate tensors along an existing dim (dtypes promote; legacy empty 1-D tensors are skipped)."""
+    ts = _tensor_list("cat", tensors)
+    if not ts:
+        raise ValueError("torch.cat(): expected a non-empty list of Tensors")
+    for i, t in enumerate(ts):
+        if t._data.ndim == 0:
+            raise RuntimeError(f"zero-dimensional tensor (at position {i}) cannot be concatenated")
+    real = [t for t in ts if t._data.shape != (0,)] or ts[:1]
+    ref = real[0]._data.shape
+    nd = len(ref)
+    d = wrap_dim(dim, nd)
+    for i, t in enumerate(ts):
+        s = t._data.shape
+        if s == (0,) and nd != 1:
+            continue
+        if len(s) != nd:
+            raise RuntimeError(f"Tensors must have same number of dimensions: got {nd} and {len(s)}")
+        for k in range(nd):
+            if k != d and s[k] != ref[k]:
+                raise RuntimeError(f"Sizes of tensors must match except in dimension {d}. Expected size {ref[k]} but "
+                                   f"got size {s[k]} for tensor number {i} in the list.")
+    dt = None
+    first = ts[0]._data.dtype
+    if any(t._data.dtype is not first for t in ts):
+        dt = D.result_type_of(ts).np
+    r = Cat.apply(*ts, dim=d, nd=nd, dt=dt)
+    if out is not None:
+        out.copy_(r)
+        return out
+    return r
+
+
+concat = concatenate = cat
+
+
+class Stack(Node, name="StackBackward0"):
+    dt = None
+
+    def forward(self, *xs):
+        return np.stack(xs, axis=self.dim, dtype=self.dt)
+
+    def backward(self, g):
+        return g.unbind(self.dim)
+
+
+def stack(tensors, dim=0, *, out=None):
+    """Stack equally-shaped tensors along a new dim."""
+    ts = _tensor_list("stack", tensors)
+    if not ts:
+        raise RuntimeError("stack expects a non-empty TensorList")
+    ref = ts[0]._data.shape
+    for i, t in enumerate(ts):
+        if t._data.shape != ref:
+            raise RuntimeError(f"stack expects each tensor to be equal size, but got {list(ref)} at entry 0 and "
+                               f"{list(t._data.shape)} at entry {i}")
+    d = wrap_dim(dim, len(ref) + 1)
+    first = ts[0]._data.dtype
+    dt = D.result_type_of(ts).np if any(t._data.dtype is not first for t in ts) else None
+    r = Stack.apply(*ts, dim=d, dt=dt)
+    if out is not None:
+        out.copy_(r)
+        return out
+    return r
+
+
+def _atleast(t, n):
+    while t._data.ndim < n:
+        t = t.unsqueeze(0) if t._data.ndim == 0 or n == 2 else t.unsqueeze(-1) if t._data.ndim == 2 else \
+            t.unsqueeze(0)
+    return t
+
+
+def atleast_1d(*ts):
+    r = tuple(t.reshape(1) if t._data.ndim == 0 else t for t in (ts[0] if len(ts) == 1 and isinstance(ts[0], (list, tuple)) else ts))
+    return r[0] if len(r) == 1 else r
+
+
+def atleast_2d(*ts):
+    r = tuple(t.reshape(1, 1) if t._data.ndim == 0 else t.unsqueeze(0) if t._data.ndim == 1 else t
+              for t in (ts[0] if len(ts) == 1 and isinstance(ts[0], (list, tuple)) else ts))
+    return r[0] if len(r) == 1 else r
+
+
+def hstack(tensors):
+    """cat along dim 1 (dim 0 for 1-D tensors)."""
+    ts = [atleast_1d(t) for t in tensors]
+    return cat(ts, 0 if ts[0]._data.ndim == 1 else 1)
+
+
+def vstack(tensors):
+    """cat along dim 0 after making every tensor at least 2-D."""
+    return cat([atleast_2d(t) for t in tensors], 0)
+
+
+row_stack = vstack
+
+
+def dstack(tensors):
+    """cat along dim 2 after making every tensor at least 3-D."""
+    ts = []
+    for t in tensors:
+        t = atleast_2d(t)
+        ts.append(t.unsqueeze(-1) if t._data.ndim == 2 else t)
+    return cat(ts, 2)
+
+
+def column_stack(tensors):
+    ts = [t.reshape(-1, 1) if t._data.ndim <= 1 else t for t in tensors]
+    return cat(ts, 1)
+
+
+# --------------------------------------------------------------------------- split / unbind
+class Split(Node, name="SplitBackward0"):
+    """Pieces of x along dim (views); backward concatenates the pieces' gradients."""
+    _forbid_inplace = _MULTI_VIEW.format("SplitBackward0")
+
+    def forward(self, x):
+        d = self.dim
+        bounds = np.cumsum([0] + list(self.sizes))
+        pre = (slice(None),) * d
+        return tuple(x[pre + (slice(int(a), int(b)),)] for a, b in zip(bounds[:-1], bounds[1:]))
+
+    def backward(self, *gs):
+        return cat(gs, self.dim)
+
+
+class SplitWithSizes(Split, name="SplitWithSizesBackward0"):
+    _forbid_inplace = _MULTI_VIEW.format("SplitWithSizesBackward0")
+
+
+class Unbind(Node, name="UnbindBackward0"):
+    _forbid_inplace = _MULTI_VIEW.format("UnbindBackward0")
+
+    def forward(self, x):
+        pre = (slice(None),) * self.dim
+        return tuple(x[pre + (i,)] for i in range(x.shape[self.dim]))
+
+    def backward(self, *gs):
+        return stack(gs, self.dim)
+
+
+def _views(outs, src, replay):
+    return tuple(make_view(o, src, (lambda i: lambda t: replay(t)[i])(i)) for i, o in enumerate(outs))
+
+
+def split(tensor, split_size_or_sections, dim=0):
+    """Split into pieces of split_size (the last may be smaller) or of the listed sizes, along dim."""
+    nd = tensor._data.ndim
+    if nd == 0:
+        raise RuntimeError("split expects at least a 1-dimensional tensor")
+    d = wrap_dim(dim, nd)
+    n = tensor._data.shape[d]
+    s = split_size_or_sections
+    if isinstance(s, Tensor):
+        s = s.tolist()
+    if isinstance(s, (list, tuple)):
+        sizes = [int(v) for v in s]
+        if sum(sizes) != n or any(v < 0 for v in sizes):
+            raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to {n} (input tensor's size at "
+                               f"dimension {d}), but got split_sizes={sizes}")
+        outs = SplitWithSizes.apply(tensor, dim=d, sizes=sizes)
+        return _views(outs if isinstance(outs, tuple) else (outs,), tensor, lambda t: t.split(sizes, d))
+    s = int(s)
+    if s < 0:
+        raise RuntimeError(f"split expects split_size be non-negative, but got split_size={s}")
+    if s == 0 and n != 0:
+        raise RuntimeError(f"split_size can only be 0 if dimension size is 0, but got dimension size of {n}")
+    sizes = [s] * (n // s) + ([n % s] if n % s else []) if s else [0]
+    if not sizes:
+        sizes = [0]
+    outs = Split.apply(tensor, dim=d, sizes=sizes)
+    return _views(outs if isinstance(outs, tuple) else (outs,), tensor, lambda t: t.split(s, d))
+
+
+def chunk(input, chunks, dim=0):
+    """Split into ``chunks`` pieces of equal size (the last may be smaller; fewer pieces if needed)."""
+    if chunks <= 0:
+        raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
+    nd = input._data.ndim
+    if nd == 0:
+        raise RuntimeError("chunk expects at least a 1-dimensional tensor")
+    n = input._data.shape[wrap_dim(dim, nd)]
+    return split(input, -(-n // chunks) if n else 0, dim)
+
+
+def tensor_split(input, indices_or_sections, dim=0):
+    """Split at the given indices, or into n nearly-equal sections."""
+    d = wrap_dim(dim, input._data.ndim)
+    n = input._data.shape[d]
+    if isinstance(indices_or_sections, int):
+        k = indices_or_sections
+        sizes = [n // k + 1] * (n % k) + [n // k] * (k - n % k)
+    else:
+        idx = [0] + [min(max(int(i), 0), n) for i in indices_or_sections] + [n]
+        sizes = [max(b - a, 0) for a, b in zip(idx[:-1], idx[1:])]
+    return split(input, sizes, d)
+
+
+def unbind(input, dim=0):
+    """The slices along dim, as a tuple of views."""
+    nd = input._data.ndim
+    if nd == 0:
+        raise IndexError("Dimension specified as 0 but tensor has no dimensions")
+    d = wrap_dim(dim, nd)
+    outs = Unbind.apply(input, dim=d)
+    if not isinstance(outs, tuple):
+        outs = (outs,)
+    return _views(outs, input, lambda t: t.unbind(d))
+
+
+# ------------------------------------------------------------------------------------------ pad
+class ConstantPad(Node, name="ConstantPadNdBackward0"):
+    """Pad (or crop, for negative amounts) the last dims with a constant; backward crops back."""
+    value = 0
+
+    def forward(self, x):
+        p = self.pads                               # ((before, after) per dim, first dim first)
+        shape = tuple(n + a + b for n, (a, b) in zip(x.shape, p))
+        if any(s < 0 for s in shape):
+            raise RuntimeError(f"The input size {x.shape[-1]}, plus negative padding {p[-1][0]} and {p[-1][1]} "
+                               f"resulted in a negative output size, which is invalid. Check dimension "
+                               f"{len(x.shape) - 1} of your input.")
+        out = np.full(shape, self.value, dtype=x.dtype)
+        src = tuple(slice(max(-a, 0), n - max(-b, 0)) for n, (a, b) in zip(x.shape, p))
+        dst = tuple(slice(max(a, 0), s - max(b, 0)) for s, (a, b) in zip(shape, p))
+        out[dst] = x[src]
+        return out
+
+    def backward(self, g):
+        return ConstantPad.apply(g, pads=tuple((-a, -b) for a, b in self.pads), value=0)
+
+
+class IndexPad(Node, name="ReflectionPad1DBackward0"):
+    """Reflect/replicate/circular padding: each padded dim is gathered through an index map."""
+    save = (0,)
+    saved_names = ("self",)
+
+    def forward(self, x):
+        for d, m in self.maps:
+            x = np.take(x, m, axis=d)
+        return x
+
+    def backward(self, g):
+        from .index import IndexAddGrad
+        (x,) = self.saved_tensors
+        shape = list(g.shape)
+        for d, m in reversed(self.maps):
+            shape[d] = self.in_shape[d]
+            g = IndexAddGrad.apply(g, x, index=m, dim=d, shape=tuple(shape))
+        return g
+
+
+_PAD_NAMES = {("reflect", 1): "ReflectionPad1DBackward0", ("reflect", 2): "ReflectionPad2DBackward0",
+              ("reflect", 3): "ReflectionPad3DBackward0", ("replicate", 1): "ReplicationPad1DBackward0",
+              ("replicate", 2): "ReplicationPad2DBackward0", ("replicate", 3): "ReplicationPad3DBackward0"}
+_PAD_CLASSES = {k: type(v, (IndexPad,), {"__qualname__": v}) for k, v in _PAD_NAMES.items()}
+_CircularPad = type("CopySlices", (IndexPad,), {"__qualname__": "CopySlices"})
+
+
+def pad(input, pad, mode="constant", value=None):
+    """F.pad: pad the last len(pad)//2 dims (pad lists (left, right) for the last dim first).
+
+    mode: 'constant' (negative amounts crop), 'reflect', 'replicate' or 'circular'."""
+    pad = [int(p) for p in pad]
+    if len(pad) % 2:
+        raise RuntimeError("Padding length must be divisible by 2")
+    x = input._data
+    nd = x.ndim
+    k = len(pad) // 2
+    if k > nd:
+        raise RuntimeError("Padding length should be less than or equal to two times the input dimension but got "
+                           f"padding length {len(pad)} and input of dimension {nd}")
+    pairs = [(pad[2 * i], pad[2 * i + 1]) for i in range(k)][::-1]      # first padded dim first
+    if mode == "constant":
+        pads = ((0, 0),) * (nd - k) + tuple(pairs)
+        return ConstantPad.apply(input, pads=pads, value=0 if value is None else value)
+    if mode not in ("reflect", "replicate", "circular"):
+        raise NotImplementedError(f"Unrecognised padding mode {mode}")
+    if value:
+        raise NotImplementedError(f"Padding mode \"{mode}\" doesn't take in value argument.")
+    if not (k <= 3 and nd in (k + 1, k + 2)):
+        raise NotImplementedError(f"Only 2D, 3D, 4D, 5D padding with non-constant padding are supported for now"
+                                  if k > 3 else f"Padding size {len(pad)} is not supported for {nd}D input tensor.")
+    maps = []
+    for i, (a, b) in enumerate(pairs):
+        d = nd - k + i
+        n = x.shape[d]
+        if mode == "reflect" and (a >= n or b >= n):
+            raise RuntimeError(f"Argument #4: Padding size should be less than the corresponding input dimension, but "
+                               f"got: padding ({a}, {b}) at dimension {d} of input {list(x.shape)}")
+        if mode == "circular" and (a > n or b > n):
+            raise RuntimeError("Padding value causes wrapping around more than once.")
+        m = np.arange(n)
+        if a < 0:
+            m, a = m[-a:], 0
+        if b < 0:
+            m, b = m[:len(m) + b], 0
+        m = np.pad(m, (a, b), mode={"reflect": "reflect", "replicate": "edge", "circular": "wrap"}[mode])
+        maps.append((d, m))
+    cls = _CircularPad if mode == "circular" else _PAD_CLASSES[(mode, k)]
+    return cls.apply(input, maps=tuple(maps), in_shape=x.shape)
