@@ -114,8 +114,8 @@ class Tensor:
             data[...] = 0
         _init(self, data, False, None, 0, None)
 
-    @classmethod
-    def _make(cls, data, requires_grad=False, grad_fn=None, output_nr=0, vc=None):
+    @staticmethod
+    def _make(data, requires_grad=False, grad_fn=None, output_nr=0, vc=None):
         t = object.__new__(Tensor)
         t._data = data
         t.requires_grad = requires_grad
@@ -302,6 +302,10 @@ class Tensor:
             self._backward_hooks = HookDict()
             if self.grad_fn is not None:
                 self.grad_fn._register_tensor_hooks(self._output_nr, self._backward_hooks)
+        if self.grad_fn is None:
+            acc = self._grad_acc() if self._grad_acc is not None else None
+            if acc is not None:
+                acc._hooked = True    # leaf hooks run at its AccumulateGrad (flag checked by the engine)
         handle = RemovableHandle(self._backward_hooks)
         self._backward_hooks[handle.id] = hook
         return handle

@@ -128,7 +128,7 @@ def test_conv_errors():
             F(L).conv2d(L.tensor(x), L.tensor(w))
         with pytest.raises(RuntimeError, match="Expected 3D \\(unbatched\\) or 4D \\(batched\\) input to conv2d"):
             F(L).conv2d(L.tensor(rn(3, 5)), L.tensor(w))
-        with pytest.raises(ValueError, match="padding='same' is not supported for strided convolutions"):
+        with pytest.raises(RuntimeError, match="padding='same' is not supported for strided convolutions"):
             F(L).conv2d(L.tensor(x), L.tensor(rn(4, 3, 3, 3)), stride=2, padding="same")
 
 
@@ -333,7 +333,7 @@ def test_one_hot():
 # ---------------------------------------------------------------------- pad, interpolate, attention
 @pytest.mark.parametrize("mode", ["constant", "reflect", "replicate", "circular"])
 def test_pad(mode):
-    check(lambda L, x: F(L).pad(x, (1, 2, 2, 1), mode=mode), rn(2, 3, 4, 5), second=True)
+    check(lambda L, x: F(L).pad(x, (1, 2, 2, 1), mode=mode), rn(2, 3, 4, 5), second=mode == "constant")
     if mode == "constant":
         check(lambda L, x: F(L).pad(x, (1, -1, 0, 2), value=3.5), rn(2, 3, 4), second=True)
 
@@ -358,7 +358,6 @@ def test_scaled_dot_product_attention():
     m = R.random((4, 5)) > 0.3
     m[:, 0] = True
     check(lambda L, q, k, v: F(L).scaled_dot_product_attention(q, k, v, attn_mask=L.tensor(m)), q, k, v)
-    check(lambda L, q, k, v: F(L).scaled_dot_product_attention(q, k, v, attn_mask=L.tensor(rn(4, 5)), scale=0.3),
-          q, k, v)
-    check(lambda L, q, k, v: F(L).scaled_dot_product_attention(q, k, v, is_causal=True), q, rn(2, 3, 4, 8),
-          rn(2, 3, 4, 6))
+    fm = rn(4, 5)
+    check(lambda L, q, k, v: F(L).scaled_dot_product_attention(q, k, v, attn_mask=L.tensor(fm), scale=0.3), q, k, v)
+    check(lambda L, q, k, v: F(L).scaled_dot_product_attention(q, k, v, is_causal=True), q, k, v)

@@ -176,7 +176,8 @@ def run_backward(roots, grads, keep_graph, create_graph, inputs=None, accumulate
                 post = fn._post_hooks
                 if post:
                     outs = _run_post_hooks(post, outs, buf)
-            executed.append(fn)
+            if fn._saved:
+                executed.append(fn)
             # -- dispatch --
             for (nxt, slot), g in zip(fn.next_functions, outs):
                 if nxt is None:
@@ -187,7 +188,8 @@ def run_backward(roots, grads, keep_graph, create_graph, inputs=None, accumulate
                 if nb is None:
                     if exec_needed is not None and not (exec_needed.get(nxt) or (captures and nxt in captures)):
                         continue
-                    nb = buffers[nxt] = [None] * _num_outputs(nxt)
+                    m = nxt._out_meta
+                    nb = buffers[nxt] = [None] if m is None else [None] * len(m)
                 if g is not None:
                     old = nb[slot]
                     nb[slot] = g if old is None else old + g
@@ -201,8 +203,7 @@ def run_backward(roots, grads, keep_graph, create_graph, inputs=None, accumulate
     # (say, a hook that raised) the graph is still usable.
     if not keep_graph:
         for fn in executed:
-            if fn._saved:
-                fn._release()
+            fn._release()
     return captured
 
 

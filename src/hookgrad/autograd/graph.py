@@ -26,6 +26,7 @@ __all__ = ["Node", "AccumulateGrad", "saved_tensors_hooks", "save_on_cpu", "disa
            "register_multi_grad_hook", "allow_mutation_on_saved_tensors", "increment_version"]
 
 _seq = itertools.count()
+_new = object.__new__
 _MAX_SEQ = float("inf")
 _NO_EDGE = (None, 0)
 
@@ -92,17 +93,17 @@ _hooks_tls = _HookStack()
 
 class SavedTensor:
     """One tensor saved for backward (``grad_fn._raw_saved_<name>``): checks versions, runs
-    pack/unpack hooks, can be freed."""
+    pack/unpack hooks, can be freed (``_vc`` is None once freed)."""
     __slots__ = ("_tensor", "_version", "_vc", "_node_ref", "_output_nr", "_data", "_requires_grad",
-                 "_packed", "_unpack", "_freed", "_hooks_set")
+                 "_packed", "_unpack")
 
     def __init__(self, tensor, node=None, output_nr=0):
-        self._freed = False
-        self._hooks_set = False
         self._vc = vc = tensor._vc
         self._version = vc[0]
         self._unpack = None
-        if node is not None:
+        if node is None:
+            self._tensor = tensor
+        else:
             # Saving an output strongly would make a cycle node -> output -> node: keep its data and
             # rebuild the tensor (with this node as grad_fn) on unpack, as PyTorch does.
             self._tensor = None
@@ -110,11 +111,8 @@ class SavedTensor:
             self._node_ref = weakref.ref(node)
             self._output_nr = output_nr
             self._requires_grad = tensor.requires_grad
-        else:
-            self._tensor = tensor
-        stack = _hooks_tls.stack
-        if stack:
-            pack, self._unpack = stack[-1]
+        if _hooks_tls.stack:
+            pack, self._unpack = _hooks_tls.stack[-1]
             self._packed = pack(self._materialize())
             self._tensor = None
             self._data = None
@@ -125,7 +123,8 @@ class SavedTensor:
         return Tensor._make(self._data, self._requires_grad, self._node_ref(), self._output_nr, self._vc)
 
     def unpack(self):
-        if self._freed:
+        vc = self._vc
+        if vc is None:
             raise RuntimeError(_FREED)
         if self._unpack is not None:
             t = self._unpack(self._packed)
@@ -133,36 +132,36 @@ class SavedTensor:
                 raise TypeError("Output of saved tensor unpack_hook expected to be a Tensor but got result of type "
                                 f"{type(t).__name__}")
             return t
-        if self._vc[0] != self._version:
+        if vc[0] != self._version:
             t = self._materialize()
             gf = t.grad_fn
             where = f", which is output {t._output_nr} of {_short_name(gf)}," if gf is not None else ""
             raise RuntimeError(
                 "one of the variables needed for gradient computation has been modified by an inplace operation: "
-                f"[torch.{t.dtype._legacy} [{', '.join(map(str, t.shape))}]]{where} is at version {self._vc[0]}; "
+                f"[torch.{t.dtype._legacy} [{', '.join(map(str, t.shape))}]]{where} is at version {vc[0]}; "
                 f"expected version {self._version} instead. Hint: enable anomaly detection to find the operation "
                 "that failed to compute its gradient, with torch.autograd.set_detect_anomaly(True, check_nan=False).")
-        if self._tensor is not None:
-            return self._tensor
-        return Tensor._make(self._data, self._requires_grad, self._node_ref(), self._output_nr, self._vc)
+        t = self._tensor
+        if t is not None:
+            return t
+        return Tensor._make(self._data, self._requires_grad, self._node_ref(), self._output_nr, vc)
 
     def register_hooks(self, pack_hook, unpack_hook):
         """Per-tensor pack/unpack pair (G2b): pack runs now, unpack at every later read."""
         if not callable(pack_hook) or not callable(unpack_hook):
             raise TypeError("register_hooks(): incompatible function arguments. Both hooks must be callable.")
-        if self._hooks_set or self._unpack is not None:
+        if self._unpack is not None:
             raise RuntimeError("Calling register_hooks on a saved tensor whose hooks have already been set. "
                                "Hint: only one pair of hooks is allowed at a time.")
-        if self._freed:
+        if self._vc is None:
             raise RuntimeError(_FREED)
-        self._hooks_set = True
         self._packed = pack_hook(self._materialize())
         self._unpack = unpack_hook
         self._tensor = None
         self._data = None
 
     def free(self):
-        self._freed = True
+        self._vc = None
         self._tensor = None
         self._data = None
         self._packed = None
@@ -220,26 +219,42 @@ class Node:
     # ---- construction: the one place where graphs are recorded ----
     @classmethod
     def apply(cls, *args, **params):
-        node = object.__new__(cls)
+        node = _new(cls)
         if params:
             node.__dict__.update(params)
         T = Tensor
-        n = len(args)
-        if n == 2:
+        if len(args) == 2:
             a, b = args
-            out = node.forward(a._data if isinstance(a, T) else a, b._data if isinstance(b, T) else b)
-        elif n == 1:
+            ta = isinstance(a, T)
+            tb = isinstance(b, T)
+            out = node.forward(a._data if ta else a, b._data if tb else b)
+            rec = (ta and a.requires_grad) or (tb and b.requires_grad)
+        elif len(args) == 1:
             a = args[0]
-            out = node.forward(a._data if isinstance(a, T) else a)
+            if isinstance(a, T):
+                out = node.forward(a._data)
+                rec = a.requires_grad
+            else:
+                out = node.forward(a)
+                rec = False
         else:
             out = node.forward(*[a._data if isinstance(a, T) else a for a in args])
-        if _state.enabled:
+            rec = False
             for a in args:
                 if isinstance(a, T) and a.requires_grad:
-                    return node._record(args, out)
+                    rec = True
+                    break
+        if rec and _state.enabled:
+            return node._record(args, out)
         if type(out) is tuple:
             return tuple(T._make(o) for o in out)
-        return T._make(out)
+        t = _new(T)
+        t._data = out
+        t.requires_grad = False
+        t.grad_fn = None
+        t._output_nr = 0
+        t._vc = [0]
+        return t
 
     def _record(self, args, out):
         T = Tensor
@@ -248,7 +263,7 @@ class Node:
         for a in args:
             if isinstance(a, T) and a.requires_grad:
                 gf = a.grad_fn
-                edges.append((gf, a._output_nr) if gf is not None else (a._grad_accumulator(), 0))
+                edges.append((a._grad_accumulator(), 0) if gf is None else (gf, a._output_nr))
                 d = a._data
                 meta.append((d.shape, d.dtype))
             else:
@@ -265,16 +280,28 @@ class Node:
             self._out_meta = [(o.shape, D._NP_TO_DT[o.dtype]) for o in out]
             first = res[0]
         else:
-            res = first = T._make(out, True, self, 0)
-        if self.save:
-            self._saved = tuple(SavedTensor(first, self, 0) if i == -1 else
-                                (SavedTensor(args[i]) if isinstance(args[i], T) else args[i]) for i in self.save)
+            res = first = _new(T)
+            res._data = out
+            res.requires_grad = True
+            res.grad_fn = self
+            res._output_nr = 0
+            res._vc = [0]
+        save = self.save
+        if save:
+            saved = []
+            for i in save:
+                if i == -1:
+                    saved.append(SavedTensor(first, self, 0))
+                else:
+                    a = args[i]
+                    saved.append(SavedTensor(a) if isinstance(a, T) else a)
+            self._saved = saved
         return res
 
     # ---- what backward code uses ----
     @property
     def saved_tensors(self):
-        return tuple(s.unpack() if type(s) is SavedTensor else s for s in self._saved)
+        return tuple([s.unpack() if type(s) is SavedTensor else s for s in self._saved])
 
     @property
     def needs_input_grad(self):
@@ -382,7 +409,7 @@ class Node:
                 if type(s) is not SavedTensor:
                     return s
                 if raw:
-                    if s._freed:
+                    if s._vc is None:
                         raise RuntimeError(_FREED)
                     return s
                 return s.unpack()
@@ -411,10 +438,8 @@ class AccumulateGrad(Node):
     def __init__(self, variable):
         self.variable = variable
         self.next_functions = ()
-
-    @property
-    def _hooked(self):
-        return bool(self.variable._backward_hooks)
+        # the leaf's tensor hooks run here; Tensor.register_hook sets the flag on a live accumulator
+        self._hooked = variable._backward_hooks is not None
 
     def name(self):
         return "torch::autograd::AccumulateGrad"

@@ -183,7 +183,7 @@ def _conv_padding(padding, n, k, d, stride):
         if padding != "same":
             raise ValueError(f"Invalid padding string '{padding}', should be one of {{'valid', 'same'}}")
         if any(s != 1 for s in stride):
-            raise ValueError("padding='same' is not supported for strided convolutions")
+            raise RuntimeError("padding='same' is not supported for strided convolutions")
         out = []
         for ki, di in zip(k, d):
             tot = di * (ki - 1)
@@ -454,7 +454,7 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     else:
         mean = running_mean._data.reshape(pshape).astype(x.dtype)
         invstd = (1.0 / np.sqrt(running_var._data.astype(np.float64) + eps)).astype(x.dtype).reshape(pshape)
-    args = [input, weight, bias] if bias is not None else ([input, weight] if weight is not None else [input])
+    args = (input, weight, bias)
     return N.Norm.apply(*args, sshape=x.shape, axes=axes, pshape=pshape, mean=mean, invstd=invstd,
                         batch_stats=bool(training), eps=eps, wshape=(c,))
 
@@ -468,7 +468,7 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
                            f"{', '.join(map(str, ns))}], but got input of size{list(x.shape)}")
     axes = tuple(range(x.ndim - k, x.ndim))
     mean, invstd, _ = N.norm_stats(x, axes, eps)
-    args = [input, weight, bias] if bias is not None else ([input, weight] if weight is not None else [input])
+    args = (input, weight, bias)
     return N.LayerNormNode.apply(*args, sshape=x.shape, axes=axes, pshape=(1,) * (x.ndim - k) + ns, mean=mean,
                                  invstd=invstd, batch_stats=True, eps=eps, wshape=ns)
 
@@ -481,7 +481,7 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
                            f"shape {list(x.shape)} and num_groups={num_groups}")
     sshape = (n, num_groups, -1)
     mean, invstd, _ = N.norm_stats(x.reshape(sshape), (2,), eps)
-    args = [input, weight, bias] if bias is not None else ([input, weight] if weight is not None else [input])
+    args = (input, weight, bias)
     return N.GroupNormNode.apply(*args, sshape=(n, num_groups, x.size // (n * num_groups) if n else 0), axes=(2,),
                                  pshape=(1, c) + (1,) * (x.ndim - 2), mean=mean, invstd=invstd, batch_stats=True,
                                  eps=eps, wshape=(c,))

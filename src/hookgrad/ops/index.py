@@ -236,7 +236,16 @@ def where(condition, input=None, other=None):
     params = {}
     if builtins.any(t._data.dtype != dt.np for t in ts) or not ts:
         params["dt"] = dt.np
-    return Where.apply(Tensor._make(cond), a, b, **params)
+    try:
+        return Where.apply(Tensor._make(cond), a, b, **params)
+    except ValueError:
+        shapes = [cond.shape] + [t._data.shape for t in ts]
+        sa = np.broadcast_shapes(*shapes[:2]) if len(shapes) > 2 else shapes[0]
+        try:
+            np.broadcast_shapes(*shapes[:2])
+        except ValueError:
+            raise _size_mismatch(shapes[0], shapes[1]) from None
+        raise _size_mismatch(sa, shapes[2]) from None
 
 
 # ------------------------------------------------------------------------- comparisons (no grad)
@@ -490,9 +499,9 @@ def scatter(input, dim, index, src=None, *, value=None, reduce=None):
             return scatter_add(input, dim, index, src)
         raise NotImplementedError(f"hookgrad: scatter with reduce='{reduce}' and a number source is not supported")
     if isinstance(src, Tensor):
-        d = _check_index("scatter", input, dim, index, src)
         if src._data.dtype != input._data.dtype:
             raise RuntimeError("scatter(): Expected self.dtype to be equal to src.dtype")
+        d = _check_index("scatter", input, dim, index, src)
         return Scatter.apply(input, src, index=index._data, dim=d, src_shape=src._data.shape)
     d = _check_index("scatter", input, dim, index)
     return ScatterValue.apply(input, input._data.dtype.type(src), index=index._data, dim=d, src_shape=())
@@ -500,9 +509,9 @@ def scatter(input, dim, index, src=None, *, value=None, reduce=None):
 
 def scatter_add(input, dim, index, src):
     """A copy of input with src summed in at index along dim (repeated indices accumulate)."""
-    d = _check_index("scatter_add", input, dim, index, src)
     if src._data.dtype != input._data.dtype:
         raise RuntimeError("scatter(): Expected self.dtype to be equal to src.dtype")
+    d = _check_index("scatter_add", input, dim, index, src)
     return ScatterAdd.apply(input, src, index=index._data, dim=d, src_shape=src._data.shape)
 
 
@@ -571,6 +580,9 @@ class IndexAdd(Node, name="IndexAddBackward0"):
 def index_add(input, dim, index, source, *, alpha=1):
     """A copy of input with alpha * source summed in at index along dim."""
     d = wrap_dim(dim, input._data.ndim)
+    if source._data.dtype != input._data.dtype:
+        raise RuntimeError(f"index_add_(): self ({_TNAME[input._data.dtype.name]}) and source "
+                           f"({_TNAME[source._data.dtype.name]}) must have the same scalar type")
     ia = _check_vector_index("index_add", index, 0)
     n = input._data.shape[d]
     if ia.size and (ia.min() < 0 or ia.max() >= n):
@@ -608,6 +620,8 @@ def _bool_mask(name, mask):
     return mask._data
 
 
+_TNAME = {"float32": "Float", "float64": "Double", "float16": "Half", "int64": "Long", "int32": "Int",
+          "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool"}
 _DT_SHORT = {"float32": "float", "float64": "double", "int64": "long int", "int32": "int", "uint8": "unsigned char",
              "float16": "c10::Half", "int16": "short int", "int8": "signed char"}
 

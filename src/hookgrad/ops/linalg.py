@@ -68,6 +68,11 @@ class Matmul(Node, name="UnsafeViewBackward0"):
 class Dot(Matmul, name="DotBackward0"):
     saved_names = ("self", "tensor")
 
+    def backward(self, g):
+        a, b = self.saved_tensors
+        nf = self.next_functions
+        return (g * b if nf[0][0] is not None else None), (g * a if nf[1][0] is not None else None)
+
 
 class Mv(Matmul, name="MvBackward0"):
     saved_names = ("self", "vec")

@@ -254,6 +254,7 @@ class BackwardHookFunctionBackward(Node, name="BackwardHookFunctionBackward"):
 
 
 _new = object.__new__
+_INDEX0 = (0,)
 
 
 class BackwardHook:
@@ -281,6 +282,20 @@ class BackwardHook:
     def _apply_on_tensors(self, args, is_output):
         """Wrap the tensors of ``args`` in one identity node (when grad mode is on and one of them
         requires grad); return the new args and the tensor positions (None when nothing was wrapped)."""
+        if len(args) == 1:                         # fast path: one tensor (most layers)
+            t = args[0]
+            if isinstance(t, Tensor):
+                if not (t.requires_grad and _state.enabled):
+                    return args, None
+                node = _new(BackwardHookFunctionBackward)
+                node._bw_hook = self
+                node._is_output = is_output
+                out = node._record((t,), (t._data,))[0]
+                out._vc = t._vc
+                base = t if t._base is None else t._base
+                if base.grad_fn is not None or not base.requires_grad:
+                    out._base = base
+                return ((out,) if type(args) is tuple else type(args)(*(out,))), _INDEX0
         tensors_idx = []
         requires_grad = False
         for i, arg in enumerate(args):
