@@ -148,6 +148,7 @@ def run_backward(roots, grads, keep_graph, create_graph, inputs=None, accumulate
     pop = heapq.heappop
     push = heapq.heappush
     anomaly = _anomaly
+    _make = _g.Tensor._make
     try:
         while ready:
             fn = pop(ready)[2]
@@ -192,7 +193,12 @@ def run_backward(roots, grads, keep_graph, create_graph, inputs=None, accumulate
                     nb = buffers[nxt] = [None] if m is None else [None] * len(m)
                 if g is not None:
                     old = nb[slot]
-                    nb[slot] = g if old is None else old + g
+                    if old is None:
+                        nb[slot] = g
+                    elif create_graph:
+                        nb[slot] = old + g
+                    else:       # plain sum of two gradients of the same shape and dtype
+                        nb[slot] = _make(old._data + g._data)
                 if d == 0:
                     push(ready, (-nxt._seq, counter, nxt))
                     counter += 1

@@ -240,11 +240,12 @@ def where(condition, input=None, other=None):
         return Where.apply(Tensor._make(cond), a, b, **params)
     except ValueError:
         shapes = [cond.shape] + [t._data.shape for t in ts]
-        sa = np.broadcast_shapes(*shapes[:2]) if len(shapes) > 2 else shapes[0]
         try:
-            np.broadcast_shapes(*shapes[:2])
+            sa = np.broadcast_shapes(*shapes[:2])
         except ValueError:
             raise _size_mismatch(shapes[0], shapes[1]) from None
+        if len(shapes) < 3:
+            raise
         raise _size_mismatch(sa, shapes[2]) from None
 
 

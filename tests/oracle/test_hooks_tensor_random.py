@@ -1,0 +1,85 @@
+"""Random small op graphs with hooks on random intermediates: the event sequence (order, arguments,
+counts) and all gradients must match torch. Built with hypothesis."""
+import numpy as np
+from hypothesis import given, settings, strategies as st, HealthCheck
+
+from oracle import events
+
+UNARY = ("sin", "exp_small", "relu", "neg", "mul2", "tanh")
+BINARY = ("add", "mul", "sub")
+
+
+def _unary(lib, name, t):
+    if name == "exp_small":
+        return (t * 0.1).exp()
+    if name == "mul2":
+        return t * 2
+    return getattr(t, name)()
+
+
+def _binary(name, a, b):
+    return {"add": a + b, "mul": a * b, "sub": a - b}[name]
+
+
+op = st.one_of(
+    st.tuples(st.just("u"), st.sampled_from(UNARY), st.integers(0, 50)),
+    st.tuples(st.just("b"), st.sampled_from(BINARY), st.tuples(st.integers(0, 50), st.integers(0, 50))),
+)
+hook = st.tuples(st.integers(0, 50), st.sampled_from(("t_log", "t_scale", "retain", "pre", "post", "post_scale",
+                                                       "pre_scale", "multi")))
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
+@given(ops=st.lists(op, min_size=1, max_size=8), hooks=st.lists(hook, max_size=6),
+       mode=st.sampled_from(("backward", "backward_twice", "grad", "inputs")), seed=st.integers(0, 3))
+def test_random_graph_hooks(ops, hooks, mode, seed):
+    data = np.random.default_rng(seed).standard_normal((3, 3)).astype(np.float32)
+
+    def s(lib, log):
+        leaves = [lib.tensor(data[i], requires_grad=True) for i in range(3)]
+        nodes = list(leaves)
+        for kind, name, arg in ops:
+            if kind == "u":
+                nodes.append(_unary(lib, name, nodes[arg % len(nodes)]))
+            else:
+                nodes.append(_binary(name, nodes[arg[0] % len(nodes)], nodes[arg[1] % len(nodes)]))
+        retained = []
+        for k, (idx, h) in enumerate(hooks):
+            t = nodes[idx % len(nodes)]
+            tag = f"{h}{k}@{idx % len(nodes)}"
+            if h == "t_log":
+                t.register_hook(lambda g, tag=tag: log(tag, g))
+            elif h == "t_scale":
+                t.register_hook(lambda g, tag=tag: (log(tag, g), g * 2)[1])
+            elif h == "retain":
+                t.retain_grad()
+                retained.append(t)
+            elif h == "multi":
+                pair = (t, nodes[(idx + 1) % len(nodes)])
+                lib.autograd.graph.register_multi_grad_hook(pair, lambda gs, tag=tag: log(tag, gs))
+            elif t.grad_fn is not None:
+                n = t.grad_fn
+                if h == "pre":
+                    n.register_prehook(lambda go, tag=tag: log(tag, go))
+                elif h == "pre_scale":
+                    n.register_prehook(lambda go, tag=tag: (log(tag, go), tuple(None if g is None else g * 3
+                                                                                for g in go))[1])
+                elif h == "post":
+                    n.register_hook(lambda gi, go, tag=tag: log(tag, gi, go))
+                else:
+                    n.register_hook(lambda gi, go, tag=tag: (log(tag, len(gi)), tuple(None if g is None else g * 0.5
+                                                                                       for g in gi))[1])
+        loss = (nodes[-1] * nodes[-1]).sum() + nodes[len(nodes) // 2].sum()
+        if mode == "backward":
+            loss.backward()
+        elif mode == "backward_twice":
+            loss.backward(retain_graph=True)
+            loss.backward()
+        elif mode == "grad":
+            targets = [t for t in nodes[1::2] if t.requires_grad]
+            log("grads", lib.autograd.grad(loss, targets, allow_unused=True))
+        else:
+            loss.backward(inputs=[nodes[len(nodes) // 2], leaves[0]])
+        log("leaf grads", [t.grad for t in leaves])
+        log("retained", [t.grad for t in retained])
+    events(s)
