@@ -40,6 +40,7 @@ from .autograd import Node as _Node
 from . import utils
 from . import nn
 from . import optim
+from . import models
 from .serialization import save, load
 
 FloatTensor = DoubleTensor = LongTensor = Tensor  # isinstance() checks in old code

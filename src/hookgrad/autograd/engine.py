@@ -40,11 +40,6 @@ class _GraphTask:
         self.needed = needed
         self.captures = captures
 
-    def will_execute(self, fn):
-        if self.needed is None:
-            return fn in self.seen
-        return bool(self.needed.get(fn)) or (self.captures is not None and fn in self.captures)
-
 
 def _current_graph_task_id():
     """Id of the backward pass running on this thread (-1 outside backward)."""
@@ -53,15 +48,20 @@ def _current_graph_task_id():
 
 
 def _will_engine_execute_node(node):
-    """Whether the current backward pass will execute (or capture at) ``node``."""
+    """Whether the current backward pass will execute (or capture at) ``node`` (torch's rules)."""
     tasks = _tls.tasks
     if not tasks:
-        raise RuntimeError("_will_engine_execute_node should only be called during the backward pass")
+        raise RuntimeError("_get_should_execute_nodes should only be called during the backward pass")
     task = tasks[-1]
-    if task.captures is not None and type(node) is _g.AccumulateGrad:
-        raise RuntimeError("A leaf node was passed to _will_engine_execute_node but we are currently running "
-                           "autograd.grad(). This is currently not supported.")
-    return task.will_execute(node)
+    ret = node in task.seen
+    if ret and task.needed is not None:
+        caps = task.captures
+        if not (task.needed.get(node) or (caps is not None and node in caps)):
+            return False
+        if caps is not None and node in caps and not any(n is not None for n, _ in node.next_functions):
+            raise RuntimeError("A leaf node was passed to _will_engine_execute_node but we are currently running "
+                               "autograd.grad(). This is currently not supported.")
+    return ret
 
 
 def _collect(root):
