@@ -18,7 +18,7 @@ venv: $(STAMP)
 
 test: $(STAMP)
 	@$(MAKE) --no-print-directory lines
-	$(BIN)/python -m pytest -q -p no:cacheprovider tests
+	$(BIN)/python -m pytest -p no:cacheprovider tests
 
 demo: $(STAMP)
 	$(BIN)/python examples/run_all.py

@@ -2,6 +2,12 @@
 
 ``import hookgrad as torch`` runs PyTorch code unchanged where hookgrad covers the API.
 """
+import numpy as _np
+
+# PyTorch computes inf/nan silently; NumPy would warn from inside every op. NOTE: this sets NumPy's
+# error state for the importing thread (documented in docs/differences.md).
+_np.seterr(divide="ignore", invalid="ignore", over="ignore", under="ignore")
+
 from ._dtype import (dtype, bool_ as bool, uint8, int8, int16, int32, int64, float16, float32, float64,
                      get_default_dtype, set_default_dtype, promote_types)
 from ._dtype import float16 as half, float32 as float, float64 as double, int64 as long, int32 as int, \

@@ -7,15 +7,6 @@ import oracle
 from oracle import check
 
 
-def _to_np(x):
-    # torch returns ZeroTensors for some second-order grads (abs, relu...); .numpy() refuses them
-    if isinstance(x, (torch.Tensor, hookgrad.Tensor)):
-        return x.detach().numpy(force=True) if isinstance(x, torch.Tensor) else x.detach().numpy()
-    return x
-
-
-oracle.to_np = _to_np   # TODO(oracle owner): make oracle.to_np ZeroTensor-safe, then drop this
-
 KINDS = {
     "n": lambda rng, s: rng.standard_normal(s),
     "p": lambda rng, s: rng.uniform(0.5, 2.0, s),          # positive (log, sqrt, pow base)

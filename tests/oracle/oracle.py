@@ -37,7 +37,8 @@ def _flatten(out):
 
 def to_np(x):
     if isinstance(x, torch.Tensor):
-        return x.detach().numpy()
+        # force=True also materialises the ZeroTensors torch returns for some second-order grads
+        return x.detach().numpy(force=True)
     if isinstance(x, hookgrad.Tensor):
         return x.detach().numpy()
     return x

@@ -144,8 +144,9 @@ def test_resnet18_same_init_as_torch_for_same_seed():
     hookgrad.manual_seed(3)
     h = hm.resnet18()
     hs = h.state_dict()
-    for k, v in ref.state_dict().items():
-        np.testing.assert_array_equal(hs[k].numpy(), v.numpy(), err_msg=k)
+    for k, v in ref.state_dict().items():   # NOTE: normal_ on >=16 values is Box-Muller in float64 here and
+        # float32 in torch, so draws agree to ~1 ulp, not bitwise (same tolerance as test_random.py)
+        np.testing.assert_allclose(hs[k].numpy(), v.numpy(), rtol=1e-5, atol=1e-7, err_msg=k)
 
 
 @pytest.mark.parametrize("name", ["resnet18", "resnet34", "resnet50"])

@@ -37,9 +37,9 @@ class _Anomaly:
     """What the engine calls instead of the plain node step while anomaly mode is on."""
 
     @staticmethod
-    def run(fn, buf):
+    def run(fn, buf, task=None):
         try:
-            outs = _engine._run_node(fn, buf)
+            outs = _engine._run_node(fn, buf, task)
             if _st.check_nan:
                 for i, g in enumerate(outs):
                     if g is not None and g._data.dtype.kind == "f" and np.isnan(g._data).any():

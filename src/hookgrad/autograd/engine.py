@@ -165,8 +165,8 @@ def run_backward(roots, grads, keep_graph, create_graph, inputs=None, accumulate
                 if not need:
                     continue
             # -- the node, with its hooks (spec 2.1); same steps as _run_node, inlined --
-            if anomaly is not None:
-                outs = anomaly.run(fn, buf)
+            if anomaly is not None or exec_needed is not None:
+                outs = (anomaly or _Plain).run(fn, buf, task)
             else:
                 if fn._hooked:
                     buf = _tensor_pre_hooks(fn, buf)
@@ -213,18 +213,29 @@ def run_backward(roots, grads, keep_graph, create_graph, inputs=None, accumulate
     return captured
 
 
-def _run_node(fn, buf):
-    """Steps 1-5 at one node: tensor hooks, retain_grad, pre-hooks, the node, post-hooks."""
+def _run_node(fn, buf, task=None):
+    """Steps 1-5 at one node: tensor hooks, retain_grad, pre-hooks, the node, post-hooks.
+
+    Under backward(inputs=) / autograd.grad, grads towards nodes that will not run are dropped
+    before the post-hooks, as PyTorch's built-in nodes never compute them (custom Functions do)."""
     if fn._hooked:
         buf = _tensor_pre_hooks(fn, buf)
     pre = fn._pre_hooks
     if pre:
         buf = _run_pre_hooks(pre, buf)
     outs = fn._run_backward(buf)
+    if task is not None and task.needed is not None and fn._masks_unneeded:
+        needed, caps = task.needed, task.captures
+        outs = [None if nxt is None or not (needed.get(nxt) or (caps is not None and nxt in caps)) else g
+                for (nxt, _), g in zip(fn.next_functions, outs)]
     post = fn._post_hooks
     if post:
         outs = _run_post_hooks(post, outs, buf)
     return outs
+
+
+class _Plain:
+    run = staticmethod(_run_node)
 
 
 def _run_pre_hooks(pre, buf):

@@ -52,6 +52,7 @@ class BackwardCFunction(Node, FunctionCtx):
     materialize_grads = True
     _is_tensor_input = ()       # per forward argument: is it a Tensor (an edge in next_functions)?
     _needs_input_grad = ()
+    _masks_unneeded = False     # like torch's PyNode: post-hooks see every grad backward returned
 
     @property
     def needs_input_grad(self):

@@ -208,6 +208,7 @@ class Node:
     _in_meta = ()                 # per next_functions entry: (shape, numpy dtype) or None
     _out_meta = None              # multi-output nodes: [(shape, hookgrad dtype)] per output
     _trace = None                 # forward traceback, recorded only in anomaly mode
+    _masks_unneeded = True        # engine drops grads towards nodes a pass will not run (not custom Functions)
     next_functions = ()
     _seq = 0
 
