@@ -194,3 +194,15 @@ def test_hookgrad_exposes_models_and_hooks_fire_on_resnet():
         model(hookgrad.randn(1, 3, 32, 32))
     handle.remove()
     assert seen == [(1, 512, 1, 1)]
+
+
+def test_seed14_feature_extraction_example_prints_the_seeds_shape():
+    """examples/seed14_resnet_features.py (the torch side needs torchvision, so the expected line is the seed's)."""
+    import os
+    import subprocess
+    import sys
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    r = subprocess.run([sys.executable, os.path.join(root, "examples", "seed14_resnet_features.py")],
+                       capture_output=True, text=True, env=dict(os.environ, PYTHONIOENCODING="utf-8"), timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == "从 avgpool 中提取的特征形状: torch.Size([1, 512, 1, 1])\n"

@@ -149,6 +149,16 @@ def run_backward(roots, grads, keep_graph, create_graph, inputs=None, accumulate
     push = heapq.heappush
     anomaly = _anomaly
     _make = _g.Tensor._make
+    if exec_needed is None and anomaly is None and not create_graph:
+        try:
+            executed = _run_arrays(first, first_buf, deps)
+        finally:
+            _state.enabled = prev
+            tasks.pop()
+        if not keep_graph:
+            for fn in executed:
+                fn._release()
+        return captured
     try:
         while ready:
             fn = pop(ready)[2]
@@ -211,6 +221,45 @@ def run_backward(roots, grads, keep_graph, create_graph, inputs=None, accumulate
         for fn in executed:
             fn._release()
     return captured
+
+
+def _run_arrays(first, first_buf, deps):
+    """The plain ``backward()`` loop (no create_graph, no inputs=, no anomaly mode): input buffers
+    hold NumPy arrays, and Tensors are built only where a hook or a Tensor-level backward needs
+    them. Same order and hook steps as the general loop. Returns the executed nodes."""
+    _make = _g.Tensor._make
+    buffers = {first: [None if g is None else g._data for g in first_buf]}
+    ready = [(-first._seq, 0, first)]
+    counter = 1
+    executed = []
+    pop = heapq.heappop
+    push = heapq.heappush
+    while ready:
+        fn = pop(ready)[2]
+        buf = buffers.pop(fn)
+        if fn._np and not fn._hooked:
+            outs = fn._np_run(buf)
+        else:
+            outs = _run_node(fn, [None if a is None else _make(a) for a in buf])
+            outs = [None if o is None else o._data for o in outs]
+        if fn._saved:
+            executed.append(fn)
+        for (nxt, slot), g in zip(fn.next_functions, outs):
+            if nxt is None:
+                continue
+            d = deps[nxt] - 1
+            deps[nxt] = d
+            nb = buffers.get(nxt)
+            if nb is None:
+                m = nxt._out_meta
+                nb = buffers[nxt] = [None] if m is None else [None] * len(m)
+            if g is not None:
+                old = nb[slot]
+                nb[slot] = g if old is None else old + g
+            if d == 0:
+                push(ready, (-nxt._seq, counter, nxt))
+                counter += 1
+    return executed
 
 
 def _run_node(fn, buf, task=None):

@@ -27,6 +27,33 @@ __all__ = ["Node", "AccumulateGrad", "saved_tensors_hooks", "save_on_cpu", "disa
 
 _seq = itertools.count()
 _new = object.__new__
+_ndarray = np.ndarray
+_asarray = np.asarray
+
+
+def expand_np(g, shape):
+    """A read-only broadcast of ``g`` to ``shape`` (like Tensor.expand: stride-0 dims).
+
+    NOTE: ``np.broadcast_to`` costs ~2.5 us in Python; building the strided view directly ~1 us."""
+    if g.flags.c_contiguous and g.ndim <= len(shape):
+        gs = (1,) * (len(shape) - g.ndim) + g.shape
+        st = (0,) * (len(shape) - g.ndim) + g.strides
+        strides = tuple(0 if a == 1 and b != 1 else t for a, b, t in zip(gs, shape, st))
+        out = _ndarray(shape, g.dtype, buffer=g, strides=strides)
+        out.flags.writeable = False
+        return out
+    return np.broadcast_to(g, shape)
+
+
+def sum_to_shape(a, shape):
+    """Sum a broadcast array back to ``shape`` (undoing broadcasting on NumPy arrays)."""
+    lead = a.ndim - len(shape)
+    axes = tuple(range(lead)) + tuple(i + lead for i, s in enumerate(shape) if s == 1 and a.shape[i + lead] != 1)
+    if axes:
+        a = a.sum(axis=axes, keepdims=True)
+    if lead:
+        a = a.reshape(shape)
+    return a
 _MAX_SEQ = float("inf")
 _NO_EDGE = (None, 0)
 
@@ -117,6 +144,25 @@ class SavedTensor:
             self._tensor = None
             self._data = None
 
+    @staticmethod
+    def _of_input(tensor):
+        """Fast path for saving an input while no saved-tensor hooks are active."""
+        st = _new(SavedTensor)
+        st._data = None
+        st._tensor = tensor
+        st._vc = vc = tensor._vc
+        st._version = vc[0]
+        st._unpack = None
+        return st
+
+    def data(self):
+        """The saved value as a NumPy array (version-checked): what array-level backward reads."""
+        vc = self._vc
+        if vc is not None and self._unpack is None and vc[0] == self._version:
+            t = self._tensor
+            return t._data if t is not None else self._data
+        return self.unpack()._data
+
     def _materialize(self):
         if self._tensor is not None:
             return self._tensor
@@ -176,6 +222,12 @@ def _user_stack():
     return traceback.format_list(frames)
 
 
+def _version_error(tensor, version):
+    st = SavedTensor._of_input(tensor)
+    st._version = version
+    st.unpack()     # raises PyTorch's "modified by an inplace operation" error
+
+
 def _short_name(node):
     return re.sub(r"Backward\d*$", "", node.name())
 
@@ -205,6 +257,7 @@ class Node:
     _metadata = None
     _saved = ()
     _freed = False
+    _versions = None              # versions of lightly saved inputs (parallel to _saved), see _record
     _in_meta = ()                 # per next_functions entry: (shape, numpy dtype) or None
     _out_meta = None              # multi-output nodes: [(shape, hookgrad dtype)] per output
     _trace = None                 # forward traceback, recorded only in anomaly mode
@@ -216,6 +269,11 @@ class Node:
         super().__init_subclass__(**kw)
         if name is not None:
             cls.__name__ = cls.__qualname__ = name
+        # a subclass that redefines backward must not inherit an array-level twin of another formula
+        if "backward" in cls.__dict__ and "backward_np" not in cls.__dict__:
+            cls.backward_np = None
+        if "_np" not in cls.__dict__:
+            cls._np = cls.backward_np is not None
 
     # ---- construction: the one place where graphs are recorded ----
     @classmethod
@@ -241,10 +299,13 @@ class Node:
         else:
             out = node.forward(*[a._data if isinstance(a, T) else a for a in args])
             rec = False
-            for a in args:
-                if isinstance(a, T) and a.requires_grad:
-                    rec = True
-                    break
+            if _state.enabled:
+                for a in args:
+                    if isinstance(a, T) and a.requires_grad:
+                        rec = True
+                        break
+        if type(out) is not _ndarray:
+            out = tuple(o if type(o) is _ndarray else _asarray(o) for o in out) if type(out) is tuple else _asarray(out)
         if rec and _state.enabled:
             return node._record(args, out)
         if type(out) is tuple:
@@ -258,13 +319,22 @@ class Node:
         return t
 
     def _record(self, args, out):
+        """Record this node as the grad_fn of ``out``: edges to the inputs' history, input metadata
+        for undoing broadcasting and promotion, saved tensors."""
         T = Tensor
         edges = []
         meta = []
         for a in args:
             if isinstance(a, T) and a.requires_grad:
                 gf = a.grad_fn
-                edges.append((a._grad_accumulator(), 0) if gf is None else (gf, a._output_nr))
+                if gf is None:
+                    ref = a._grad_acc
+                    gf = ref() if ref is not None else None
+                    if gf is None:
+                        gf = a._grad_accumulator()
+                    edges.append((gf, 0))
+                else:
+                    edges.append((gf, a._output_nr))
                 d = a._data
                 meta.append((d.shape, d.dtype))
             else:
@@ -289,20 +359,45 @@ class Node:
             res._vc = [0]
         save = self.save
         if save:
+            # Inputs are kept as the tensors themselves plus their version at save time; a
+            # SavedTensor object is only built for outputs, under saved-tensor hooks, or when
+            # grad_fn._raw_saved_<name> asks for one (hot path: two list appends per input).
             saved = []
-            for i in save:
-                if i == -1:
-                    saved.append(SavedTensor(first, self, 0))
-                else:
-                    a = args[i]
-                    saved.append(SavedTensor(a) if isinstance(a, T) else a)
+            if _hooks_tls.stack:
+                for i in save:
+                    a = first if i == -1 else args[i]
+                    saved.append(SavedTensor(a, self, 0) if i == -1 else SavedTensor(a) if isinstance(a, T) else a)
+            else:
+                vers = []
+                for i in save:
+                    if i == -1:
+                        saved.append(SavedTensor(first, self, 0))
+                        vers.append(None)
+                    else:
+                        a = args[i]
+                        saved.append(a)
+                        vers.append(a._vc[0] if isinstance(a, T) else None)
+                self._versions = vers
             self._saved = saved
         return res
 
     # ---- what backward code uses ----
     @property
     def saved_tensors(self):
-        return tuple([s.unpack() if type(s) is SavedTensor else s for s in self._saved])
+        if self._freed:
+            raise RuntimeError(_FREED)
+        vers = self._versions
+        if vers is None:
+            return tuple([s.unpack() if type(s) is SavedTensor else s for s in self._saved])
+        out = []
+        for s, v in zip(self._saved, vers):
+            if v is not None:
+                if s._vc[0] != v:
+                    _version_error(s, v)
+                out.append(s)
+            else:
+                out.append(s.unpack() if type(s) is SavedTensor else s)
+        return tuple(out)
 
     @property
     def needs_input_grad(self):
@@ -314,10 +409,64 @@ class Node:
     def backward(self, *grads):  # pragma: no cover - abstract
         raise NotImplementedError(f"{self.name()} has no backward")
 
+    def saved_arrays(self):
+        """The saved values as NumPy arrays (non-tensor arguments as they were): for backward_np."""
+        if self._freed:
+            raise RuntimeError(_FREED)
+        vers = self._versions
+        if vers is None:
+            return [s.data() if type(s) is SavedTensor else s for s in self._saved]
+        out = []
+        for s, v in zip(self._saved, vers):
+            if v is not None:
+                if s._vc[0] != v:
+                    _version_error(s, v)
+                out.append(s._data)
+            else:
+                out.append(s.data() if type(s) is SavedTensor else s)
+        return out
+
+    # Optional: ``backward_np(self, *grad_arrays)`` computing the same gradients on NumPy arrays.
+    # Used when no graph of the gradient is needed (create_graph=False), where it skips the Tensor
+    # layer; ``backward`` stays the definition (and is what double backward differentiates).
+    backward_np = None
+    _np = False
+
+    def _np_run(self, buf):
+        """grad_inputs as arrays from grad_outputs as arrays (single-output nodes with backward_np)."""
+        g = buf[0]
+        nf = self.next_functions
+        if g is None or len(buf) != 1:
+            return (None,) * len(nf)
+        res = self.backward_np(g)
+        if type(res) is not tuple:
+            res = (res,)
+        out = []
+        for (fn, _), gx, meta in zip(nf, res, self._in_meta):
+            if fn is None or gx is None:
+                out.append(None)
+                continue
+            if type(gx) is not _ndarray:
+                gx = _asarray(gx)
+            if gx.shape != meta[0]:
+                gx = sum_to_shape(gx, meta[0])
+            if gx.dtype != meta[1]:
+                gx = gx.astype(meta[1])
+            out.append(gx)
+        return out
+
     # ---- called by the engine ----
     def _run_backward(self, grads):
         """Compute grad_inputs from grad_outputs: materialise, call backward, undo broadcasting."""
         nf = self.next_functions
+        if self._np and not _state.enabled and len(grads) == 1:
+            g = grads[0]
+            out = self._np_run([None if g is None else g._data])
+            make = Tensor._make
+            out = [None if a is None else make(a) for a in out]
+            if len(out) < len(nf):
+                out.extend([None] * (len(nf) - len(out)))
+            return out
         if len(grads) == 1:
             if grads[0] is None:
                 return (None,) * len(nf)
@@ -355,6 +504,8 @@ class Node:
             for s in self._saved:
                 if type(s) is SavedTensor:
                     s.free()
+            self._saved = [None] * len(self._saved)   # drop the references; keep the count
+            self._versions = None
             self._freed = True
 
     # ---- public Node API ----
@@ -371,6 +522,7 @@ class Node:
         """Post-hook ``fn(grad_inputs, grad_outputs)``; may return a tuple replacing grad_inputs."""
         if self._post_hooks is None:
             self._post_hooks = HookDict()
+        self._hooked = True
         h = RemovableHandle(self._post_hooks)
         self._post_hooks[h.id] = fn
         return h
@@ -379,6 +531,7 @@ class Node:
         """Pre-hook ``fn(grad_outputs)``; may return a tuple replacing grad_outputs."""
         if self._pre_hooks is None:
             self._pre_hooks = HookDict()
+        self._hooked = True
         h = RemovableHandle(self._pre_hooks)
         self._pre_hooks[h.id] = fn
         return h
@@ -406,7 +559,17 @@ class Node:
             key = attr[len("_raw_saved_"):] if raw else attr[len("_saved_"):]
             names = type(self).saved_names
             if key in names:
-                s = self._saved[names.index(key)] if self._saved else None
+                if self._freed:
+                    raise RuntimeError(_FREED)
+                i = names.index(key)
+                s = self._saved[i] if self._saved else None
+                vers = self._versions
+                if vers is not None and vers[i] is not None:
+                    # a lightly saved input: make it a SavedTensor now (register_hooks needs one)
+                    st = SavedTensor._of_input(s)
+                    st._version = vers[i]
+                    self._saved[i] = s = st
+                    vers[i] = None
                 if type(s) is not SavedTensor:
                     return s
                 if raw:
@@ -448,6 +611,27 @@ class AccumulateGrad(Node):
     def __repr__(self):
         return f"<AccumulateGrad object at {hex(id(self))}>"
 
+    _np = True
+
+    def _np_run(self, buf):
+        """Array-level accumulation (plain backward, no hooks bound to this leaf's accumulator)."""
+        g = buf[0]
+        if g is None:
+            return ()
+        var = self.variable
+        grad = var._grad
+        if grad is None:
+            var._grad = Tensor._make(np.array(g, dtype=var._data.dtype, copy=True))
+        else:
+            gd = grad._data
+            if gd.shape != g.shape or not gd.flags.writeable:
+                return self._run_backward([Tensor._make(g)])
+            np.add(gd, g, out=gd, casting="unsafe")
+            grad._vc[0] += 1
+        if var._post_accumulate_grad_hooks:
+            _run_post_accumulate_hooks(var)
+        return ()
+
     def _run_backward(self, grads):
         g = grads[0]
         var = self.variable
@@ -470,15 +654,18 @@ class AccumulateGrad(Node):
             else:
                 np.add(gd, g._data, out=gd, casting="unsafe")
                 var._grad._vc[0] += 1
-        hooks = var._post_accumulate_grad_hooks
-        if hooks:
-            for hook in tuple(hooks.values()):
-                r = hook(var)
-                if r is not None:
-                    if isinstance(r, Tensor):
-                        raise RuntimeError("Tensor post accumulate grad hooks should return None.")
-                    raise TypeError(f"expected Variable, but hook returned '{type(r).__name__}'")
+        if var._post_accumulate_grad_hooks:
+            _run_post_accumulate_hooks(var)
         return ()
+
+
+def _run_post_accumulate_hooks(var):
+    for hook in tuple(var._post_accumulate_grad_hooks.values()):
+        r = hook(var)
+        if r is not None:
+            if isinstance(r, Tensor):
+                raise RuntimeError("Tensor post accumulate grad hooks should return None.")
+            raise TypeError(f"expected Variable, but hook returned '{type(r).__name__}'")
 
 
 class GraphRoot(Node, name="GraphRoot"):

@@ -292,7 +292,7 @@ class SentenceEncoder(nn.Module):
                     if len(modes) != 1 or pc.get("pooling_mode_mean_sqrt_len_tokens"):
                         raise NotImplementedError(f"pooling config {pc} is not supported")
                     pooling = modes[0]
-        return cls(bert, _load_tokenizer(path, max_len), max_len, pooling, normalize)
+        return cls(bert, _load_tokenizer(path, max_len), max_len, pooling, normalize).eval()
 
     def tokenize(self, sentences):
         """Strings -> dict of int64 tensors ``input_ids``, ``token_type_ids``, ``attention_mask``,

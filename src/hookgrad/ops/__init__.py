@@ -121,9 +121,35 @@ _INPLACE_BINARY = {"add_": E.Add, "sub_": E.Sub, "mul_": E.Mul, "div_": E.Div, "
                    "multiply_": E.Mul, "divide_": E.Div}
 
 
+def _fast_binary(cls, general):
+    """The dunder for the common case (two tensors of one dtype) goes straight to the primitive;
+    anything else (scalars, promotion, lists) takes the general path with PyTorch's rules."""
+    apply = cls.apply
+    from ._dispatch import broadcast_error
+
+    def method(self, other):
+        if type(other) is Tensor and other._data.dtype is self._data.dtype:
+            try:
+                return apply(self, other)
+            except ValueError:
+                raise broadcast_error(self._data.shape, other._data.shape) from None
+        return general(self, other)
+    method.__name__ = general.__name__
+    method.__doc__ = general.__doc__
+    return method
+
+
+_FAST = {"__add__": (E.Add, E.add), "__sub__": (E.Sub, E.sub), "__mul__": (E.Mul, E.mul),
+         "add": (E.Add, E.add), "mul": (E.Mul, E.mul), "sub": (E.Sub, E.sub)}
+
+
 def _install():
     for name, fn in _METHODS.items():
         setattr(Tensor, name, fn)
+    for name, (cls, general) in _FAST.items():
+        if name in ("add", "sub"):
+            continue   # these take alpha=
+        setattr(Tensor, name, _fast_binary(cls, general))
     for name, cls in _INPLACE_BINARY.items():
         setattr(Tensor, name, _make_inplace_binary(cls, name))
     for name in _INPLACE_VIA:

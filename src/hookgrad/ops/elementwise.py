@@ -11,6 +11,17 @@ from .._tensor import Tensor
 from ..autograd.graph import Node
 from ._dispatch import binary, apply_inplace
 
+_ZEROS = {}
+
+
+def _zero(dt):
+    """A cached 0-d zero of a dtype: NumPy ufuncs are ~2x slower with a Python-int operand."""
+    z = _ZEROS.get(dt)
+    if z is None:
+        z = _ZEROS[dt] = np.zeros((), dt)
+    return z
+
+
 _sqrt_2_over_pi = math.sqrt(2.0 / math.pi)
 
 
@@ -22,9 +33,13 @@ class Add(Node, name="AddBackward0"):
     def forward(self, x, y):
         if self.alpha != 1:
             y = y * self.alpha
-        return np.add(x, y, dtype=self.dt)
+        dt = self.dt
+        return np.add(x, y) if dt is None else np.add(x, y, dtype=dt)
 
     def backward(self, g):
+        return g, (g if self.alpha == 1 else g * self.alpha)
+
+    def backward_np(self, g):
         return g, (g if self.alpha == 1 else g * self.alpha)
 
 
@@ -35,9 +50,13 @@ class Sub(Node, name="SubBackward0"):
     def forward(self, x, y):
         if self.alpha != 1:
             y = y * self.alpha
-        return np.subtract(x, y, dtype=self.dt)
+        dt = self.dt
+        return np.subtract(x, y) if dt is None else np.subtract(x, y, dtype=dt)
 
     def backward(self, g):
+        return g, (-g if self.alpha == 1 else g * -self.alpha)
+
+    def backward_np(self, g):
         return g, (-g if self.alpha == 1 else g * -self.alpha)
 
 
@@ -61,10 +80,17 @@ class Mul(Node, name="MulBackward0"):
     dt = None
 
     def forward(self, x, y):
-        return np.multiply(x, y, dtype=self.dt)
+        dt = self.dt
+        return np.multiply(x, y) if dt is None else np.multiply(x, y, dtype=dt)
 
     def backward(self, g):
         x, y = self.saved_tensors
+        nf = self.next_functions
+        return (g * y if nf[0][0] is not None else None,
+                g * x if nf[1][0] is not None else None)
+
+    def backward_np(self, g):
+        x, y = self.saved_arrays()
         nf = self.next_functions
         return (g * y if nf[0][0] is not None else None,
                 g * x if nf[1][0] is not None else None)
@@ -76,7 +102,8 @@ class Div(Node, name="DivBackward0"):
     dt = None
 
     def forward(self, x, y):
-        return np.true_divide(x, y, dtype=self.dt)
+        dt = self.dt
+        return np.true_divide(x, y) if dt is None else np.true_divide(x, y, dtype=dt)
 
     def backward(self, g):
         x, y = self.saved_tensors
@@ -84,6 +111,12 @@ class Div(Node, name="DivBackward0"):
         gx = g / y if nf[0][0] is not None else None
         gy = -g * x / (y * y) if nf[1][0] is not None else None
         return gx, gy
+
+    def backward_np(self, g):
+        x, y = self.saved_arrays()
+        nf = self.next_functions
+        return (g / y if nf[0][0] is not None else None,
+                -g * x / (y * y) if nf[1][0] is not None else None)
 
 
 class Pow(Node, name="PowBackward1"):
@@ -116,6 +149,16 @@ class PowScalar(Pow, name="PowBackward0"):
 
     def backward(self, g):
         x, y = self.saved_tensors
+        if y == 0:
+            return g * 0.0, None
+        if y == 1:
+            return g, None
+        if y == 2:
+            return g * (x * 2.0), None
+        return g * (y * x ** (y - 1)), None
+
+    def backward_np(self, g):
+        x, y = self.saved_arrays()
         if y == 0:
             return g * 0.0, None
         if y == 1:
@@ -193,6 +236,9 @@ class Neg(Node, name="NegBackward0"):
     def backward(self, g):
         return -g
 
+    def backward_np(self, g):
+        return -g
+
 
 class Exp(Node, name="ExpBackward0"):
     save = (-1,)
@@ -204,6 +250,9 @@ class Exp(Node, name="ExpBackward0"):
     def backward(self, g):
         (out,) = self.saved_tensors
         return g * out
+
+    def backward_np(self, g):
+        return g * self.saved_arrays()[0]
 
 
 class Expm1(Exp, name="Expm1Backward0"):
@@ -222,6 +271,9 @@ class Log(Unary, name="LogBackward0"):
     def backward(self, g):
         (x,) = self.saved_tensors
         return g / x
+
+    def backward_np(self, g):
+        return g / self.saved_arrays()[0]
 
 
 class Log2(Unary, name="Log2Backward0"):
@@ -261,6 +313,9 @@ class Sqrt(Node, name="SqrtBackward0"):
     def backward(self, g):
         (out,) = self.saved_tensors
         return g / (out * 2)
+
+    def backward_np(self, g):
+        return g / (self.saved_arrays()[0] * 2)
 
 
 class Rsqrt(Node, name="RsqrtBackward0"):
@@ -330,6 +385,10 @@ class Tanh(Node, name="TanhBackward0"):
         (out,) = self.saved_tensors
         return g * (1 - out * out)
 
+    def backward_np(self, g):
+        out = self.saved_arrays()[0]
+        return g * (1 - out * out)
+
 
 class Sigmoid(Node, name="SigmoidBackward0"):
     save = (-1,)
@@ -341,6 +400,10 @@ class Sigmoid(Node, name="SigmoidBackward0"):
 
     def backward(self, g):
         (out,) = self.saved_tensors
+        return g * (out * (1 - out))
+
+    def backward_np(self, g):
+        out = self.saved_arrays()[0]
         return g * (out * (1 - out))
 
 
@@ -379,6 +442,11 @@ class Scale(Node, name="ThresholdBackwardBackward0"):
         return (Scale.apply(gg, src, f=self.f) if nf[0][0] is not None else None,
                 Tensor._make(np.zeros(src._data.shape, src._data.dtype)) if nf[1][0] is not None else None)
 
+    def backward_np(self, gg):
+        nf = self.next_functions
+        return (np.multiply(gg, self.f, dtype=gg.dtype) if nf[0][0] is not None else None,
+                np.zeros(self._in_meta[1][0], self._in_meta[1][1]) if nf[1][0] is not None else None)
+
 
 def scale(g, f, src=None):
     """Multiply a gradient by a constant factor array (differentiable in g; zero derivative in src)."""
@@ -399,11 +467,16 @@ class Relu(Node, name="ReluBackward0"):
     saved_names = ("result",)
 
     def forward(self, x):
-        return np.maximum(x, 0, dtype=x.dtype)
+        return np.maximum(x, _zero(x.dtype))
 
     def backward(self, g):
         (out,) = self.saved_tensors
         return scale(g, out._data > 0, out)
+
+    def backward_np(self, g):
+        out = self.saved_arrays()[0]
+        z = _zero(g.dtype)
+        return np.where(out > z, g, z)      # NOTE: where() is ~2x faster than g * bool-mask in NumPy
 
 
 class Gelu(Unary, name="GeluBackward0"):

@@ -31,6 +31,12 @@ class Mm(Node, name="MmBackward0"):
         return (g.mm(b.t()) if nf[0][0] is not None else None,
                 a.t().mm(g) if nf[1][0] is not None else None)
 
+    def backward_np(self, g):
+        a, b = self.saved_arrays()
+        nf = self.next_functions
+        return (g @ b.T if nf[0][0] is not None else None,
+                a.T @ g if nf[1][0] is not None else None)
+
 
 class Matmul(Node, name="UnsafeViewBackward0"):
     """Batched / broadcast matmul (any ranks >= 1)."""
@@ -63,6 +69,28 @@ class Matmul(Node, name="UnsafeViewBackward0"):
                 gb = gb.squeeze(-1)
             gb = gb.sum_to_size(b.shape) if gb.shape != b.shape else gb
         return ga, gb
+
+    def backward_np(self, g):
+        a, b = self.saved_arrays()
+        nf = self.next_functions
+        a1, b1 = a.ndim == 1, b.ndim == 1
+        aa = a[None] if a1 else a
+        bb = b[:, None] if b1 else b
+        gg = g
+        if a1:
+            gg = gg[..., None, :]
+        if b1:
+            gg = gg[..., None]
+        ga = gb = None
+        if nf[0][0] is not None:
+            ga = np.matmul(gg, np.swapaxes(bb, -1, -2))
+            if a1:
+                ga = ga[..., 0, :]
+        if nf[1][0] is not None:
+            gb = np.matmul(np.swapaxes(aa, -1, -2), gg)
+            if b1:
+                gb = gb[..., 0]
+        return ga, gb        # broadcast batch dims are summed away by the caller
 
 
 class Dot(Matmul, name="DotBackward0"):
@@ -189,17 +217,26 @@ class Addmm(Node, name="AddmmBackward0"):
                 gb = gb * self.alpha
         return (gbias if nf[0][0] is not None else None), ga, gb
 
+    def backward_np(self, g):
+        a, b = self.saved_arrays()
+        nf = self.next_functions
+        al = self.alpha
+        return ((g if self.beta == 1 else g * self.beta) if nf[0][0] is not None else None,
+                ((g @ b.T) if al == 1 else (g @ b.T) * al) if nf[1][0] is not None else None,
+                ((a.T @ g) if al == 1 else (a.T @ g) * al) if nf[2][0] is not None else None)
+
 
 def addmm(input, mat1, mat2, *, beta=1, alpha=1):
     if mat1._data.ndim != 2 or mat2._data.ndim != 2:
         raise RuntimeError("mat1 must be a matrix" if mat1._data.ndim != 2 else "mat2 must be a matrix")
     if mat1._data.shape[1] != mat2._data.shape[0]:
         raise _shape_err(mat1, mat2)
-    try:
-        np.broadcast_shapes(input._data.shape, (mat1._data.shape[0], mat2._data.shape[1]))
-    except ValueError:
+    bs = input._data.shape
+    n, m = mat1._data.shape[0], mat2._data.shape[1]
+    if len(bs) > 2 or (bs and bs[-1] not in (1, m)) or (len(bs) == 2 and bs[0] not in (1, n)):
         raise RuntimeError(f"The expanded size of the tensor ({mat2._data.shape[1]}) must match the existing size "
-                           f"({input._data.shape[-1]}) at non-singleton dimension 1") from None
+                           f"({input._data.shape[-1]}) at non-singleton dimension 1 (hookgrad: bias of shape "
+                           f"{list(bs)} for a result of shape [{n}, {m}])")
     if beta == 1 and alpha == 1:
         return Addmm.apply(input, mat1, mat2)
     return Addmm.apply(input, mat1, mat2, beta=beta, alpha=alpha)

@@ -3,7 +3,7 @@ import numpy as np
 
 from .. import _dtype as D
 from .._tensor import Tensor
-from ..autograd.graph import Node
+from ..autograd.graph import Node, expand_np
 from ._dispatch import dims_of, wrap_dim
 from .elementwise import scale
 from . import elementwise as _E
@@ -28,6 +28,16 @@ def _sum_dtype(x, dtype):
     return None
 
 
+def _restore_np(g, in_shape, dims, keepdim):
+    """Array twin of _restore."""
+    if dims and not keepdim:
+        shape = list(in_shape)
+        for d in dims:
+            shape[d] = 1
+        return g.reshape(shape)
+    return g
+
+
 class Sum(Node, name="SumBackward0"):
     dims = None
     keepdim = False
@@ -42,6 +52,9 @@ class Sum(Node, name="SumBackward0"):
     def backward(self, g):
         dims = self.dims if self.dims is not None else ()
         return _restore(g, self.in_shape, dims, self.keepdim).expand(self.in_shape)
+
+    def backward_np(self, g):
+        return expand_np(_restore_np(g, self.in_shape, self.dims, self.keepdim), self.in_shape)
 
 
 class SumDim(Sum, name="SumBackward1"):
@@ -79,6 +92,9 @@ class Mean(Node, name="MeanBackward0"):
     def backward(self, g):
         dims = self.dims if self.dims is not None else ()
         return _restore(g / self.n, self.in_shape, dims, self.keepdim).expand(self.in_shape)
+
+    def backward_np(self, g):
+        return expand_np(_restore_np(g / self.n, self.in_shape, self.dims, self.keepdim), self.in_shape)
 
 
 class MeanDim(Mean, name="MeanBackward1"):

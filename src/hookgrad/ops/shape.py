@@ -46,6 +46,9 @@ class View(Node, name="ViewBackward0"):
     def backward(self, g):
         return g.reshape(self.in_shape)
 
+    def backward_np(self, g):
+        return g.reshape(self.in_shape)
+
 
 def _viewable(x, shape):
     try:
@@ -89,6 +92,9 @@ class Alias(Node, name="AliasBackward0"):
     def backward(self, g):
         return g
 
+    def backward_np(self, g):
+        return g
+
 
 def flatten(self, start_dim=0, end_dim=-1):
     nd = self._data.ndim
@@ -130,6 +136,9 @@ class Expand(Node, name="ExpandBackward0"):
 
     def backward(self, g):
         return g.sum_to_size(self.in_shape)
+
+    def backward_np(self, g):
+        return g        # summed back to the input's shape by the caller
 
 
 def expand(self, *sizes):
@@ -182,6 +191,9 @@ class SumToSize(Node, name="SumBackward1"):
     def backward(self, g):
         return g.expand(self.in_shape)
 
+    def backward_np(self, g):
+        return np.broadcast_to(g, self.in_shape)
+
 
 def sum_to_size(self, *size):
     size = _shape_arg(size)
@@ -201,6 +213,9 @@ class Permute(Node, name="PermuteBackward0"):
     def backward(self, g):
         return g.permute(tuple(np.argsort(self.dims)))
 
+    def backward_np(self, g):
+        return g.transpose(np.argsort(self.dims))
+
 
 class Transpose(Node, name="TransposeBackward0"):
     def forward(self, x):
@@ -208,6 +223,9 @@ class Transpose(Node, name="TransposeBackward0"):
 
     def backward(self, g):
         return g.transpose(self.d0, self.d1)
+
+    def backward_np(self, g):
+        return np.swapaxes(g, self.d0, self.d1)
 
 
 def permute(self, *dims):
@@ -238,12 +256,17 @@ def t(self):
     if nd > 2:
         raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {nd}D")
     if nd < 2:
-        return make_view(TNode.apply(self, d0=0, d1=0), self, lambda t: t.t())
-    return make_view(TNode.apply(self, d0=0, d1=1), self, lambda t: t.t())
+        return make_view(TNode.apply(self, d0=0, d1=0), self, _t_replay)
+    return make_view(TNode.apply(self), self, _t_replay)     # d0=0, d1=1 are TNode's defaults
+
+
+def _t_replay(x):
+    return x.t()
 
 
 class TNode(Transpose, name="TBackward0"):
     pass
+    d0, d1 = 0, 1
 
 
 def T(self):
@@ -263,6 +286,9 @@ class Squeeze(Node, name="SqueezeBackward0"):
         return x.reshape(self.shape)
 
     def backward(self, g):
+        return g.reshape(self.in_shape)
+
+    def backward_np(self, g):
         return g.reshape(self.in_shape)
 
 
@@ -305,6 +331,9 @@ class Contiguous(Node, name="CloneBackward0"):
     def backward(self, g):
         return g
 
+    def backward_np(self, g):
+        return g
+
 
 def contiguous(self, memory_format=None):
     if self._data.flags.c_contiguous:
@@ -319,6 +348,9 @@ class Clone(Node, name="CloneBackward0"):
     def backward(self, g):
         return g
 
+    def backward_np(self, g):
+        return g
+
 
 def clone(self, *, memory_format=None):
     return Clone.apply(self)
@@ -329,6 +361,9 @@ class ToCopy(Node, name="ToCopyBackward0"):
         return x.astype(self.dt)
 
     def backward(self, g):
+        return g
+
+    def backward_np(self, g):
         return g
 
 
