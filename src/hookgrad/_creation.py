@@ -112,6 +112,7 @@ class Generator:
 
 
 default_generator = Generator()
+default_generator.seed()   # like PyTorch 2.13, the default generator starts from a random seed
 
 
 def manual_seed(seed):
