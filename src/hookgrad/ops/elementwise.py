@@ -476,7 +476,10 @@ class Relu(Node, name="ReluBackward0"):
     def backward_np(self, g):
         out = self.saved_arrays()[0]
         z = _zero(g.dtype)
-        return np.where(out > z, g, z)      # NOTE: where() is ~2x faster than g * bool-mask in NumPy
+        # NOTE: NumPy's where() beats g * mask on tiny arrays (~2x) and loses badly on large ones (~10x)
+        if g.size <= 4096:
+            return np.where(out > z, g, z)
+        return np.multiply(g, out > z, dtype=g.dtype)
 
 
 class Gelu(Unary, name="GeluBackward0"):
