@@ -183,7 +183,7 @@ gradients were clipped element-wise by <code>Tensor.register_hook</code> hooks.<
 gradient; the map is ReLU of the gradient-weighted sum of the feature maps.</p>
 <img src="gradcam.png" alt="Grad-CAM overlays">
 <h2>Captured features</h2><img src="features.png" alt="features">
-<p>{html.escape(sys.version.split()[0])} / hookgrad {torch.__version__}</p></body></html>"""
+<p>Python {html.escape(sys.version.split()[0])}, hookgrad {torch.__version__}</p></body></html>"""
     path = os.path.join(out_dir, "index.html")
     with open(path, "w", encoding="utf-8") as fh:
         fh.write(page)

@@ -182,11 +182,11 @@ def run_backward(roots, grads, keep_graph, create_graph, inputs=None, accumulate
                     buf = _tensor_pre_hooks(fn, buf)
                 pre = fn._pre_hooks
                 if pre:
-                    buf = _run_pre_hooks(pre, buf)
+                    buf = _run_pre_hooks(pre, buf, fn)
                 outs = fn._run_backward(buf)
                 post = fn._post_hooks
                 if post:
-                    outs = _run_post_hooks(post, outs, buf)
+                    outs = _run_post_hooks(post, outs, buf, fn)
             if fn._saved:
                 executed.append(fn)
             # -- dispatch --
@@ -271,7 +271,7 @@ def _run_node(fn, buf, task=None):
         buf = _tensor_pre_hooks(fn, buf)
     pre = fn._pre_hooks
     if pre:
-        buf = _run_pre_hooks(pre, buf)
+        buf = _run_pre_hooks(pre, buf, fn)
     outs = fn._run_backward(buf)
     if task is not None and task.needed is not None and fn._masks_unneeded:
         needed, caps = task.needed, task.captures
@@ -279,7 +279,7 @@ def _run_node(fn, buf, task=None):
                 for (nxt, _), g in zip(fn.next_functions, outs)]
     post = fn._post_hooks
     if post:
-        outs = _run_post_hooks(post, outs, buf)
+        outs = _run_post_hooks(post, outs, buf, fn)
     return outs
 
 
@@ -287,18 +287,18 @@ class _Plain:
     run = staticmethod(_run_node)
 
 
-def _run_pre_hooks(pre, buf):
+def _run_pre_hooks(pre, buf, fn=None):
     go = tuple(buf)
     for hook in tuple(pre.values()):
-        go = check_tuple_result(hook, go, hook(go))
+        go = check_tuple_result(hook, go, hook(go), fn, "grad_outputs")
     return list(go)
 
 
-def _run_post_hooks(post, outs, buf):
+def _run_post_hooks(post, outs, buf, fn=None):
     go = tuple(buf)
     outs = tuple(outs)
     for hook in tuple(post.values()):
-        outs = check_tuple_result(hook, outs, hook(outs, go))
+        outs = check_tuple_result(hook, outs, hook(outs, go), fn)
     return outs
 
 

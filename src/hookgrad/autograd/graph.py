@@ -87,15 +87,17 @@ def check_tensor_result(hook, old, new):
     return new
 
 
-def check_tuple_result(hook, old, new):
-    """Validate a node hook's return value: None, or a tuple of len(old) with checked entries."""
+def check_tuple_result(hook, old, new, node=None, what="grad_inputs"):
+    """Validate a node hook's return value: None, or a tuple of len(old) with checked entries.
+    ``node`` (when known) is named in the count error, after PyTorch's text."""
     if new is None or new is old:
         return old
     if not isinstance(new, tuple):
         raise TypeError(f"expected tuple, but hook returned '{type(new).__name__}'")
     if len(new) != len(old):
+        where = f" (hookgrad: the hook is on {node.name()}, which has {len(old)} {what})" if node is not None else ""
         raise RuntimeError(f"hook '{hook_name(hook)}' has returned an incorrect number of values "
-                           f"(got {len(new)}, but expected {len(old)})")
+                           f"(got {len(new)}, but expected {len(old)}){where}")
     return tuple(None if n is None else check_tensor_result(hook, o, n) for o, n in zip(old, new))
 
 
