@@ -9,7 +9,7 @@ import numpy as _np
 _np.seterr(divide="ignore", invalid="ignore", over="ignore", under="ignore")
 
 from ._dtype import (dtype, bool_ as bool, uint8, int8, int16, int32, int64, float16, float32, float64,
-                     get_default_dtype, set_default_dtype, promote_types)
+                     get_default_dtype, set_default_dtype, promote_types, finfo, iinfo)
 from ._dtype import float16 as half, float32 as float, float64 as double, int64 as long, int32 as int, \
     int16 as short, uint8 as byte, int8 as char
 from ._tensor import Tensor, Size, device
@@ -42,6 +42,7 @@ from .ops.index import (where, eq, ne, lt, le, gt, ge, not_equal, less, less_equ
                         bitwise_not, isnan, isinf, isfinite, isposinf, isneginf, equal, allclose, isclose, nonzero,
                         argwhere, any, all, index_put)
 from . import autograd
+from .autograd.anomaly_mode import is_anomaly_enabled, is_anomaly_check_nan_enabled, set_anomaly_enabled
 from .autograd import Node as _Node
 from . import utils
 from . import nn

@@ -142,3 +142,42 @@ def scalar_dtype(s):
     if isinstance(s, np.generic):
         return from_numpy_dtype(s.dtype)
     raise TypeError(f"unsupported scalar type {type(s).__name__}")
+
+
+class finfo:
+    """torch.finfo: machine limits of a floating dtype (bits, eps, max, min, tiny, resolution)."""
+
+    def __init__(self, type=None):
+        d = to_dtype(type) if type is not None else get_default_dtype()
+        if not d.is_floating_point:
+            raise TypeError("torch.finfo() requires a floating point input type. Use torch.iinfo to handle "
+                            "'torch.finfo'")
+        f = np.finfo(d.np)
+        self.dtype = d.name
+        self.bits = f.bits
+        self.eps = float(f.eps)
+        self.max = float(f.max)
+        self.min = float(f.min)
+        self.tiny = self.smallest_normal = float(f.tiny)
+        self.resolution = float(f.resolution)
+
+    def __repr__(self):
+        return (f"finfo(resolution={self.resolution:g}, min={self.min:g}, max={self.max:g}, eps={self.eps:g}, "
+                f"smallest_normal={self.tiny:g}, tiny={self.tiny:g}, dtype={self.dtype})")
+
+
+class iinfo:
+    """torch.iinfo: limits of an integer dtype (bits, min, max)."""
+
+    def __init__(self, type):
+        d = to_dtype(type)
+        if d.is_floating_point:
+            raise TypeError("torch.iinfo() requires an integer input type. Use torch.finfo to handle 'torch.iinfo'")
+        i = np.iinfo(d.np) if d is not bool_ else None
+        self.dtype = d.name
+        self.bits = d.itemsize * 8
+        self.min = int(i.min) if i is not None else 0
+        self.max = int(i.max) if i is not None else 1
+
+    def __repr__(self):
+        return f"iinfo(min={self.min}, max={self.max}, dtype={self.dtype})"
