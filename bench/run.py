@@ -4,10 +4,9 @@
     python bench/run.py chain mlp  # workloads whose name contains one of the words
 
 Each workload is a function ``setup(lib) -> step`` where ``lib`` is torch or hookgrad; ``step()`` runs
-one iteration. Times are the median of several repeats of a timed loop; the ratio column is what the
+one iteration. Times are the best of several interleaved timed chunks; the ratio column is what the
 issues' targets refer to (lower is better, 1.0 = as fast as PyTorch eager).
 """
-import statistics
 import sys
 import time
 
@@ -138,24 +137,40 @@ def cnn_train(lib):
 
 
 # ---------------------------------------------------------------- runner
-def _time(step, min_time=0.25, repeats=5):
+def _calibrate(step, min_time):
     step()
     n = 1
     while True:
         t0 = time.perf_counter()
         for _ in range(n):
             step()
-        dt = time.perf_counter() - t0
-        if dt >= min_time / repeats:
-            break
+        if time.perf_counter() - t0 >= min_time:
+            return n
         n *= 2
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        for _ in range(n):
-            step()
-        times.append((time.perf_counter() - t0) / n)
-    return statistics.median(times)
+
+
+def _chunk(step, n):
+    t0 = time.perf_counter()
+    for _ in range(n):
+        step()
+    return (time.perf_counter() - t0) / n
+
+
+def _best(step, n, rounds):
+    return min(_chunk(step, n) for _ in range(rounds))
+
+
+def _time_pair(step_t, step_h, min_time=0.04, rounds=15):
+    """Best chunk time of each library. The minimum is the least disturbed measurement on a shared
+    machine. NOTE: not interleaved: torch's OpenMP threads and NumPy's OpenBLAS threads spin for a
+    while after work, and interleaving makes each library pay for the other's spinning threads."""
+    nt = _calibrate(step_t, min_time)
+    bt = _best(step_t, nt, rounds)
+    time.sleep(0.2)
+    nh = _calibrate(step_h, min_time)
+    bh = _best(step_h, nh, rounds)
+    time.sleep(0.2)
+    return bt, bh
 
 
 def main(argv):
@@ -168,8 +183,7 @@ def main(argv):
         if words and not any(w in name.lower() or w in fn.__name__ for w in words):
             continue
         try:
-            tt = _time(fn(torch))
-            th = _time(fn(hookgrad))
+            tt, th = _time_pair(fn(torch), fn(hookgrad))
         except Exception as e:  # a workload whose API is not there yet is reported, not hidden
             print(f"{name:62s} {'error: ' + type(e).__name__ + ': ' + str(e)[:60]}")
             continue

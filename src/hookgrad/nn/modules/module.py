@@ -21,6 +21,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from ..._tensor import Tensor
+from ...autograd import graph as _graph
 from ...autograd.graph import Node, check_tuple_result
 from ...autograd.grad_mode import _state, no_grad
 from ...utils.hooks import RemovableHandle, HookDict
@@ -290,8 +291,17 @@ class BackwardHook:
                 node = _new(BackwardHookFunctionBackward)
                 node._bw_hook = self
                 node._is_output = is_output
-                out = node._record((t,), (t._data,))[0]
-                out._vc = t._vc
+                if _graph._anomaly_enabled:
+                    out = node._record((t,), (t._data,))[0]
+                    out._vc = t._vc
+                else:   # Node._record for one tensor through an identity, inlined (hot path)
+                    d = t._data
+                    gf = t.grad_fn
+                    node.next_functions = (((t._grad_accumulator(), 0) if gf is None else (gf, t._output_nr)),)
+                    node._in_meta = ((d.shape, d.dtype),)
+                    node._seq = next(_graph._seq)
+                    node._out_meta = [(d.shape, t.dtype)]
+                    out = Tensor._make(d, True, node, 0, t._vc)
                 base = t if t._base is None else t._base
                 if base.grad_fn is not None or not base.requires_grad:
                     out._base = base
@@ -803,7 +813,7 @@ class Module:
 
     def _call_with_hooks(self, args, kwargs):
         result = None
-        called_always_called_hooks = set()
+        called_always_called_hooks = ()     # becomes a set once an always_call hook has run
         try:
             full_backward_hooks = non_full_backward_hooks = backward_pre_hooks = ()
             if self._backward_pre_hooks or _global_backward_pre_hooks:
@@ -840,6 +850,8 @@ class Module:
                 with_kw = self._forward_hooks_with_kwargs
                 for hook_id, hook in (*_global_forward_hooks.items(), *self._forward_hooks.items()):
                     if hook_id in always or hook_id in _global_forward_hooks_always_called:
+                        if not called_always_called_hooks:
+                            called_always_called_hooks = set()
                         called_always_called_hooks.add(hook_id)
                     if hook_id in with_kw or hook_id in _global_forward_hooks_with_kwargs:
                         hook_result = hook(self, args, kwargs, result)
