@@ -45,6 +45,9 @@ from . import autograd
 from .autograd.anomaly_mode import is_anomaly_enabled, is_anomaly_check_nan_enabled, set_anomaly_enabled
 from .autograd import Node as _Node
 from . import utils
+from . import cuda, backends
+from ._misc import (is_tensor, is_floating_point, numel, set_num_threads, get_num_threads,
+                    use_deterministic_algorithms, are_deterministic_algorithms_enabled, compile)
 from . import nn
 from . import optim
 from . import models

@@ -38,3 +38,23 @@ def test_generator_objects_and_state():
     hookgrad.set_rng_state(st)
     np.testing.assert_array_equal(hookgrad.randn(7).numpy(), a.numpy())
     assert hookgrad.manual_seed(5).initial_seed() == torch.manual_seed(5).initial_seed() == 5
+
+
+def _intel_mkl_bernoulli():
+    # PyTorch draws bernoulli_(p) through MKL streams on Intel CPUs; elsewhere its default CPU kernel runs
+    try:
+        return "GenuineIntel" in open("/proc/cpuinfo").read()
+    except OSError:
+        return True
+
+
+@pytest.mark.skipif(_intel_mkl_bernoulli(), reason="PyTorch uses MKL's bernoulli stream on Intel CPUs")
+def test_dropout_and_bernoulli_masks_match_torch():
+    out = []
+    for lib in (torch, hookgrad):
+        lib.manual_seed(11)
+        x = lib.ones(3, 4, 5, 5)
+        out.append([lib.nn.functional.dropout(x, 0.3), lib.nn.functional.dropout2d(x, 0.5),
+                    lib.bernoulli(lib.full((9,), 0.4)), lib.bernoulli(lib.rand(7)), lib.empty(6).bernoulli_(0.2)])
+    for t, h in zip(*out):
+        np.testing.assert_allclose(h.numpy(), t.numpy(), rtol=1e-6)

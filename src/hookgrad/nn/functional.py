@@ -528,7 +528,11 @@ def _dropout(input, p, training, inplace, mshape):
     if not training or p == 0:
         return input
     dt = input._data.dtype
-    keep = C._rng(None).random(mshape, dtype=np.float64) >= p
+    # PyTorch's CPU kernel: mask.bernoulli_(1 - p), i.e. one 53-bit uniform per element, kept if < 1 - p
+    n = 1
+    for d in mshape:
+        n *= d
+    keep = C.default_generator._uniform01(n, np.float64).reshape(mshape) < (1.0 - p)
     mask = (keep * (1.0 / (1.0 - p)) if p < 1 else np.zeros(mshape)).astype(dt)
     if inplace:
         from ..ops._inplace import inplace_apply
