@@ -25,7 +25,7 @@ from .ops.elementwise import (add, sub, subtract, mul, multiply, div, divide, tr
                               absolute, exp, expm1, log, log2, log10, log1p, sqrt, rsqrt, sin, cos, tan, tanh,
                               sigmoid, erf, reciprocal, relu, sign, floor, ceil, round, trunc, fix, frac, clamp,
                               clip, clamp_min, clamp_max, minimum, maximum, fmax, fmin, floor_divide, remainder,
-                              fmod, square, atan2, arctan2, lerp, rsub, clamp_min, clamp_max)
+                              fmod, square, atan2, arctan2, lerp, rsub)
 from .ops.reduce import (sum, mean, prod, var, std, var_mean, std_mean, max, min, amax, amin, argmax, argmin, aminmax,
                          logsumexp, cumsum, cumprod, norm, sort, argsort, topk)
 from .ops.linalg import matmul, mm, bmm, mv, dot, inner, addmm, outer, ger, einsum
@@ -35,7 +35,7 @@ from .ops.shape import (reshape, flatten, unflatten, permute, transpose, swapaxe
 from .ops.join import (cat, concat, concatenate, stack, hstack, vstack, dstack, row_stack, column_stack, split, chunk,
                        tensor_split, unbind, atleast_1d, atleast_2d)
 from .ops.index import (gather, scatter, scatter_add, index_select, index_add, masked_fill, masked_select, take)
-from .ops.elementwise import fmax, fmin, selu, celu, relu6, hardtanh
+from .ops.elementwise import selu, celu, relu6, hardtanh
 from .ops import linalg_ns as linalg, return_types
 from .ops.index import (where, eq, ne, lt, le, gt, ge, not_equal, less, less_equal, greater, greater_equal,
                         logical_and, logical_or, logical_xor, logical_not, bitwise_and, bitwise_or, bitwise_xor,

@@ -104,7 +104,7 @@ _METHODS.update({
     "gather": I.gather, "scatter": I.scatter, "scatter_add": I.scatter_add, "index_select": I.index_select,
     "index_add": I.index_add, "masked_fill": I.masked_fill, "masked_select": I.masked_select, "take": I.take,
     "masked_fill_": I.masked_fill_, "scatter_": I.scatter_, "scatter_add_": I.scatter_add_, "index_add_": I.index_add_,
-    "fix": E.trunc, "hardtanh": E.hardtanh, "clamp_min": E.clamp_min, "clamp_max": E.clamp_max,
+    "fix": E.trunc, "clamp_min": E.clamp_min, "clamp_max": E.clamp_max,
     "var_mean": None, "hstack": None, "vecdot": None,
 })
 for _k in [k for k, v in _METHODS.items() if v is None]:
