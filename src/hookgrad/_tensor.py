@@ -322,6 +322,16 @@ class Tensor:
         self._post_accumulate_grad_hooks[handle.id] = hook
         return handle
 
+    def hooks(self):
+        """The hooks registered on this tensor: ``HookInfo("grad", ...)`` for register_hook and
+        ``HookInfo("post_accumulate_grad", ...)`` for register_post_accumulate_grad_hook."""
+        from .utils.hooks import HookInfo
+        out = []
+        for kind, d in (("grad", self._backward_hooks), ("post_accumulate_grad", self._post_accumulate_grad_hooks)):
+            if d:
+                out.extend(HookInfo(kind, hid, hook, ()) for hid, hook in d.items())
+        return out
+
     def retain_grad(self):
         if not self.requires_grad:
             raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")

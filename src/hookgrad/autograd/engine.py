@@ -149,6 +149,9 @@ def run_backward(roots, grads, keep_graph, create_graph, inputs=None, accumulate
     push = heapq.heappush
     anomaly = _anomaly
     _make = _g.Tensor._make
+    op_hooks = _g._op_hooks
+    if op_hooks:
+        anomaly = _OpHookRunner(anomaly)
     if exec_needed is None and anomaly is None and not create_graph:
         try:
             executed = _run_arrays(first, first_buf, deps)
@@ -285,6 +288,20 @@ def _run_node(fn, buf, task=None):
 
 class _Plain:
     run = staticmethod(_run_node)
+
+
+class _OpHookRunner:
+    """Runs op-level hooks (autograd.graph.OpHook) before and after each node."""
+
+    def __init__(self, inner):
+        self.inner = inner or _Plain
+
+    def run(self, fn, buf, task=None):
+        go = tuple(buf)
+        _g.run_backward_op_hooks(fn, go)
+        outs = self.inner.run(fn, buf, task)
+        _g.run_backward_op_hooks(fn, go, tuple(outs), post=True)
+        return outs
 
 
 def _run_pre_hooks(pre, buf, fn=None):

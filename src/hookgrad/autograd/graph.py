@@ -22,7 +22,7 @@ from .. import _dtype as D
 from ..utils.hooks import RemovableHandle, HookDict, hook_name
 from .grad_mode import _state
 
-__all__ = ["Node", "AccumulateGrad", "saved_tensors_hooks", "save_on_cpu", "disable_saved_tensors_hooks",
+__all__ = ["Node", "OpHook", "register_op_hook", "op_name", "AccumulateGrad", "saved_tensors_hooks", "save_on_cpu", "disable_saved_tensors_hooks",
            "register_multi_grad_hook", "allow_mutation_on_saved_tensors", "increment_version"]
 
 _seq = itertools.count()
@@ -280,6 +280,8 @@ class Node:
     # ---- construction: the one place where graphs are recorded ----
     @classmethod
     def apply(cls, *args, **params):
+        if _op_hooks and not _op_tls.busy:
+            return _apply_with_op_hooks(cls, args, params)
         node = _new(cls)
         if params:
             node.__dict__.update(params)
@@ -762,6 +764,105 @@ def register_multi_grad_hook(tensors, fn, *, mode="all"):
 
         handles = tuple(t.register_hook(wrapped_fn) for t in tensors if t.requires_grad)
     return _MultiHandle(handles)
+
+
+# --------------------------------------------------------------------------------------------
+# op-level hooks (Chainer's function hooks, which PyTorch lacks)
+
+_op_hooks = HookDict()          # id -> OpHook; checked (one global lookup) on every op
+
+
+class _OpTLS(threading.local):
+    def __init__(self):
+        self.busy = False       # True while op hooks run: ops they call themselves are not hooked
+
+
+_op_tls = _OpTLS()
+
+
+class OpHook:
+    """An op-level hook: sees every primitive in forward and every node in backward.
+
+    Override any of the four methods; register with ``register()`` (returns a RemovableHandle) or use
+    the hook as a context manager. Ops that a hook method itself runs are not hooked.
+
+    >>> class Count(OpHook):
+    ...     n = 0
+    ...     def forward_post(self, name, inputs, output, node):
+    ...         self.n += 1
+    >>> with Count() as c:
+    ...     _ = hookgrad.ones(2) * 2 + 1
+    >>> c.n
+    2
+    """
+
+    def forward_pre(self, name, inputs):
+        """Before a primitive runs: ``name`` is its op name (e.g. ``"Mul"``), ``inputs`` its arguments."""
+
+    def forward_post(self, name, inputs, output, node):
+        """After it ran: ``output`` (Tensor or tuple); ``node`` is the grad_fn it recorded, or None."""
+
+    def backward_pre(self, node, grad_outputs):
+        """Before a backward node runs, with the gradients flowing into it."""
+
+    def backward_post(self, node, grad_inputs, grad_outputs):
+        """After it ran, with the gradients it produced for its inputs."""
+
+    def register(self):
+        return register_op_hook(self)
+
+    def __enter__(self):
+        self._handle = self.register()
+        return self
+
+    def __exit__(self, *exc):
+        self._handle.remove()
+
+
+def register_op_hook(hook):
+    """Register an OpHook (or any object with its methods) for every op and backward node."""
+    h = RemovableHandle(_op_hooks)
+    _op_hooks[h.id] = hook
+    return h
+
+
+def op_name(node_or_cls):
+    """The forward op's name of a node class or node: ``MulBackward0`` -> ``Mul``."""
+    name = node_or_cls.__name__ if isinstance(node_or_cls, type) else node_or_cls.name()
+    return re.sub(r"Backward\d*$", "", name)
+
+
+def _apply_with_op_hooks(cls, args, params):
+    hooks = tuple(_op_hooks.values())
+    name = op_name(cls)
+    tls = _op_tls
+    tls.busy = True         # the op itself, and any op a hook runs, go unhooked
+    try:
+        for h in hooks:
+            h.forward_pre(name, args)
+        out = Node.apply.__func__(cls, *args, **params)
+        node = (out[0] if type(out) is tuple else out).grad_fn
+        node = node if type(node) is cls else None
+        for h in hooks:
+            h.forward_post(name, args, out, node)
+    finally:
+        tls.busy = False
+    return out
+
+
+def run_backward_op_hooks(fn, grad_outputs, grad_inputs=None, post=False):
+    """Called by the engine around a node while op hooks are registered."""
+    hooks = tuple(_op_hooks.values())
+    tls = _op_tls
+    tls.busy = True
+    try:
+        for h in hooks:
+            if post:
+                h.backward_post(fn, grad_inputs, grad_outputs)
+            else:
+                h.backward_pre(fn, grad_outputs)
+    finally:
+        tls.busy = False
 
 
 # --------------------------------------------------------------------------------------------

@@ -5,14 +5,18 @@ Every ``register_*`` stores its hook in an id-keyed ``OrderedDict`` at ``handle.
 dicts keyed by the same id, passed as ``extra_dict`` so that ``remove()`` cleans them too.
 """
 import weakref
-from collections import OrderedDict
+from collections import OrderedDict, namedtuple
 
-__all__ = ["RemovableHandle", "unserializable_hook", "warn_if_has_hooks", "hook_name", "HookDict"]
+__all__ = ["HookInfo", "RemovableHandle", "unserializable_hook", "warn_if_has_hooks", "hook_name", "HookDict"]
 
 
 # The dict type every hook lives in, keyed by handle id. It *is* OrderedDict (weak-referenceable,
 # and what PyTorch code inspecting ``tensor._backward_hooks`` or ``module._forward_hooks`` expects).
 HookDict = OrderedDict
+
+HookInfo = namedtuple("HookInfo", "kind id hook flags")
+HookInfo.__doc__ = """One registered hook: its kind (e.g. ``"forward"``), handle id, the callable and its flags
+(``("with_kwargs", "always_call")``...). Returned by ``Module.hooks()`` and ``Tensor.hooks()``."""
 
 
 class RemovableHandle:

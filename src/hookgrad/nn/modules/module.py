@@ -24,7 +24,7 @@ from ..._tensor import Tensor
 from ...autograd import graph as _graph
 from ...autograd.graph import Node, check_tuple_result
 from ...autograd.grad_mode import _state, no_grad
-from ...utils.hooks import RemovableHandle, HookDict
+from ...utils.hooks import HookInfo, RemovableHandle, HookDict
 from ..parameter import Parameter, Buffer
 
 __all__ = ["Module", "register_module_forward_pre_hook", "register_module_forward_hook",
@@ -89,6 +89,19 @@ def register_module_forward_hook(hook, *, with_kwargs=False, always_call=False):
     if always_call:
         _global_forward_hooks_always_called[handle.id] = True
     return handle
+
+
+def global_module_hooks():
+    """The global module hooks (register_module_*), as HookInfo(kind, id, hook, flags)."""
+    out = []
+    for kind, d, flags in (("forward_pre", _global_forward_pre_hooks, {}),
+                           ("forward", _global_forward_hooks, {"with_kwargs": _global_forward_hooks_with_kwargs,
+                                                               "always_call": _global_forward_hooks_always_called}),
+                           ("backward_pre", _global_backward_pre_hooks, {}),
+                           ("full_backward" if _global_is_full_backward_hook else "backward", _global_backward_hooks, {})):
+        for hid, hook in d.items():
+            out.append(HookInfo(kind, hid, hook, tuple(f for f, fd in flags.items() if hid in fd)))
+    return out
 
 
 def register_module_backward_hook(hook):
@@ -774,6 +787,52 @@ class Module:
                               "is deprecated and will be removed in future versions. This hook will be missing "
                               "some grad_input. Please use register_full_backward_hook to get the documented "
                               "behavior.", FutureWarning, stacklevel=2)
+
+    # ---- listing and removing hooks (public; PyTorch issues #2847 and #70455 ask for it) -------
+    _HOOK_KINDS = (  # kind, dict, {flag: flag dict}
+        ("forward_pre", "_forward_pre_hooks", {"with_kwargs": "_forward_pre_hooks_with_kwargs"}),
+        ("forward", "_forward_hooks", {"with_kwargs": "_forward_hooks_with_kwargs",
+                                       "always_call": "_forward_hooks_always_called"}),
+        ("backward_pre", "_backward_pre_hooks", {}),
+        ("backward", "_backward_hooks", {}),
+        ("state_dict_pre", "_state_dict_pre_hooks", {}),
+        ("state_dict", "_state_dict_hooks", {}),
+        ("load_state_dict_pre", "_load_state_dict_pre_hooks", {}),
+        ("load_state_dict_post", "_load_state_dict_post_hooks", {}),
+    )
+
+    def hooks(self):
+        """Every hook registered on this module (not its children), in running order per kind, as
+        ``HookInfo(kind, id, hook, flags)``. Backward hooks are ``"full_backward"`` or ``"backward"``
+        (legacy) as registered.
+
+        >>> m = Linear(2, 2); h = m.register_forward_hook(print, always_call=True)
+        >>> [(i.kind, i.flags) for i in m.hooks()]
+        [('forward', ('always_call',))]
+        """
+        out = []
+        for kind, name, flags in self._HOOK_KINDS:
+            if kind == "backward" and self._is_full_backward_hook:
+                kind = "full_backward"
+            fdicts = {f: self.__dict__[fd] for f, fd in flags.items()}
+            for hid, hook in self.__dict__[name].items():
+                out.append(HookInfo(kind, hid, hook, tuple(f for f, fd in fdicts.items() if hid in fd)))
+        return out
+
+    def remove_hooks(self, kind=None, recurse=False):
+        """Remove every hook of this module (of one ``kind`` if given; and of its submodules if
+        ``recurse``), flag entries included. Returns how many were removed."""
+        n = 0
+        for m in (self.modules() if recurse else (self,)):
+            for k, name, flags in m._HOOK_KINDS:
+                if kind is not None and kind not in (k, "full_backward" if k == "backward" else k):
+                    continue
+                d = m.__dict__[name]
+                n += len(d)
+                d.clear()
+                for fd in flags.values():
+                    m.__dict__[fd].clear()
+        return n
 
     def register_forward_pre_hook(self, hook, *, prepend=False, with_kwargs=False):
         """``hook(module, args) -> None or new args`` (with_kwargs: ``hook(module, args, kwargs) -> None
