@@ -1,0 +1,67 @@
+"""What several tools share: module paths, path patterns, and which module is running now."""
+import fnmatch
+import threading
+
+from ..nn.modules import module as _m
+
+
+def module_paths(model):
+    """``{id(module): path}`` for every module under ``model`` (a shared module keeps its first path;
+    the root's path is ``""``)."""
+    paths = {}
+    for name, mod in model.named_modules(remove_duplicate=False):
+        paths.setdefault(id(mod), name)
+    return paths
+
+
+def select(model, patterns):
+    """``[(path, module)]`` whose path matches any fnmatch pattern (``"layer*.conv1"``, ``"*"``)."""
+    if isinstance(patterns, str):
+        patterns = (patterns,)
+    return [(name, mod) for name, mod in model.named_modules()
+            if any(fnmatch.fnmatchcase(name, p) for p in patterns)]
+
+
+class ModuleStack:
+    """Tracks the module calls in progress under ``model`` through the global module hooks.
+
+    >>> with ModuleStack(model) as stack:
+    ...     model(x)          # inside, stack.path() is e.g. "layer1.0.conv1"
+    """
+
+    def __init__(self, model):
+        self.paths = module_paths(model)
+        self._tls = threading.local()
+        self._handles = []
+
+    def _stack(self):
+        st = getattr(self._tls, "stack", None)
+        if st is None:
+            st = self._tls.stack = []
+        return st
+
+    def _pre(self, module, args):
+        path = self.paths.get(id(module))
+        if path is not None:
+            self._stack().append(path)
+
+    def _post(self, module, args, output):
+        if id(module) in self.paths:
+            st = self._stack()
+            if st:
+                st.pop()
+
+    def path(self):
+        """The innermost running module's path ("" for the root; None outside the model)."""
+        st = self._stack()
+        return st[-1] if st else None
+
+    def __enter__(self):
+        self._handles = [_m.register_module_forward_pre_hook(self._pre),
+                         _m.register_module_forward_hook(self._post, always_call=True)]
+        return self
+
+    def __exit__(self, *exc):
+        for h in self._handles:
+            h.remove()
+        self._handles = []
