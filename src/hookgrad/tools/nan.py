@@ -1,0 +1,202 @@
+"""NaN/Inf localisation: the first op that produced a non-finite value, in forward or backward, with
+its module path, the module's call index and the user's stack line.
+
+    with detect_nonfinite(model):
+        loss = model(x).sum()
+        loss.backward()          # RuntimeError naming the op, module path, call and source line
+
+Built on :class:`hookgrad.autograd.graph.OpHook` (and the global module hooks when a model is
+given). Nothing is registered outside the context, so it costs nothing when off.
+"""
+import numpy as np
+
+from .ophooks import WHERE, _OpTool, _flat, _arr, describe, format_frame, user_frame
+
+__all__ = ["detect_nonfinite", "NonFiniteEvent"]
+
+
+def _bad(a):
+    """``(count, "nan" | "inf" | "nan and inf")`` for the non-finite entries of an array, or None."""
+    if a.dtype.kind not in "fc":
+        return None
+    fin = np.isfinite(a)
+    if fin.all():
+        return None
+    n = int(a.size - np.count_nonzero(fin))
+    has_nan = bool(np.isnan(a).any())
+    has_inf = n > int(np.count_nonzero(np.isnan(a)))
+    return n, ("nan and inf" if has_nan and has_inf else "nan" if has_nan else "inf")
+
+
+def _scan(xs):
+    """``[(index, count, kind)]`` for the entries of ``xs`` holding non-finite values (tensors,
+    arrays and Python floats)."""
+    out = []
+    for i, x in enumerate(xs):
+        a = _arr(x)
+        if a is None:
+            if isinstance(x, float) and not np.isfinite(x):
+                out.append((i, 1, "nan" if x != x else "inf"))
+            continue
+        b = _bad(a)
+        if b is not None:
+            out.append((i, b[0], b[1]))
+    return out
+
+
+def _ordinal(i):
+    return f"{i}{'th' if 10 <= i % 100 <= 20 else {1: 'st', 2: 'nd', 3: 'rd'}.get(i % 10, 'th')}"
+
+
+class NonFiniteEvent:
+    """One place where non-finite values appeared.
+
+    ``phase`` ("forward" or "backward"), ``op`` (forward op name, e.g. ``"Log"``), ``node`` (the
+    backward node's name in backward, e.g. ``"SqrtBackward0"``, else the grad_fn name or None),
+    ``module_path`` and ``call_index`` (None without a model or outside it), ``frame`` (a
+    ``traceback.FrameSummary``: the innermost frame outside hookgrad when the forward op ran),
+    ``output_index``, ``count`` and ``kind`` ("nan", "inf", "nan and inf") of the first bad output,
+    ``input_shapes`` (forward: the op's inputs; backward: the incoming gradients), ``upstream``
+    (True when the inputs / incoming gradients were already non-finite: the values came from
+    outside what was checked, e.g. a NaN in the data or a parameter) and ``message``.
+    """
+
+    __slots__ = ("phase", "op", "node", "module_path", "call_index", "frame", "output_index", "count", "kind",
+                 "input_shapes", "upstream", "message")
+
+    def __init__(self, **kw):
+        for k in self.__slots__:
+            setattr(self, k, kw.get(k))
+
+    @property
+    def stack_line(self):
+        """``"file:line in function: `source`"`` of :attr:`frame`."""
+        return format_frame(self.frame)
+
+    def __repr__(self):
+        return f"NonFiniteEvent({self.message!r})"
+
+    __str__ = lambda self: self.message
+
+
+class detect_nonfinite(_OpTool):
+    """Context manager locating the first op that produces NaN or Inf.
+
+    Args:
+        model: optional root Module; events then name the innermost running module's path
+            (``"encoder.1.act"``, ``""`` for the root) and its call index (0 for the first call of
+            that module inside the context, 1 for the second...).
+        check: ``"both"`` (default), ``"forward"`` or ``"backward"``.
+        raise_: raise ``RuntimeError`` at the first event (default), or collect the events in
+            ``ctx.events`` and go on (ops whose inputs were already non-finite are then not reported
+            again: only the ops where the values *appeared*).
+
+    Forward: after every primitive, its outputs are checked; an op whose inputs were finite and whose
+    output is not is the culprit. If the first non-finite output's inputs were already non-finite,
+    the values came from outside the context's view (data, parameters, a scalar): the event says so
+    (``upstream=True``). Backward: the first node whose produced gradients are non-finite while the
+    gradients flowing into it were finite (as PyTorch's anomaly mode: "Function 'SqrtBackward0'
+    returned nan values in its 0th output"), with the module path, call index and source line its
+    forward op had (recorded in ``node.metadata`` at forward time, so run forward and backward inside
+    the context).
+    """
+
+    def __init__(self, model=None, check="both", raise_=True):
+        if check not in ("both", "forward", "backward"):
+            raise ValueError(f"detect_nonfinite(check=...) expects 'both', 'forward' or 'backward', got {check!r}")
+        super().__init__(model)
+        self.check = check
+        self.raise_ = raise_
+        self._fwd = check in ("both", "forward")
+        self._bwd = check in ("both", "backward")
+        self.events = []
+        self._seen = {"forward": False, "backward": False}
+
+    @property
+    def first(self):
+        """The first event, or None."""
+        return self.events[0] if self.events else None
+
+    def _report(self, ev):
+        self.events.append(ev)
+        if self.raise_:
+            raise RuntimeError(ev.message)
+
+    def _where_text(self, path, idx, frame):
+        where = "" if path is None else f" in module '{path}' (call {idx})" if path else f" in the root module (call {idx})"
+        return where + f" at {format_frame(frame)}"
+
+    # ---- forward ----
+    def forward_post(self, name, inputs, output, node):
+        if self._bdepth():          # an op inside a backward node: backward_post judges the node
+            return
+        frame = None
+        if self._bwd and node is not None:
+            frame = user_frame()
+            path, idx = self._where()
+            node.metadata[WHERE] = (path, idx, frame)
+        if not self._fwd:
+            return
+        bad = _scan(_flat(output))
+        if not bad:
+            return
+        ins = _flat(inputs)
+        up = _scan(ins)
+        if up and self._seen["forward"]:
+            return                  # propagation of values already reported
+        self._seen["forward"] = True
+        if frame is None:
+            frame = user_frame()
+        path, idx = self._where()
+        i, n, kind = bad[0]
+        shapes = [describe(x) for x in ins]
+        total = sum(int(getattr(_arr(x), "size", 1)) for x in [_flat(output)[i]])
+        msg = (f"Function '{name}' returned {kind} values in its {_ordinal(i)} output during forward "
+               f"({n} of {total} values)" + self._where_text(path, idx, frame) + f"; input shapes {shapes}; ")
+        if up:
+            j, _, k = up[0]
+            msg += (f"its inputs were already non-finite ({k} in input {j}): the values come from outside the "
+                    f"checked region (data, a parameter or a scalar argument)")
+        else:
+            msg += "its inputs were finite"
+        self._report(NonFiniteEvent(phase="forward", op=name, node=None if node is None else node.name(),
+                                    module_path=path, call_index=idx, frame=frame, output_index=i, count=n,
+                                    kind=kind, input_shapes=shapes, upstream=bool(up),
+                                    message="detect_nonfinite: " + msg))
+
+    # ---- backward ----
+    def backward_pre(self, node, grad_outputs):
+        self._enter_backward()
+
+    def backward_post(self, node, grad_inputs, grad_outputs):
+        self._leave_backward()
+        if not self._bwd or not grad_inputs:
+            return
+        bad = _scan(grad_inputs)
+        if not bad:
+            return
+        up = _scan(grad_outputs)
+        if up and self._seen["backward"]:
+            return
+        self._seen["backward"] = True
+        w = node.metadata.get(WHERE)
+        path, idx, frame = w if w is not None else (None, None, None)
+        i, n, kind = bad[0]
+        from ..autograd.graph import op_name
+        fwd = op_name(node)
+        shapes = [describe(g) for g in grad_outputs]
+        msg = (f"Function '{node.name()}' returned {kind} values in its {_ordinal(i)} output "
+               f"({n} of {_arr(grad_inputs[i]).size} values; the gradient for input {i} of {fwd}). "
+               f"hookgrad: its forward op {fwd} ran")
+        msg += (self._where_text(path, idx, frame) if w is not None
+                else " outside detect_nonfinite (no forward record)")
+        msg += f"; incoming gradient shapes {shapes}; "
+        if up:
+            j, _, k = up[0]
+            msg += (f"its incoming gradients were already non-finite ({k} in grad_output {j}): they come from "
+                    f"outside the checked region (the gradient passed to backward or a hook)")
+        else:
+            msg += "its incoming gradients were finite"
+        self._report(NonFiniteEvent(phase="backward", op=fwd, node=node.name(), module_path=path, call_index=idx,
+                                    frame=frame, output_index=i, count=n, kind=kind, input_shapes=shapes,
+                                    upstream=bool(up), message="detect_nonfinite: " + msg))

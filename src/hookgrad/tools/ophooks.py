@@ -1,0 +1,632 @@
+"""Ready-made op-level hooks (Chainer's function hooks, which PyTorch lacks): a timer, a printer, a
+memory counter, and an account of the time spent inside hooks against the time spent in the model.
+
+All of them are :class:`hookgrad.autograd.graph.OpHook` subclasses used as context managers::
+
+    with OpTimer(model) as t:
+        model(x).sum().backward()
+    print(t.summary())
+
+With a ``model``, every op is tagged with the path of the innermost running module
+(:class:`hookgrad.tools._common.ModuleStack`); backward nodes get the path their forward op ran under
+(recorded in ``node.metadata`` at forward time). Built only on the public hook API: OpHook, the
+global module hooks, ``Module.register_forward_(pre_)hook`` and ``Node.register_(pre)hook``.
+
+Ops that run *inside* a backward node (a gradient formula written with Tensor ops under
+``create_graph=True``, or a tensor hook doing arithmetic) are part of that node's backward time and
+bytes; the timer and the memory hook do not count them a second time as forward ops.
+"""
+import os
+import sys
+import threading
+import time
+import traceback
+import weakref
+
+import numpy as np
+
+from ..autograd.graph import OpHook, op_name
+from ..nn.modules import module as _m
+from ._common import ModuleStack
+
+__all__ = ["OpTimer", "OpPrinter", "MemoryHook", "HookTimeAccount", "account"]
+
+_perf = time.perf_counter
+_PKG_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+WHERE = "hookgrad.tools.where"       # node.metadata key: (module path, call index, user frame or None)
+
+
+# --------------------------------------------------------------------------------------------
+# shared helpers (also used by tools.nan)
+
+def user_frame():
+    """The innermost stack frame outside the hookgrad package, as a ``traceback.FrameSummary``
+    (its ``.line`` is read lazily), or None."""
+    f = sys._getframe(1)
+    while f is not None and f.f_code.co_filename.startswith(_PKG_DIR):
+        f = f.f_back
+    if f is None:
+        return None
+    return traceback.FrameSummary(f.f_code.co_filename, f.f_lineno, f.f_code.co_name, lookup_line=False)
+
+
+def format_frame(fs):
+    if fs is None:
+        return "<unknown>"
+    line = (fs.line or "").strip()
+    return f"{fs.filename}:{fs.lineno} in {fs.name}" + (f": `{line}`" if line else "")
+
+
+class ModuleCalls:
+    """A :class:`ModuleStack` plus per-path call indices (0 for a module's first call inside the
+    context, 1 for its second, ...), kept with the global module hooks."""
+
+    def __init__(self, model):
+        self.stack = ModuleStack(model)
+        self.paths = self.stack.paths
+        self.counts = {}
+        self._tls = threading.local()
+        self._handles = []
+
+    def _idx(self):
+        st = getattr(self._tls, "idx", None)
+        if st is None:
+            st = self._tls.idx = []
+        return st
+
+    def _pre(self, module, args):
+        path = self.paths.get(id(module))
+        if path is not None:
+            n = self.counts.get(path, 0)
+            self.counts[path] = n + 1
+            self._idx().append(n)
+
+    def _post(self, module, args, output):
+        if id(module) in self.paths:
+            st = self._idx()
+            if st:
+                st.pop()
+
+    def where(self):
+        """``(path, call index)`` of the innermost running module, ``(None, None)`` outside."""
+        st = self._idx()
+        return (self.stack.path(), st[-1]) if st else (None, None)
+
+    def __enter__(self):
+        self.stack.__enter__()
+        self._handles = [_m.register_module_forward_pre_hook(self._pre),
+                         _m.register_module_forward_hook(self._post, always_call=True)]
+        return self
+
+    def __exit__(self, *exc):
+        for h in self._handles:
+            h.remove()
+        self._handles = []
+        self.stack.__exit__(*exc)
+
+
+def _flat(xs):
+    """Tensors and scalars of an op's inputs/outputs, lists and tuples flattened one level."""
+    out = []
+    for x in (xs if isinstance(xs, (tuple, list)) else (xs,)):
+        if isinstance(x, (tuple, list)):
+            out.extend(x)
+        else:
+            out.append(x)
+    return out
+
+
+def _arr(x):
+    d = getattr(x, "_data", None)
+    if d is not None:
+        return d
+    return x if isinstance(x, np.ndarray) else None
+
+
+def describe(x):
+    """``"(8, 8) float32"`` for a tensor, ``"None"``, or a short repr for anything else."""
+    if x is None:
+        return "None"
+    a = _arr(x)
+    if a is not None:
+        return f"{tuple(a.shape)} {a.dtype}"
+    if isinstance(x, (tuple, list)):
+        return "[" + ", ".join(describe(v) for v in x) + "]"
+    r = repr(x)
+    return r if len(r) <= 24 else r[:21] + "..."
+
+
+def _node_name(node):
+    n = node.name()
+    return n.rsplit("::", 1)[-1]
+
+
+class _OpTool(OpHook):
+    """Base: registration as a context manager (or ``register()`` -> handle), the optional module
+    tracker, and a per-thread depth of backward nodes running now."""
+
+    def __init__(self, model=None):
+        self.model = model
+        self._mods = None
+        self._handle = None
+        self._tls = threading.local()
+
+    # ---- registration ----
+    def _start(self):
+        if self._handle is not None:
+            raise RuntimeError(f"{type(self).__name__} is already registered")
+        if self.model is not None:
+            self._mods = ModuleCalls(self.model).__enter__()
+        self._handle = OpHook.register(self)
+
+    def _stop(self):
+        if self._handle is not None:
+            self._handle.remove()
+            self._handle = None
+        if self._mods is not None:
+            self._mods.__exit__(None, None, None)
+            self._mods = None
+
+    def register(self):
+        """Register for every op until ``handle.remove()`` (same as entering the context)."""
+        self._start()
+        return _ToolHandle(self)
+
+    def __enter__(self):
+        self._start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop()
+
+    # ---- helpers for subclasses ----
+    def _bdepth(self):
+        return getattr(self._tls, "bdepth", 0)
+
+    def _enter_backward(self):
+        self._tls.bdepth = self._bdepth() + 1
+
+    def _leave_backward(self):
+        self._tls.bdepth = self._bdepth() - 1
+
+    def _where(self):
+        return self._mods.where() if self._mods is not None else (None, None)
+
+    def _tag(self, node, frame=None):
+        """Record the current module path (and call index, frame) on a freshly created node."""
+        if node is not None and self._mods is not None:
+            path, idx = self._mods.where()
+            node.metadata[WHERE] = (path, idx, frame)
+
+    @staticmethod
+    def _node_path(node):
+        w = node.metadata.get(WHERE)
+        return None if w is None else w[0]
+
+
+class _ToolHandle:
+    def __init__(self, tool):
+        self.tool = tool
+
+    def remove(self):
+        self.tool._stop()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.remove()
+
+
+def _table(header, rows):
+    widths = [max(len(str(r[i])) for r in [header] + rows) for i in range(len(header))]
+    line = lambda r: "  ".join(str(v).ljust(w) if i == 0 else str(v).rjust(w) for i, (v, w) in enumerate(zip(r, widths)))
+    return "\n".join([line(header), "  ".join("-" * w for w in widths)] + [line(r) for r in rows])
+
+
+# --------------------------------------------------------------------------------------------
+# OpTimer
+
+class OpTimer(_OpTool):
+    """Time of every primitive in forward (``forward_pre`` -> ``forward_post``) and of every backward
+    node (``backward_pre`` -> ``backward_post``, which includes the tensor and node hooks that run at
+    that node), per op name and, with a ``model``, per module path (the innermost running module:
+    self time, not including children). ``AccumulateGrad`` is reported under that name.
+
+    >>> with OpTimer(model) as t:
+    ...     model(x).sum().backward()
+    >>> t.report()["ops"]["Addmm"]["forward_calls"]
+    """
+
+    def __init__(self, model=None):
+        super().__init__(model)
+        self.reset()
+
+    def reset(self):
+        """Forget everything measured so far."""
+        self.ops = {}        # name -> [fwd calls, fwd time, bwd calls, bwd time]
+        self.modules = {}    # path -> same
+
+    def _add(self, table, key, phase, dt):
+        r = table.get(key)
+        if r is None:
+            r = table[key] = [0, 0.0, 0, 0.0]
+        r[phase] += 1
+        r[phase + 1] += dt
+
+    def _starts(self):
+        st = getattr(self._tls, "starts", None)
+        if st is None:
+            st = self._tls.starts = []
+        return st
+
+    def forward_pre(self, name, inputs):
+        if not self._bdepth():
+            self._starts().append(_perf())
+
+    def forward_post(self, name, inputs, output, node):
+        if self._bdepth():
+            return
+        dt = _perf() - self._starts().pop()
+        self._add(self.ops, name, 0, dt)
+        if self._mods is not None:
+            self._add(self.modules, self._mods.stack.path(), 0, dt)
+            self._tag(node)
+
+    def backward_pre(self, node, grad_outputs):
+        self._enter_backward()
+        self._starts().append(_perf())
+
+    def backward_post(self, node, grad_inputs, grad_outputs):
+        dt = _perf() - self._starts().pop()
+        self._leave_backward()
+        name = _node_name(node)
+        self._add(self.ops, op_name(node) if name.endswith(tuple("0123456789")) else name, 2, dt)
+        if self._mods is not None:
+            self._add(self.modules, self._node_path(node), 2, dt)
+
+    @staticmethod
+    def _rows(table):
+        out = {}
+        for k, (fc, ft, bc, bt) in table.items():
+            out[k] = {"forward_calls": fc, "forward_time": ft, "backward_calls": bc, "backward_time": bt,
+                      "total_time": ft + bt}
+        return dict(sorted(out.items(), key=lambda kv: -kv[1]["total_time"]))
+
+    def report(self):
+        """``{"ops": {name: stats}, "modules": {path: stats}, "forward_time", "backward_time"}``; stats
+        are forward/backward calls and seconds and ``total_time``, sorted by total time. Module path
+        None collects ops outside the model and AccumulateGrad."""
+        ops = self._rows(self.ops)
+        return {"ops": ops, "modules": self._rows(self.modules),
+                "forward_time": sum(r["forward_time"] for r in ops.values()),
+                "backward_time": sum(r["backward_time"] for r in ops.values())}
+
+    def summary(self, by="op", top=None):
+        """A text table sorted by total time; ``by="op"`` or ``"module"``."""
+        if by not in ("op", "module"):
+            raise ValueError(f"summary(by=...) expects 'op' or 'module', got {by!r}")
+        rows = self._rows(self.ops if by == "op" else self.modules)
+        total = sum(r["total_time"] for r in rows.values()) or 1.0
+        body = []
+        for k, r in list(rows.items())[:top]:
+            label = k if by == "op" else ("<outside>" if k is None else (k or "<root>"))
+            body.append([label, r["forward_calls"], f"{r['forward_time'] * 1e3:.3f}", r["backward_calls"],
+                         f"{r['backward_time'] * 1e3:.3f}", f"{r['total_time'] * 1e3:.3f}",
+                         f"{100 * r['total_time'] / total:.1f}"])
+        return _table([by, "fwd calls", "fwd ms", "bwd calls", "bwd ms", "total ms", "%"], body)
+
+
+# --------------------------------------------------------------------------------------------
+# OpPrinter
+
+class OpPrinter(_OpTool):
+    """Prints each primitive as it runs: forward with the module path, input and output shapes and
+    dtypes; backward with the node name and the shapes of the incoming and produced gradients. Ops
+    that run inside a backward node are printed indented under it. ``verbose=True`` adds the
+    grad_fn name and min/max/mean of outputs and gradients. ``file`` defaults to ``sys.stdout`` at
+    print time."""
+
+    def __init__(self, model=None, file=None, verbose=False):
+        super().__init__(model)
+        self.file = file
+        self.verbose = verbose
+
+    def _print(self, text):
+        print(("    " * self._bdepth()) + text, file=self.file if self.file is not None else sys.stdout)
+
+    def _stats(self, xs):
+        parts = []
+        for x in _flat(xs):
+            a = _arr(x)
+            if a is not None and a.size and a.dtype.kind in "fiub":
+                parts.append(f"[min {a.min():.4g} max {a.max():.4g} mean {a.mean():.4g}]")
+        return (" " + " ".join(parts)) if parts else ""
+
+    def _path(self, path):
+        return "" if self._mods is None else f" [{'<outside>' if path is None else path or '<root>'}]"
+
+    def forward_post(self, name, inputs, output, node):
+        self._tag(node)
+        path = self._mods.stack.path() if self._mods is not None else None
+        text = f"fwd {name}{self._path(path)} {describe(list(inputs))} -> {describe(output)}"
+        if self.verbose:
+            text += f" grad_fn={None if node is None else node.name()}" + self._stats(output)
+        self._print(text)
+
+    def backward_pre(self, node, grad_outputs):
+        self._enter_backward()
+
+    def backward_post(self, node, grad_inputs, grad_outputs):
+        self._leave_backward()
+        text = (f"bwd {node.name()}{self._path(self._node_path(node))} "
+                f"grad_outputs {describe(list(grad_outputs))} -> grad_inputs {describe(list(grad_inputs))}")
+        if self.verbose:
+            text += self._stats(grad_inputs)
+        self._print(text)
+
+
+# --------------------------------------------------------------------------------------------
+# MemoryHook
+
+class MemoryHook(_OpTool):
+    """Bytes allocated by op outputs in forward and by the gradients each backward node produces,
+    per op and (with a ``model``) per module. Outputs that are views of an input (``T``, ``View``,
+    ``Expand``...) and gradients passed through unchanged allocate nothing and are counted as views.
+    ``peak_bytes`` is the peak of the bytes held by live op outputs and gradients created inside the
+    context (tracked with weakref finalizers: an array kept alive elsewhere, e.g. by ``.numpy()``,
+    is not followed)."""
+
+    def __init__(self, model=None, track_live=True):
+        super().__init__(model)
+        self.track_live = track_live
+        self.reset()
+
+    def reset(self):
+        self.ops = {}         # name -> [fwd allocs, fwd bytes, bwd allocs, bwd bytes, views]
+        self.modules = {}
+        self.live_bytes = 0
+        self.peak_bytes = 0
+
+    def _free(self, n):
+        self.live_bytes -= n
+
+    def _count(self, key_op, key_mod, phase, tensors, sources):
+        src = [a for a in (_arr(s) for s in sources) if a is not None]
+        nbytes = allocs = views = 0
+        seen = set()
+        for t in tensors:
+            a = _arr(t)
+            if a is None or id(a) in seen:
+                continue
+            seen.add(id(a))
+            if any(a is s or np.may_share_memory(a, s) for s in src):
+                views += 1
+                continue
+            allocs += 1
+            nbytes += a.nbytes
+            if self.track_live and not isinstance(t, np.ndarray):
+                self.live_bytes += a.nbytes
+                weakref.finalize(t, self._free, a.nbytes)
+        if self.live_bytes > self.peak_bytes:
+            self.peak_bytes = self.live_bytes
+        for table, key in ((self.ops, key_op), (self.modules, key_mod)):
+            if table is self.modules and self._mods is None:
+                continue
+            r = table.get(key)
+            if r is None:
+                r = table[key] = [0, 0, 0, 0, 0]
+            r[phase] += allocs
+            r[phase + 1] += nbytes
+            r[4] += views
+
+    def forward_post(self, name, inputs, output, node):
+        if self._bdepth():
+            return
+        self._tag(node)
+        path = self._mods.stack.path() if self._mods is not None else None
+        self._count(name, path, 0, _flat(output), _flat(inputs))
+
+    def backward_pre(self, node, grad_outputs):
+        self._enter_backward()
+
+    def backward_post(self, node, grad_inputs, grad_outputs):
+        self._leave_backward()
+        name = _node_name(node)
+        key = op_name(node) if name.endswith(tuple("0123456789")) else name
+        self._count(key, self._node_path(node), 2, list(grad_inputs), list(grad_outputs))
+
+    @staticmethod
+    def _rows(table):
+        out = {k: {"forward_allocs": fa, "forward_bytes": fb, "backward_allocs": ba, "backward_bytes": bb,
+                   "views": v, "total_bytes": fb + bb} for k, (fa, fb, ba, bb, v) in table.items()}
+        return dict(sorted(out.items(), key=lambda kv: -kv[1]["total_bytes"]))
+
+    def report(self):
+        """``{"ops": {name: stats}, "modules": {path: stats}, "forward_bytes", "backward_bytes",
+        "peak_bytes", "live_bytes"}``, sorted by total bytes."""
+        ops = self._rows(self.ops)
+        return {"ops": ops, "modules": self._rows(self.modules),
+                "forward_bytes": sum(r["forward_bytes"] for r in ops.values()),
+                "backward_bytes": sum(r["backward_bytes"] for r in ops.values()),
+                "peak_bytes": self.peak_bytes, "live_bytes": self.live_bytes}
+
+    def summary(self, by="op", top=None):
+        """A text table sorted by total bytes; ``by="op"`` or ``"module"``."""
+        if by not in ("op", "module"):
+            raise ValueError(f"summary(by=...) expects 'op' or 'module', got {by!r}")
+        rows = self._rows(self.ops if by == "op" else self.modules)
+        body = [[k if by == "op" else ("<outside>" if k is None else (k or "<root>")), r["forward_allocs"],
+                 r["forward_bytes"], r["backward_allocs"], r["backward_bytes"], r["views"], r["total_bytes"]]
+                for k, r in list(rows.items())[:top]]
+        return (_table([by, "fwd allocs", "fwd bytes", "bwd allocs", "bwd bytes", "views", "total bytes"], body)
+                + f"\npeak live bytes: {self.peak_bytes}")
+
+
+# --------------------------------------------------------------------------------------------
+# HookTimeAccount
+
+class HookTimeAccount(_OpTool):
+    """Splits the wall time of what runs inside the context into *model* time, *hook* time and
+    *framework* time, using only public hooks (nothing the user registered is moved or wrapped):
+
+    * model, forward: the time of every primitive (OpHook ``forward_pre`` -> ``forward_post``) that
+      does not run inside a hook;
+    * hooks, module forward pre-hooks / forward hooks: on every module of ``model`` two marker
+      pre-hooks (``prepend=True`` and appended) and two marker forward hooks bracket the module's own
+      hooks; the time between each pair is hook time (the markers run first and last among the
+      module's hooks registered before the context was entered);
+    * backward: each node's window (``backward_pre`` -> ``backward_post``) is cut by a marker node
+      pre-hook registered at ``backward_pre`` (so it runs after the tensor hooks and the user's node
+      pre-hooks) and a marker node post-hook registered when the node was created in forward (so it
+      runs before the user's node post-hooks): before the first mark and after the second is hook
+      time, between them the node's own computation (model time). ``BackwardHookFunctionBackward``
+      nodes, which run the module full-backward (pre-)hooks, count entirely as hook time. A node
+      created outside the context has no post marker: its post-hooks count as model time.
+    * framework: the rest of the wall time (module call machinery, Python in ``forward()``, the
+      engine's scheduling, and the cost of this accounting itself, which grows with the op count).
+
+    >>> with HookTimeAccount(model) as acc:
+    ...     model(x).sum().backward()
+    >>> acc.report()   # {"wall", "model", "hooks", "framework", ...} in seconds
+    """
+
+    def __init__(self, model):
+        super().__init__(None)      # the markers replace the module stack
+        self.model_ = model
+        self._mhandles = []
+        self._nhandles = {}
+        self._t0 = 0.0
+        self.reset()
+
+    def reset(self):
+        self.model_forward = 0.0
+        self.model_backward = 0.0
+        self.hooks_forward_pre = 0.0
+        self.hooks_forward = 0.0
+        self.hooks_backward = 0.0
+        self.n_ops = 0
+        self.n_nodes = 0
+        self.wall = 0.0
+
+    def _st(self, name):
+        st = getattr(self._tls, name, None)
+        if st is None:
+            st = []
+            setattr(self._tls, name, st)
+        return st
+
+    def _in_hook(self):
+        return getattr(self._tls, "in_hook", 0)
+
+    # ---- module markers ----
+    def _mark_first(self, *a):
+        self._st("hstarts").append(_perf())
+        self._tls.in_hook = self._in_hook() + 1
+
+    def _mark_last_pre(self, *a):
+        self.hooks_forward_pre += _perf() - self._st("hstarts").pop()
+        self._tls.in_hook = self._in_hook() - 1
+
+    def _mark_last_fwd(self, *a):
+        self.hooks_forward += _perf() - self._st("hstarts").pop()
+        self._tls.in_hook = self._in_hook() - 1
+
+    def _start(self):
+        super()._start()
+        self._t0 = _perf()
+        for mod in self.model_.modules():
+            self._mhandles += [mod.register_forward_pre_hook(self._mark_first, prepend=True),
+                               mod.register_forward_pre_hook(self._mark_last_pre),
+                               mod.register_forward_hook(self._mark_first, prepend=True, always_call=True),
+                               mod.register_forward_hook(self._mark_last_fwd, always_call=True)]
+
+    def _stop(self):
+        if self._handle is not None:
+            self.wall += _perf() - self._t0
+        for h in self._mhandles:
+            h.remove()
+        self._mhandles = []
+        for h in self._nhandles.values():
+            h.remove()
+        self._nhandles = {}
+        super()._stop()
+
+    # ---- ops ----
+    def forward_pre(self, name, inputs):
+        if not self._bdepth() and not self._in_hook():
+            self._st("starts").append(_perf())
+
+    def forward_post(self, name, inputs, output, node):
+        if self._bdepth() or self._in_hook():
+            return
+        self.model_forward += _perf() - self._st("starts").pop()
+        self.n_ops += 1
+        if node is not None:
+            self._nhandles[id(node)] = node.register_hook(self._post_mark)
+
+    # ---- backward: window = [t0 | tensor + node pre-hooks | t1 | node | t2 | post-hooks | t3] ----
+    def _pre_mark(self, grad_outputs):
+        self._st("marks")[-1][1] = _perf()
+
+    def _post_mark(self, grad_inputs, grad_outputs):
+        self._st("marks")[-1][2] = _perf()
+
+    def backward_pre(self, node, grad_outputs):
+        self._enter_backward()
+        rec = [None, None, None, node.register_prehook(self._pre_mark)]
+        self._st("marks").append(rec)
+        rec[0] = _perf()
+
+    def backward_post(self, node, grad_inputs, grad_outputs):
+        t3 = _perf()
+        self._leave_backward()
+        t0, t1, t2, h = self._st("marks").pop()
+        h.remove()
+        ph = self._nhandles.pop(id(node), None)
+        if ph is not None:
+            ph.remove()
+        self.n_nodes += 1
+        if node.name() == "BackwardHookFunctionBackward":
+            self.hooks_backward += t3 - t0
+            return
+        t1 = t0 if t1 is None else t1
+        t2 = t3 if t2 is None else t2
+        self.hooks_backward += (t1 - t0) + (t3 - t2)
+        self.model_backward += t2 - t1
+
+    def report(self):
+        """Seconds: ``wall`` (inside the context), ``model`` (forward/backward/total), ``hooks``
+        (forward_pre/forward/backward/total), ``framework`` (the rest), and ``hook_fraction`` =
+        hooks / (model + hooks); ``ops`` and ``nodes`` counts."""
+        wall = self.wall + (_perf() - self._t0 if self._handle is not None else 0.0)
+        model = self.model_forward + self.model_backward
+        hooks = self.hooks_forward_pre + self.hooks_forward + self.hooks_backward
+        return {"wall": wall,
+                "model": {"forward": self.model_forward, "backward": self.model_backward, "total": model},
+                "hooks": {"forward_pre": self.hooks_forward_pre, "forward": self.hooks_forward,
+                          "backward": self.hooks_backward, "total": hooks},
+                "framework": wall - model - hooks,
+                "hook_fraction": hooks / (model + hooks) if model + hooks else 0.0,
+                "ops": self.n_ops, "nodes": self.n_nodes}
+
+    def summary(self):
+        r = self.report()
+        rows = [["model (ops, nodes)", f"{r['model']['total'] * 1e3:.3f}"],
+                ["  forward", f"{r['model']['forward'] * 1e3:.3f}"],
+                ["  backward", f"{r['model']['backward'] * 1e3:.3f}"],
+                ["hooks", f"{r['hooks']['total'] * 1e3:.3f}"],
+                ["  module forward pre-hooks", f"{r['hooks']['forward_pre'] * 1e3:.3f}"],
+                ["  module forward hooks", f"{r['hooks']['forward'] * 1e3:.3f}"],
+                ["  backward hooks", f"{r['hooks']['backward'] * 1e3:.3f}"],
+                ["framework + accounting", f"{r['framework'] * 1e3:.3f}"],
+                ["wall", f"{r['wall'] * 1e3:.3f}"]]
+        return _table(["", "ms"], rows)
+
+
+def account(model, fn, *args, **kwargs):
+    """Run ``fn(*args, **kwargs)`` (a forward + backward step of ``model``) under a
+    :class:`HookTimeAccount` and return its ``report()``."""
+    with HookTimeAccount(model) as acc:
+        fn(*args, **kwargs)
+    return acc.report()
