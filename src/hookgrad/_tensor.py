@@ -332,6 +332,16 @@ class Tensor:
                 out.extend(HookInfo(kind, hid, hook, ()) for hid, hook in d.items())
         return out
 
+    def remove_hooks(self, kind=None):
+        """Remove this tensor's hooks (``kind`` "grad" or "post_accumulate_grad", or both); returns how
+        many were removed. Handles obtained earlier become no-ops."""
+        n = 0
+        for k, d in (("grad", self._backward_hooks), ("post_accumulate_grad", self._post_accumulate_grad_hooks)):
+            if d and kind in (None, k):
+                n += len(d)
+                d.clear()
+        return n
+
     def retain_grad(self):
         if not self.requires_grad:
             raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")

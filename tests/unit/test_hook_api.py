@@ -64,3 +64,17 @@ def test_op_hooks_see_forward_and_backward_and_cost_nothing_after():
     with torch.no_grad(), Recorder() as r2:
         torch.ones(2) + 1
     assert r2.fwd == [("Add", None)]
+
+
+def test_node_hooks_and_tensor_remove_hooks():
+    x = torch.ones(2, requires_grad=True)
+    y = x * 2
+    a = y.grad_fn.register_prehook(lambda go: None)
+    b = y.grad_fn.register_hook(lambda gi, go: None)
+    assert [(i.kind, i.id) for i in y.grad_fn.hooks()] == [("node_pre", a.id), ("node", b.id)]
+    fired = []
+    x.register_hook(lambda g: fired.append(1))
+    x.register_post_accumulate_grad_hook(lambda p: fired.append(2))
+    assert x.remove_hooks("grad") == 1 and [i.kind for i in x.hooks()] == ["post_accumulate_grad"]
+    y.sum().backward()
+    assert fired == [2]

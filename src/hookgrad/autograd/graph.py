@@ -522,6 +522,16 @@ class Node:
             self._metadata = {}
         return self._metadata
 
+    def hooks(self):
+        """The hooks registered on this node, as ``HookInfo("node_pre" | "node", id, hook, ())``
+        (tensor hooks bound to the node are listed by ``Tensor.hooks()``)."""
+        from ..utils.hooks import HookInfo
+        out = []
+        for kind, d in (("node_pre", self._pre_hooks), ("node", self._post_hooks)):
+            if d:
+                out.extend(HookInfo(kind, hid, hook, ()) for hid, hook in d.items())
+        return out
+
     def register_hook(self, fn):
         """Post-hook ``fn(grad_inputs, grad_outputs)``; may return a tuple replacing grad_inputs."""
         if self._post_hooks is None:

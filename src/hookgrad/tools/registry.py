@@ -1,0 +1,451 @@
+"""Hook registry: list every hook on a model, tag hooks, count firings, disable/enable/remove by tag or owner.
+
+>>> reg = HookRegistry(model)
+>>> h = reg.register(model.fc1, "forward", my_hook, tag="probe")
+>>> reg.hooks(tag="probe")[0].fired        # times my_hook ran
+>>> reg.disable(tag="probe"); reg.remove(owner=model.fc1); print(reg.table())
+
+Built only on the public hook API: ``Module.register_*``, the global ``register_module_*`` hooks,
+``Tensor.register_hook`` / ``register_post_accumulate_grad_hook``, ``Node.register_hook`` /
+``register_prehook``, ``autograd.graph.register_multi_grad_hook``, and the listings ``Module.hooks()``,
+``Tensor.hooks()``, ``global_module_hooks()``.
+"""
+import contextlib
+import functools
+import os
+import sys
+import weakref
+
+from .._tensor import Tensor
+from ..autograd.graph import Node, register_multi_grad_hook
+from ..nn.modules import module as _m
+from ..utils.hooks import hook_name
+from ._common import module_paths
+
+__all__ = ["HookRecord", "HookRegistry", "default_registry", "register"]
+
+# kind -> (method name, accepted options) per target type; options are passed through unchanged
+_MODULE_KINDS = {
+    "forward_pre": "register_forward_pre_hook",
+    "forward": "register_forward_hook",
+    "full_backward_pre": "register_full_backward_pre_hook",
+    "full_backward": "register_full_backward_hook",
+    "backward": "register_backward_hook",
+    "state_dict_pre": "register_state_dict_pre_hook",
+    "state_dict": "register_state_dict_post_hook",
+    "load_state_dict_pre": "register_load_state_dict_pre_hook",
+    "load_state_dict_post": "register_load_state_dict_post_hook",
+}
+_GLOBAL_KINDS = {
+    "forward_pre": "register_module_forward_pre_hook",
+    "forward": "register_module_forward_hook",
+    "full_backward_pre": "register_module_full_backward_pre_hook",
+    "full_backward": "register_module_full_backward_hook",
+    "backward": "register_module_backward_hook",
+    "buffer_registration": "register_module_buffer_registration_hook",
+    "module_registration": "register_module_module_registration_hook",
+    "parameter_registration": "register_module_parameter_registration_hook",
+}
+_TENSOR_KINDS = {"grad": "register_hook", "post_accumulate_grad": "register_post_accumulate_grad_hook"}
+_NODE_KINDS = {"node": "register_hook", "node_pre": "register_prehook"}
+_ALIASES = {"backward_pre": "full_backward_pre", "state_dict_post": "state_dict", "hook": "grad",
+            "pre": "node_pre", "post": "node", "multi": "multi_grad"}
+
+_HOOKGRAD_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _user_where():
+    """``file:line`` of the innermost frame outside the hookgrad package (the user's registration)."""
+    f = sys._getframe(1)
+    while f is not None:
+        fn = os.path.abspath(f.f_code.co_filename)
+        if not fn.startswith(_HOOKGRAD_DIR + os.sep):
+            try:
+                rel = os.path.relpath(fn)
+                fn = rel if not rel.startswith("..") else fn
+            except ValueError:       # another drive (Windows)
+                pass
+            return f"{fn}:{f.f_lineno}"
+        f = f.f_back
+    return None
+
+
+def _ref(obj):
+    """A weak reference to ``obj`` when it allows one, else a strong one (as a callable)."""
+    try:
+        return weakref.ref(obj)
+    except TypeError:
+        return lambda: obj
+
+
+def _handle_alive(handle):
+    subs = getattr(handle, "handles", None)            # register_multi_grad_hook's handle
+    if subs is not None:
+        return any(_handle_alive(h) for h in subs)
+    d = handle.hooks_dict_ref()
+    return d is not None and handle.id in d
+
+
+def _is_global(x):
+    return isinstance(x, str) and x == "global"
+
+
+def _handle_ids(handle):
+    """The ids of the hooks behind a handle (several for register_multi_grad_hook's handle)."""
+    subs = getattr(handle, "handles", None)
+    if subs is not None:
+        return [i for h in subs for i in _handle_ids(h)]
+    return [handle.id]
+
+
+def _listing(owner):
+    """The public listing of the hooks on ``owner`` (``HookInfo`` list), or None when there is none."""
+    if _is_global(owner):
+        return _m.global_module_hooks()
+    if isinstance(owner, (_m.Module, Tensor)):
+        return owner.hooks()
+    return None
+
+
+def _norm_kind(kind):
+    return "full_backward_pre" if kind == "backward_pre" else kind
+
+
+class HookRecord:
+    """One hook: ``kind``, ``path`` (module path, parameter name, node name or ``"<global>"``), ``hook``
+    (the user's callable), ``tag``, ``fired`` (times it ran; None when unknown: a hook registered without
+    the registry), ``where`` (``file:line`` of the registration), ``owner`` (the module, tensor, node,
+    tensors or ``"global"``; None once garbage-collected), ``enabled``, ``removed`` and ``active``."""
+
+    __slots__ = ("kind", "path", "hook", "tag", "fired", "skipped", "where", "enabled", "handle", "id",
+                 "_owner", "__weakref__")
+
+    def __init__(self, kind, owner, hook, *, path=None, tag=None, fired=None, where=None, handle=None, id=None):
+        self.kind = kind
+        self._owner = _ref(owner) if not isinstance(owner, (str, tuple)) else (lambda: owner)
+        self.hook = hook
+        self.path = path
+        self.tag = tag
+        self.fired = fired
+        self.skipped = 0 if fired is not None else None   # calls while disabled
+        self.where = where
+        self.enabled = True
+        self.handle = handle
+        self.id = handle.id if id is None and handle is not None and hasattr(handle, "id") else id
+
+    @property
+    def owner(self):
+        return self._owner()
+
+    @property
+    def name(self):
+        """The hook's name (as PyTorch names hooks in error messages)."""
+        return hook_name(self.hook)
+
+    @property
+    def removed(self):
+        """True once the hook is no longer registered (whoever removed it)."""
+        if self.handle is not None:
+            return not _handle_alive(self.handle)
+        listing = _listing(self.owner)
+        return listing is None or all(i.id != self.id for i in listing)
+
+    @property
+    def active(self):
+        """Registered and enabled: it will run when its event happens."""
+        return self.enabled and not self.removed
+
+    @property
+    def state(self):
+        return "removed" if self.removed else ("active" if self.enabled else "disabled")
+
+    def remove(self):
+        if self.handle is not None:
+            self.handle.remove()
+
+    def __repr__(self):
+        fired = "?" if self.fired is None else self.fired
+        return (f"HookRecord(kind={self.kind!r}, path={self.path!r}, hook={self.name}, tag={self.tag!r}, "
+                f"fired={fired}, where={self.where!r}, state={self.state!r})")
+
+
+class HookRegistry:
+    """Registers hooks through the public API, counting their firings, and lists, tags, disables,
+    enables and removes them.
+
+    ``HookRegistry(model)`` knows the model: records carry module paths (``"layer1.0.conv1"``) and
+    parameter names, ``hooks()`` also lists hooks registered directly on the model's modules and
+    parameters, and ``remove_all()`` also removes those on the modules.
+    """
+
+    _MAX_REMOVED = 1000     # removed records kept (for hooks(removed=True) and tools.why)
+
+    def __init__(self, model=None):
+        self.model = model
+        self._records = []
+        self._scopes = []
+        self._paths = None
+        self._param_paths = None
+
+    # ---- paths ----
+    def _module_path(self, module):
+        if self.model is None:
+            return None
+        if self._paths is None or id(module) not in self._paths:
+            self._paths = module_paths(self.model)
+        return self._paths.get(id(module))
+
+    def _tensor_path(self, t):
+        if self.model is None:
+            return None
+        if self._param_paths is None or id(t) not in self._param_paths:
+            pp = {}
+            for name, p in self.model.named_parameters(remove_duplicate=False):
+                pp.setdefault(id(p), name)
+            self._param_paths = pp
+        return self._param_paths.get(id(t))
+
+    def path_of(self, owner):
+        """The path a record of ``owner`` shows: module path, parameter name, node name, ``"<global>"``."""
+        if _is_global(owner):
+            return "<global>"
+        if isinstance(owner, _m.Module):
+            return self._module_path(owner)
+        if isinstance(owner, Tensor):
+            return self._tensor_path(owner)
+        if isinstance(owner, Node):
+            return owner.name()
+        if isinstance(owner, tuple):
+            return ",".join(str(self.path_of(t)) for t in owner)
+        return None
+
+    def _resolve(self, owner):
+        """A string owner other than "global" is a module or parameter path of the model."""
+        if isinstance(owner, str) and not _is_global(owner):
+            if self.model is None:
+                raise ValueError(f"owner={owner!r}: a path needs a registry that knows the model "
+                                 "(HookRegistry(model))")
+            try:
+                return self.model.get_submodule(owner)
+            except AttributeError:
+                try:
+                    return self.model.get_parameter(owner)
+                except AttributeError:
+                    raise AttributeError(f"owner={owner!r} is neither a module nor a parameter of the model") \
+                        from None
+        return owner
+
+    # ---- registering ----
+    def register(self, target, kind, hook, *, tag=None, **options):
+        """Register ``hook`` of ``kind`` on ``target`` through the public API and return its
+        ``RemovableHandle``. ``target``: a Module (kinds forward_pre, forward, full_backward_pre,
+        full_backward, backward, state_dict_pre, state_dict, load_state_dict_pre, load_state_dict_post),
+        ``"global"`` (forward_pre, forward, full_backward_pre, full_backward, backward,
+        buffer/module/parameter_registration), a Tensor (grad, post_accumulate_grad), a grad_fn Node
+        (node, node_pre) or a list of tensors (multi_grad). ``options`` (prepend, with_kwargs, always_call,
+        mode) go to the underlying ``register_*`` unchanged.
+
+        The hook is wrapped (``functools.wraps``: its name shows in PyTorch's error messages) to count
+        its firings; it returns what the hook returns, or None while the hook is disabled.
+        """
+        target = self._resolve(target)
+        kind = _ALIASES.get(kind, kind)
+        if not callable(hook):
+            raise TypeError(f"hook must be callable, got {type(hook).__name__}")
+        if _is_global(target):
+            kinds, reg = _GLOBAL_KINDS, lambda name: getattr(_m, name)
+        elif isinstance(target, _m.Module):
+            kinds, reg = _MODULE_KINDS, lambda name: getattr(target, name)
+        elif isinstance(target, Tensor):
+            kinds, reg = _TENSOR_KINDS, lambda name: getattr(target, name)
+        elif isinstance(target, Node):
+            kinds, reg = _NODE_KINDS, lambda name: getattr(target, name)
+        elif isinstance(target, (list, tuple)) and target and all(isinstance(t, Tensor) for t in target):
+            target = tuple(target)
+            kinds, reg = {"multi_grad": None}, lambda name: functools.partial(register_multi_grad_hook, target)
+        else:
+            raise TypeError("register(): target must be a Module, a Tensor, a grad_fn Node, a list of Tensors "
+                            f"or 'global', got {type(target).__name__}")
+        if kind not in kinds:
+            raise ValueError(f"register(): unknown hook kind {kind!r} for a {type(target).__name__} target "
+                             f"(hook {hook_name(hook)}); expected one of {sorted(kinds)}")
+        rec = HookRecord(kind, target, hook, path=self.path_of(target), tag=tag, fired=0, where=_user_where())
+        rec_ref = weakref.ref(rec)
+
+        @functools.wraps(hook, updated=())
+        def counted(*args, **kwargs):
+            r = rec_ref()
+            if r is not None:
+                if not r.enabled:
+                    r.skipped += 1
+                    return None
+                r.fired += 1
+            return hook(*args, **kwargs)
+
+        if getattr(hook, "__torch_unserializable__", False):
+            counted.__torch_unserializable__ = True
+        handle = reg(kinds[kind])(counted, **options)
+        rec.handle = handle
+        rec.id = getattr(handle, "id", None)
+        self._records.append(rec)
+        for bucket in self._scopes:
+            bucket.append(rec)
+        self._prune()
+        return handle
+
+    def _prune(self):
+        removed = [r for r in self._records if r.removed]
+        if len(removed) > self._MAX_REMOVED:
+            drop = set(map(id, removed[:len(removed) - self._MAX_REMOVED]))
+            self._records = [r for r in self._records if id(r) not in drop]
+
+    # ---- listing ----
+    def records(self):
+        """Every record this registry made, removed ones included (newest removed ones only)."""
+        return list(self._records)
+
+    @staticmethod
+    def _owner_set(owner, recurse):
+        """ids an owner stands for: a module with ``recurse`` also stands for its submodules and
+        their parameters."""
+        if recurse and isinstance(owner, _m.Module):
+            return {id(o) for o in (*owner.modules(), *owner.parameters())}
+        return None
+
+    def _owner_matches(self, rec_owner, owner, ids=None):
+        if owner is None:
+            return True
+        if ids is not None:
+            return id(rec_owner) in ids
+        if _is_global(owner) or _is_global(rec_owner):
+            return _is_global(owner) and _is_global(rec_owner)
+        if isinstance(rec_owner, tuple):
+            return any(t is owner for t in rec_owner)
+        return rec_owner is owner
+
+    def _direct_owners(self, owner):
+        if owner is not None:
+            return [owner] if _listing(owner) is not None else []
+        owners = ["global"]
+        if self.model is not None:
+            owners += list(self.model.modules())
+            owners += list(self.model.parameters())
+        seen = {id(o) for o in owners}
+        for r in self._records:           # modules and tensors the registry has hooked
+            o = r.owner
+            if isinstance(o, (_m.Module, Tensor)) and id(o) not in seen:
+                seen.add(id(o))
+                owners.append(o)
+        return owners
+
+    def hooks(self, owner=None, tag=None, *, kind=None, recurse=False, removed=False, direct=True):
+        """The hooks as :class:`HookRecord`, filtered by ``owner`` (a module, tensor, node, ``"global"``
+        or a path of the model), ``tag`` and ``kind``. Registry hooks come first, in registration order,
+        then (``direct=True``, no ``tag``) the hooks registered directly with ``register_*`` on the owners
+        (the model's modules and parameters, the global module hooks): their ``fired`` is None (unknown).
+        ``recurse=True`` with a module owner includes its submodules and their parameters.
+        ``removed=True`` also lists registry hooks that were removed."""
+        owner = self._resolve(owner)
+        kind = _ALIASES.get(kind, kind)
+        ids = self._owner_set(owner, recurse)
+        out = [r for r in self._records
+               if self._owner_matches(r.owner, owner, ids) and (tag is None or r.tag == tag)
+               and (kind is None or r.kind == kind) and (removed or not r.removed)]
+        if direct and tag is None:
+            known = {i for r in self._records if r.handle is not None for i in _handle_ids(r.handle)}
+            owners = self._direct_owners(owner) if ids is None else \
+                [o for o in (*owner.modules(), *owner.parameters())]
+            for o in owners:
+                for info in _listing(o):
+                    k = _norm_kind(info.kind)
+                    if info.id in known or (kind is not None and k != kind):
+                        continue
+                    out.append(HookRecord(k, o, getattr(info.hook, "hook", info.hook), path=self.path_of(o),
+                                          id=info.id))
+        return out
+
+    # ---- disabling, enabling, removing ----
+    def _select(self, what, tag, owner, kind, recurse):
+        if tag is None and owner is None:
+            raise ValueError(f"{what}() needs tag= or owner= (remove_all() removes every hook)")
+        owner = self._resolve(owner)
+        kind = _ALIASES.get(kind, kind)
+        ids = self._owner_set(owner, recurse)
+        return [r for r in self._records
+                if (tag is None or r.tag == tag) and self._owner_matches(r.owner, owner, ids)
+                and (kind is None or r.kind == kind) and not r.removed]
+
+    def disable(self, tag=None, owner=None, *, kind=None, recurse=False):
+        """Disable the registry hooks matching ``tag`` and/or ``owner`` (a module, tensor, node,
+        ``"global"`` or a path of the model; ``recurse=True``: a module's submodules and parameters too)
+        and ``kind``: they stay registered (and in order) but do nothing and return None.
+        Returns how many were disabled."""
+        recs = self._select("disable", tag, owner, kind, recurse)
+        for r in recs:
+            r.enabled = False
+        return len(recs)
+
+    def enable(self, tag=None, owner=None, *, kind=None, recurse=False):
+        """Enable the matching registry hooks again (arguments as :meth:`disable`). Returns how many."""
+        recs = self._select("enable", tag, owner, kind, recurse)
+        for r in recs:
+            r.enabled = True
+        return len(recs)
+
+    def remove(self, tag=None, owner=None, *, kind=None, recurse=False):
+        """Remove the matching registry hooks (arguments as :meth:`disable`). Returns how many."""
+        recs = self._select("remove", tag, owner, kind, recurse)
+        for r in recs:
+            r.remove()
+        return len(recs)
+
+    def remove_all(self):
+        """Remove every hook this registry registered, and (when it knows the model) every hook
+        registered directly on the model's modules (``Module.remove_hooks(recurse=True)``). Returns how
+        many were removed. Tensor hooks registered directly on parameters stay (there is no public way
+        to remove a hook without its handle)."""
+        n = 0
+        for r in self._records:
+            if not r.removed:
+                r.remove()
+                n += 1
+        if self.model is not None:
+            n += self.model.remove_hooks(recurse=True)
+        return n
+
+    @contextlib.contextmanager
+    def scope(self):
+        """``with reg.scope(): ...`` removes on exit every hook registered through ``reg`` inside."""
+        bucket = []
+        self._scopes.append(bucket)
+        try:
+            yield self
+        finally:
+            self._scopes.remove(bucket)
+            for r in bucket:
+                r.remove()
+
+    # ---- printing ----
+    def table(self, owner=None, tag=None, *, removed=False):
+        """The hooks as a text table: kind, path, hook, tag, fired ("?" when unknown), state, where."""
+        rows = [("kind", "path", "hook", "tag", "fired", "state", "where")]
+        for r in self.hooks(owner, tag, removed=removed):
+            path = r.path if r.path is not None else type(r.owner).__name__
+            rows.append((r.kind, path or "<root>", r.name, "" if r.tag is None else str(r.tag),
+                         "?" if r.fired is None else str(r.fired), r.state, r.where or ""))
+        widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+        lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in rows]
+        lines.insert(1, "  ".join("-" * w for w in widths))
+        return "\n".join(lines)
+
+    def __repr__(self):
+        return f"HookRegistry({len([r for r in self._records if not r.removed])} hooks)"
+
+
+default_registry = HookRegistry()
+"""The registry used by :func:`register` and, by default, by ``tools.why``."""
+
+
+def register(target, kind, hook, *, tag=None, **options):
+    """``default_registry.register(...)``: see :meth:`HookRegistry.register`."""
+    return default_registry.register(target, kind, hook, tag=tag, **options)

@@ -1,0 +1,340 @@
+"""Why didn't my hook fire? Watch a forward and backward, then explain every hook that did not fire.
+
+>>> with why.watch(model) as w:
+...     loss = model(x).sum()
+...     loss.backward()
+>>> print(w)                      # one line per silent hook, with the reason
+>>> w.report()                    # [Finding(record, reason), ...]
+
+How it observes (a plain client of the public hook API; see docs/tools/why.md):
+
+- Firing counts come from a :class:`~hookgrad.tools.registry.HookRegistry` (the default one unless
+  ``registry=`` is given): the hooks registered through it are counted exactly. Hooks registered
+  directly with ``register_*`` on the model's modules and parameters are listed too (count unknown):
+  they are reported only when the observations prove they could not fire.
+- For every module of the model, a global forward pre-hook and an ``always_call`` global forward hook
+  record each call made through ``module(...)``: the grad mode, whether a positional input tensor
+  required grad, whether the output did, and (a ``register_prehook`` on the output's ``grad_fn``)
+  whether the backward reached the output.
+- ``module.forward(x)`` bypasses every module hook, so no hook can see it. To catch it, ``watch``
+  temporarily sets each module's ``forward`` instance attribute to a thin wrapper (and restores it on
+  exit): a call of the wrapper that is not the forward of a ``module(...)`` call in progress is a
+  direct call. ``watch(model, detect_direct=False)`` leaves ``forward`` alone.
+"""
+import threading
+from collections import namedtuple
+
+from .._tensor import Tensor
+from ..autograd.grad_mode import is_grad_enabled
+from ..nn.modules import module as _m
+from .registry import HookRecord, HookRegistry, _handle_ids, _is_global, _listing, _norm_kind, default_registry
+
+__all__ = ["watch", "Watch", "Finding", "REASONS"]
+
+REASONS = {
+    "removed": "the hook was removed before it could fire",
+    "disabled": "the hook is disabled in its HookRegistry (registry.enable(...) turns it back on)",
+    "never_executed": "module {module!r} never ran in the forward",
+    "forward_called_directly": "module {module!r} ran only through module.forward(...), which bypasses "
+                               "its hooks: call module(...) instead",
+    "grad_mode_off": "grad mode was off during the forward of module {module!r} (no_grad / inference_mode): "
+                     "no graph was recorded, so backward hooks cannot fire",
+    "fired_early": "no input of module {module!r} required grad: the full backward hook fired early, when "
+                   "the grads w.r.t. its outputs were computed, with grad_input all None ({n} of {calls} calls)",
+    "no_grad_output": "no input or parameter of module {module!r} required grad: its output did not require "
+                      "grad, so no backward hook could fire",
+    "backward_not_reached": "the backward never reached {target}: backward was not called, or {target} did "
+                            "not contribute to the tensor backward was called on",
+    "unknown": "the hook did not fire, and none of the known reasons applies",
+}
+
+_FORWARD = ("forward_pre", "forward")
+_MODULE_BACKWARD = ("full_backward_pre", "full_backward", "backward")
+_TENSOR = ("grad", "post_accumulate_grad", "multi_grad")
+_NODE = ("node", "node_pre")
+_WATCHED = _FORWARD + _MODULE_BACKWARD + _TENSOR + _NODE
+
+
+class Finding(namedtuple("Finding", "record reason")):
+    """A hook that did not fire (or fired early): its :class:`HookRecord` and the reason code (a key of
+    :data:`REASONS`); ``message`` says it in words."""
+
+    def __str__(self):
+        r = self.record
+        bits = [r.name]
+        if r.tag is not None:
+            bits.append(f"tag={r.tag!r}")
+        if r.where:
+            bits.append(r.where)
+        path = r.path if r.path is not None else type(r.owner).__name__
+        return f"{r.kind} hook on {path or '<root>'!r} ({', '.join(bits)}): [{self.reason}] {self.message}"
+
+
+def _make_finding(record, reason, **fmt):
+    f = Finding(record, reason)
+    f.message = REASONS[reason].format(**fmt) if fmt or "{" not in REASONS[reason] else REASONS[reason]
+    return f
+
+
+class _Obs:
+    """What the watch saw of one module."""
+    __slots__ = ("calls", "direct", "grad_on", "no_input_grad", "output_grad", "reached")
+
+    def __init__(self):
+        self.calls = self.direct = self.grad_on = self.no_input_grad = self.output_grad = self.reached = 0
+
+
+def _tensors(x):
+    if isinstance(x, Tensor):
+        yield x
+    elif isinstance(x, (tuple, list)):
+        for v in x:
+            yield from _tensors(v)
+    elif isinstance(x, dict):
+        for v in x.values():
+            yield from _tensors(v)
+
+
+class Watch:
+    """The observations of one ``with why.watch(model):`` block; see :func:`watch`."""
+
+    def __init__(self, model, registry=None, detect_direct=True):
+        self.model = model
+        self.registry = default_registry if registry is None else registry
+        self.detect_direct = detect_direct
+        self._tls = threading.local()
+        self._handles = []
+        self._node_handles = []
+        self._patched = []
+        self._findings = None
+
+    # ---- observing ----
+    def _stack(self):
+        st = getattr(self._tls, "stack", None)
+        if st is None:
+            st = self._tls.stack = []
+        return st
+
+    def _pre(self, module, args):
+        if id(module) in self._obs:
+            # [module, grad mode at call, forward entered]
+            self._stack().append([module, is_grad_enabled(), False])
+
+    def _post(self, module, args, output):
+        if id(module) not in self._obs:
+            return
+        st = self._stack()
+        if st and st[-1][0] is module:
+            _, grad_on, _ = st.pop()
+            self._observe(module, args, output, grad_on, direct=False)
+
+    def _observe(self, module, args, output, grad_on, direct):
+        o = self._obs[id(module)]
+        if direct:
+            o.direct += 1
+        else:
+            o.calls += 1
+        if not grad_on:
+            return
+        o.grad_on += 1
+        if not any(t.requires_grad for t in _tensors(tuple(args))):
+            o.no_input_grad += 1
+        nodes = {}
+        for t in _tensors(output):
+            if t.requires_grad and t.grad_fn is not None:
+                nodes[id(t.grad_fn)] = t.grad_fn
+        if nodes:
+            o.output_grad += 1
+
+            def reached(grad_outputs, o=o):
+                o.reached += 1
+            for node in nodes.values():
+                self._node_handles.append(node.register_prehook(reached))
+
+    def _wrap_forward(self, module):
+        inner = module.forward          # bound method, or an instance attribute set by the user
+        watch = self
+
+        def forward(*args, **kwargs):
+            st = watch._stack()
+            if st and st[-1][0] is module and not st[-1][2]:
+                st[-1][2] = True        # the forward of a module(...) call in progress: hooks ran
+                return inner(*args, **kwargs)
+            grad_on = is_grad_enabled()
+            out = inner(*args, **kwargs)
+            watch._observe(module, args, out, grad_on, direct=True)
+            return out
+        forward.__wrapped__ = inner
+        return forward
+
+    def __enter__(self):
+        self._paths = {}
+        for name, mod in self.model.named_modules(remove_duplicate=False):
+            self._paths.setdefault(id(mod), name)
+        self._obs = {i: _Obs() for i in self._paths}
+        self._param_owner = {}
+        for name, mod in self.model.named_modules():
+            for pname, p in mod.named_parameters(recurse=False, remove_duplicate=False):
+                self._param_owner.setdefault(id(p), (mod, f"{name}.{pname}" if name else pname))
+        self._entry = {id(r): (r.fired, r.removed) for r in self.registry.records()}
+        self._direct_entry = {h.id: h for h in self._direct_hooks()}
+        self._handles = [_m.register_module_forward_pre_hook(self._pre),
+                         _m.register_module_forward_hook(self._post, always_call=True)]
+        if self.detect_direct:
+            for mod in self.model.modules():
+                had = mod.__dict__.get("forward", _MISSING)
+                object.__setattr__(mod, "forward", self._wrap_forward(mod))
+                self._patched.append((mod, had))
+        return self
+
+    def __exit__(self, *exc):
+        for h in self._handles:
+            h.remove()
+        self._handles = []
+        for mod, had in self._patched:
+            if had is _MISSING:
+                object.__delattr__(mod, "forward")
+            else:
+                object.__setattr__(mod, "forward", had)
+        self._patched = []
+        for h in self._node_handles:
+            h.remove()
+        self._node_handles = []
+        self._findings = self._analyse()
+        return False
+
+    # ---- analysing ----
+    def _direct_hooks(self):
+        """Hooks registered without the registry on the model's modules and parameters."""
+        known = {i for r in self.registry.records() if r.handle is not None for i in _handle_ids(r.handle)}
+        out = []
+        for owner in (*self.model.modules(), *self.model.parameters()):
+            for info in _listing(owner):
+                if info.id not in known:
+                    path = self._paths.get(id(owner)) if isinstance(owner, _m.Module) \
+                        else self._param_owner.get(id(owner), (None, None))[1]
+                    out.append(HookRecord(_norm_kind(info.kind), owner, getattr(info.hook, "hook", info.hook),
+                                          path=path, id=info.id))
+        return out
+
+    def _module_of(self, rec):
+        """(module, path, obs) the hook depends on, or None."""
+        owner = rec.owner
+        if isinstance(owner, _m.Module):
+            if id(owner) in self._obs:
+                return owner, self._paths[id(owner)], self._obs[id(owner)]
+        elif isinstance(owner, Tensor) and id(owner) in self._param_owner:
+            mod, _ = self._param_owner[id(owner)]
+            return mod, self._paths[id(mod)], self._obs[id(mod)]
+        return None
+
+    def _in_scope(self, rec, registered_inside):
+        if rec.kind not in _WATCHED:
+            return False
+        owner = rec.owner
+        if owner is None:
+            return False
+        if isinstance(owner, _m.Module):
+            return id(owner) in self._obs
+        if isinstance(owner, Tensor) and id(owner) in self._param_owner:
+            return True
+        return registered_inside      # other tensors, nodes, global hooks: only those registered inside
+
+    def _analyse(self):
+        findings = []
+        for rec in self.registry.records():
+            before = self._entry.get(id(rec))
+            inside = before is None
+            if not self._in_scope(rec, inside):
+                continue
+            fired_before, removed_before = before if before is not None else (0, False)
+            if removed_before and rec.fired > 0:
+                continue                 # removed before the watch, after it had fired: not news
+            f = self._explain(rec, rec.fired - fired_before, rec.removed)
+            if f is not None:
+                findings.append(f)
+        direct = self._direct_hooks()
+        now = {h.id for h in direct}
+        for h in direct:
+            f = self._explain(h, None, False)
+            if f is not None:
+                findings.append(f)
+        for hid, h in self._direct_entry.items():
+            if hid not in now and h.kind in _WATCHED:
+                findings.append(_make_finding(h, "removed"))
+        return findings
+
+    def _explain(self, rec, fired, removed):
+        """The finding for one hook (``fired``: firings during the watch, None when unknown)."""
+        kind = rec.kind
+        mod = self._module_of(rec)
+        if fired:
+            if kind == "full_backward" and mod is not None:
+                _, path, o = mod
+                if o.no_input_grad and o.output_grad:
+                    return _make_finding(rec, "fired_early", module=path, n=o.no_input_grad, calls=o.grad_on)
+            return None
+        if removed:
+            return _make_finding(rec, "removed")
+        if not rec.enabled:
+            return _make_finding(rec, "disabled")
+        if _is_global(rec.owner):
+            ran = any(o.calls for o in self._obs.values())
+            if not ran:
+                direct = any(o.direct for o in self._obs.values())
+                return _make_finding(rec, "forward_called_directly" if direct else "never_executed",
+                                     module=self._paths[id(self.model)])
+            return _make_finding(rec, "unknown") if fired is not None else None
+        if mod is None:                   # a tensor or node outside the model's modules
+            if kind in _TENSOR + _NODE:
+                return _make_finding(rec, "backward_not_reached", target=f"{rec.path or 'the tensor'}")
+            return _make_finding(rec, "unknown") if fired is not None else None
+        _, path, o = mod
+        if o.calls + o.direct == 0:
+            return _make_finding(rec, "never_executed", module=path)
+        if kind in _FORWARD + _MODULE_BACKWARD and o.calls == 0:
+            return _make_finding(rec, "forward_called_directly", module=path)
+        if kind in _FORWARD:
+            return _make_finding(rec, "unknown") if fired is not None else None
+        if o.grad_on == 0:
+            return _make_finding(rec, "grad_mode_off", module=path)
+        if kind == "full_backward" and fired is None and o.no_input_grad and o.output_grad and o.reached:
+            return _make_finding(rec, "fired_early", module=path, n=o.no_input_grad, calls=o.grad_on)
+        if o.output_grad == 0:
+            return _make_finding(rec, "no_grad_output", module=path)
+        if o.reached == 0:
+            target = f"module {path!r}" if kind in _MODULE_BACKWARD else f"parameter {rec.path!r}"
+            return _make_finding(rec, "backward_not_reached", target=target)
+        return _make_finding(rec, "unknown") if fired is not None else None
+
+    # ---- results ----
+    def report(self):
+        """``[Finding(record, reason), ...]`` for the hooks that did not fire (or fired early)."""
+        if self._findings is None:
+            raise RuntimeError("why.watch: report() is available after the with block has exited")
+        return list(self._findings)
+
+    def explain(self):
+        """The report as text, one line per hook."""
+        findings = self.report()
+        if not findings:
+            return "every watched hook fired"
+        head = f"{len(findings)} hook{'s' if len(findings) != 1 else ''} did not fire as expected:"
+        return "\n".join([head] + [f"  {f}" for f in findings])
+
+    __str__ = explain
+
+
+_MISSING = object()
+
+
+def watch(model, *, registry=None, detect_direct=True):
+    """Watch ``model`` during a forward and backward: ``with why.watch(model) as w: ...``, then
+    ``w.report()`` (findings) or ``print(w)``. ``registry``: the :class:`HookRegistry` whose hooks are
+    counted (default: ``tools.registry.default_registry``). ``detect_direct``: detect
+    ``module.forward(x)`` calls by wrapping each module's ``forward`` for the duration of the block."""
+    if not isinstance(model, _m.Module):
+        raise TypeError(f"why.watch: model must be a Module, got {type(model).__name__}")
+    if registry is not None and not isinstance(registry, HookRegistry):
+        raise TypeError(f"why.watch: registry must be a HookRegistry, got {type(registry).__name__}")
+    return Watch(model, registry, detect_direct)
