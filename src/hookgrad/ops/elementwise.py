@@ -143,39 +143,52 @@ class Pow(Node, name="PowBackward1"):
 
 
 class PowScalar(Pow, name="PowBackward0"):
-    """tensor ** number: only the base is differentiable."""
-    save = (0, 1)
-    saved_names = ("self", "exponent")
+    """tensor ** number: the exponent is a parameter, not an input (one next_function, as PyTorch)."""
+    save = (0,)
+    saved_names = ("self",)
+    exponent = 1
+
+    def forward(self, x):
+        return Pow.forward(self, x, self.exponent)
 
     def backward(self, g):
-        x, y = self.saved_tensors
+        (x,) = self.saved_tensors
+        y = self.exponent
         if y == 0:
-            return g * 0.0, None
+            return g * 0.0
         if y == 1:
-            return g, None
+            return g
         if y == 2:
-            return g * (x * 2.0), None
-        return g * (y * x ** (y - 1)), None
+            return g * (x * 2.0)
+        return g * (y * x ** (y - 1))
 
     def backward_np(self, g):
-        x, y = self.saved_arrays()
+        (x,) = self.saved_arrays()
+        y = self.exponent
         if y == 0:
-            return g * 0.0, None
+            return g * 0.0
         if y == 1:
-            return g, None
+            return g
         if y == 2:
-            return g * (x * 2.0), None
-        return g * (y * x ** (y - 1)), None
+            return g * (x * 2.0)
+        return g * (y * x ** (y - 1))
 
 
 class RPow(Pow, name="PowBackward2"):
-    """number ** tensor: only the exponent is differentiable."""
-    save = (0, -1)
-    saved_names = ("self", "result")
+    """number ** tensor: the base is a parameter; only the exponent is an input."""
+    save = (-1,)
+    saved_names = ("result",)
+    base = 1
+
+    def forward(self, y):
+        return Pow.forward(self, self.base, y)
 
     def backward(self, g):
-        x, out = self.saved_tensors
-        return None, g * out * float(np.log(x)) if x > 0 else g * _where(out == 0, 0.0, out * float(np.log(abs(x)) if x else -np.inf))
+        (out,) = self.saved_tensors
+        x = self.base
+        if x > 0:
+            return g * out * float(np.log(x))
+        return g * _where(out == 0, 0.0, out * float(np.log(abs(x)) if x else -np.inf))
 
 
 def _where(cond, a, b):
@@ -1065,10 +1078,20 @@ def pow(input, exponent):
                 x = _float_input(x)
             if x._data.dtype.kind in "iu" and isinstance(exponent, int) and exponent < 0:
                 raise RuntimeError("Integers to negative integer powers are not allowed.")
-            return binary(PowScalar, x, exponent)
+            return _scalar_op(PowScalar, x, exponent, "exponent")
     if not isinstance(input, Tensor):
-        return binary(RPow, input, exponent)
+        return _scalar_op(RPow, exponent, input, "base")
     return binary(Pow, input, exponent)
+
+
+def _scalar_op(cls, t, scalar, param):
+    """Apply an op whose Python-number operand is a parameter (PyTorch's Scalar overloads)."""
+    from ._dispatch import _scalar_result
+    dt = _scalar_result(t, scalar, False)
+    params = {param: dt.type(scalar)}
+    if dt is not t._data.dtype:
+        params["dt"] = dt
+    return cls.apply(t, **params)
 
 
 def _tensor(v):

@@ -15,10 +15,11 @@ def module_paths(model):
 
 
 def select(model, patterns):
-    """``[(path, module)]`` whose path matches any fnmatch pattern (``"layer*.conv1"``, ``"*"``)."""
+    """``[(path, module)]`` whose path matches any fnmatch pattern (``"layer*.conv1"``, ``"*"``); a
+    module reachable by several paths (shared) is matched by any of them."""
     if isinstance(patterns, str):
         patterns = (patterns,)
-    return [(name, mod) for name, mod in model.named_modules()
+    return [(name, mod) for name, mod in model.named_modules(remove_duplicate=False)
             if any(fnmatch.fnmatchcase(name, p) for p in patterns)]
 
 
