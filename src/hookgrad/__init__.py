@@ -51,6 +51,7 @@ from ._misc import (is_tensor, is_floating_point, numel, set_num_threads, get_nu
 from . import nn
 from . import optim
 from . import models
+from . import tools
 from .serialization import save, load
 
 FloatTensor = DoubleTensor = LongTensor = Tensor  # isinstance() checks in old code

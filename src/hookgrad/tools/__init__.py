@@ -1,1 +1,22 @@
-"""hookgrad.tools: the hook toolkit users otherwise hand-write, built only on the public hook API."""
+"""hookgrad.tools: the hook toolkit users otherwise hand-write, built only on the public hook API.
+
+One tool per module; see docs/tools/<tool>.md for each one's page with runnable examples.
+"""
+from .registry import HookRegistry, HookRecord, default_registry, register
+from . import why
+from .capture import capture, StopForward
+from .intervene import intervene, intercept
+from .gradmon import GradientMonitor, GradientWarning
+from .modifiers import scale_grad, clip_grad_value, clip_grad_norm, freeze, gradient_reversal
+from .nan import detect_nonfinite, NonFiniteEvent
+from .ophooks import OpTimer, OpPrinter, MemoryHook, HookTimeAccount, account
+from .gradcam import GradCAM, GradCAMPlusPlus, feature_maps
+from .trace import trace, grad_fn_graph
+from ._common import module_paths, select, ModuleStack
+from ..autograd.graph import OpHook, register_op_hook
+
+__all__ = ["HookRegistry", "HookRecord", "default_registry", "register", "why", "capture", "StopForward",
+           "intervene", "intercept", "GradientMonitor", "GradientWarning", "scale_grad", "clip_grad_value",
+           "clip_grad_norm", "freeze", "gradient_reversal", "detect_nonfinite", "NonFiniteEvent", "OpTimer",
+           "OpPrinter", "MemoryHook", "HookTimeAccount", "account", "GradCAM", "GradCAMPlusPlus", "feature_maps",
+           "trace", "grad_fn_graph", "module_paths", "select", "ModuleStack", "OpHook", "register_op_hook"]
