@@ -194,5 +194,18 @@ def main(argv):
     return rows
 
 
+def tool_overheads():
+    """Issue 5's targets are hookgrad against itself: a tool on vs off, in one process."""
+    import os
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import tools_capture
+    import tools_ophooks
+    print("\ntool overheads (hookgrad with the tool / hookgrad without):")
+    tools_capture.main()
+    tools_ophooks.main([])
+
+
 if __name__ == "__main__":
     main(sys.argv[1:])
+    if len(sys.argv) == 1 or "tools" in sys.argv[1:]:
+        tool_overheads()
