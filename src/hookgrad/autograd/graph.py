@@ -28,6 +28,7 @@ __all__ = ["Node", "OpHook", "register_op_hook", "op_name", "AccumulateGrad", "s
 _seq = itertools.count()
 _new = object.__new__
 _ndarray = np.ndarray
+_weakref = weakref.ref
 _asarray = np.asarray
 
 
@@ -375,7 +376,16 @@ class Node:
                 vers = []
                 for i in save:
                     if i == -1:
-                        saved.append(SavedTensor(first, self, 0))
+                        st = _new(SavedTensor)      # SavedTensor(first, self, 0), inlined (hot path)
+                        st._tensor = None
+                        st._data = first._data
+                        st._vc = vc = first._vc
+                        st._version = vc[0]
+                        st._node_ref = _weakref(self)
+                        st._output_nr = 0
+                        st._requires_grad = True
+                        st._unpack = None
+                        saved.append(st)
                         vers.append(None)
                     else:
                         a = args[i]
@@ -774,6 +784,46 @@ def register_multi_grad_hook(tensors, fn, *, mode="all"):
 
         handles = tuple(t.register_hook(wrapped_fn) for t in tensors if t.requires_grad)
     return _MultiHandle(handles)
+
+
+def _edge(t):
+    """(edge, input meta) of a tensor argument: where its gradient goes, and its shape and dtype."""
+    if not t.requires_grad:
+        return _NO_EDGE, None
+    gf = t.grad_fn
+    if gf is None:
+        ref = t._grad_acc
+        gf = ref() if ref is not None else None
+        if gf is None:
+            gf = t._grad_accumulator()
+        e = (gf, 0)
+    else:
+        e = (gf, t._output_nr)
+    d = t._data
+    return e, (d.shape, d.dtype)
+
+
+def record2(cls, a, b, out):
+    """Node._record for a primitive of two tensors whose ``save`` is () or (0, 1): the hot path of
+    the arithmetic dunders (same result as ``cls.apply(a, b)``, minus the generic plumbing)."""
+    if _anomaly_enabled or _hooks_tls.stack:
+        return _new(cls)._record((a, b), out)
+    node = _new(cls)
+    ea, ma = _edge(a)
+    eb, mb = _edge(b)
+    node.next_functions = (ea, eb)
+    node._in_meta = (ma, mb)
+    node._seq = next(_seq)
+    res = _new(Tensor)
+    res._data = out
+    res.requires_grad = True
+    res.grad_fn = node
+    res._output_nr = 0
+    res._vc = [0]
+    if cls.save:
+        node._saved = [a, b]
+        node._versions = [a._vc[0], b._vc[0]]
+    return res
 
 
 # --------------------------------------------------------------------------------------------

@@ -1,4 +1,5 @@
 """Differentiable primitives by family, and their installation as Tensor methods."""
+import numpy as np
 from .._tensor import Tensor
 from . import elementwise as E, shape as S, reduce as R, linalg as L, index as I, join as J
 from . import nn as _nn_ops  # noqa: F401  (installs its own Tensor methods)
@@ -121,35 +122,78 @@ _INPLACE_BINARY = {"add_": E.Add, "sub_": E.Sub, "mul_": E.Mul, "div_": E.Div, "
                    "multiply_": E.Mul, "divide_": E.Div}
 
 
-def _fast_binary(cls, general):
-    """The dunder for the common case (two tensors of one dtype) goes straight to the primitive;
-    anything else (scalars, promotion, lists) takes the general path with PyTorch's rules."""
-    apply = cls.apply
+def _fast_binary(cls, general, ufunc):
+    """The dunder for the common case (two tensors of one dtype, no op hooks) computes the ufunc
+    and records the node directly (graph.record2); anything else (scalars, promotion, lists, op
+    hooks) takes the general path with PyTorch's rules. Same node, same result either way."""
     from ._dispatch import broadcast_error
+    from ..autograd import graph as G
+    from ..autograd.grad_mode import _state
+    assert cls.save in ((), (0, 1))
+    record2 = G.record2
+    new = object.__new__
+    ndarray = np.ndarray
 
     def method(self, other):
-        if type(other) is Tensor and other._data.dtype is self._data.dtype:
+        if type(other) is Tensor and other._data.dtype is self._data.dtype and not G._op_hooks:
             try:
-                return apply(self, other)
+                out = ufunc(self._data, other._data)
             except ValueError:
                 raise broadcast_error(self._data.shape, other._data.shape) from None
+            if type(out) is not ndarray:
+                out = np.asarray(out)
+            if (self.requires_grad or other.requires_grad) and _state.enabled:
+                return record2(cls, self, other, out)
+            t = new(Tensor)
+            t._data = out
+            t.requires_grad = False
+            t.grad_fn = None
+            t._output_nr = 0
+            t._vc = [0]
+            return t
         return general(self, other)
     method.__name__ = general.__name__
     method.__doc__ = general.__doc__
     return method
 
 
-_FAST = {"__add__": (E.Add, E.add), "__sub__": (E.Sub, E.sub), "__mul__": (E.Mul, E.mul),
-         "add": (E.Add, E.add), "mul": (E.Mul, E.mul), "sub": (E.Sub, E.sub)}
+def _fast_unary(cls, general):
+    """Tensor.relu() & co. on a float tensor without op hooks: the primitive directly."""
+    from ..autograd import graph as G
+    from ..autograd.grad_mode import _state
+    new = object.__new__
+    ndarray = np.ndarray
+    make = Tensor._make
+
+    def method(self):
+        if self._data.dtype.kind == "f" and not G._op_hooks:
+            node = new(cls)
+            out = node.forward(self._data)
+            if type(out) is not ndarray:
+                out = np.asarray(out)
+            if self.requires_grad and _state.enabled:
+                return node._record((self,), out)
+            return make(out)
+        return general(self)
+    method.__name__ = general.__name__
+    method.__doc__ = general.__doc__
+    return method
+
+
+_FAST_UNARY = {"relu": (E.Relu, E.relu), "exp": (E.Exp, E.exp), "tanh": (E.Tanh, E.tanh),
+               "sigmoid": (E.Sigmoid, E.sigmoid), "neg": (E.Neg, E.neg), "__neg__": (E.Neg, E.neg)}
+
+_FAST = {"__add__": (E.Add, E.add, np.add), "__sub__": (E.Sub, E.sub, np.subtract),
+         "__mul__": (E.Mul, E.mul, np.multiply), "mul": (E.Mul, E.mul, np.multiply)}
 
 
 def _install():
     for name, fn in _METHODS.items():
         setattr(Tensor, name, fn)
-    for name, (cls, general) in _FAST.items():
-        if name in ("add", "sub"):
-            continue   # these take alpha=
-        setattr(Tensor, name, _fast_binary(cls, general))
+    for name, (cls, general, ufunc) in _FAST.items():
+        setattr(Tensor, name, _fast_binary(cls, general, ufunc))
+    for name, (cls, general) in _FAST_UNARY.items():
+        setattr(Tensor, name, _fast_unary(cls, general))
     for name, cls in _INPLACE_BINARY.items():
         setattr(Tensor, name, _make_inplace_binary(cls, name))
     for name in _INPLACE_VIA:
