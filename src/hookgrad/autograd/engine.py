@@ -65,22 +65,35 @@ def _will_engine_execute_node(node):
 
 
 def _collect(root):
-    """Dependencies (number of incoming edges) of every node reachable from root, and that set."""
+    """Dependencies (number of incoming edges) of every node reachable from root, and the set of
+    reachable nodes (a view over the same dict, plus the root)."""
     deps = {}
-    seen = {root}
     stack = [root]
     pop = stack.pop
     push = stack.append
     get = deps.get
     while stack:
         for nxt, _ in pop().next_functions:
-            if nxt is None:
-                continue
-            deps[nxt] = get(nxt, 0) + 1
-            if nxt not in seen:
-                seen.add(nxt)
-                push(nxt)
-    return deps, seen
+            if nxt is not None:
+                c = get(nxt)
+                if c is None:
+                    deps[nxt] = 1
+                    push(nxt)
+                else:
+                    deps[nxt] = c + 1
+    return deps, _Reachable(deps, root)
+
+
+class _Reachable:
+    """``node in reachable``: the nodes of one backward pass (the dependency dict's keys + root)."""
+    __slots__ = ("deps", "root")
+
+    def __init__(self, deps, root):
+        self.deps = deps        # counted down during the pass, but keys are never removed
+        self.root = root
+
+    def __contains__(self, node):
+        return node is self.root or node in self.deps
 
 
 def _needed(root, targets, accumulate):
@@ -237,8 +250,13 @@ def _run_arrays(first, first_buf, deps):
     executed = []
     pop = heapq.heappop
     push = heapq.heappush
-    while ready:
-        fn = pop(ready)[2]
+    pending = None          # a node ready to run next without a trip through the heap (chains)
+    while ready or pending is not None:
+        if pending is not None:
+            fn = pending
+            pending = None
+        else:
+            fn = pop(ready)[2]
         buf = buffers.pop(fn)
         if fn._np and not fn._hooked:
             outs = fn._np_run(buf)
@@ -260,8 +278,17 @@ def _run_arrays(first, first_buf, deps):
                 old = nb[slot]
                 nb[slot] = g if old is None else old + g
             if d == 0:
-                push(ready, (-nxt._seq, counter, nxt))
-                counter += 1
+                # NOTE: the order is the heap's (sequence number); a lone ready node with an empty
+                # heap is what the heap would return next anyway
+                if pending is None and not ready:
+                    pending = nxt
+                else:
+                    if pending is not None:
+                        push(ready, (-pending._seq, counter, pending))
+                        counter += 1
+                        pending = None
+                    push(ready, (-nxt._seq, counter, nxt))
+                    counter += 1
     return executed
 
 
