@@ -436,8 +436,15 @@ class Node:
                 if s._vc[0] != v:
                     _version_error(s, v)
                 out.append(s._data)
+            elif type(s) is SavedTensor:
+                vc = s._vc      # SavedTensor.data(), inlined
+                if vc is not None and s._unpack is None and vc[0] == s._version:
+                    t = s._tensor
+                    out.append(t._data if t is not None else s._data)
+                else:
+                    out.append(s.unpack()._data)
             else:
-                out.append(s.data() if type(s) is SavedTensor else s)
+                out.append(s)
         return out
 
     # Optional: ``backward_np(self, *grad_arrays)`` computing the same gradients on NumPy arrays.

@@ -480,7 +480,8 @@ class Relu(Node, name="ReluBackward0"):
     saved_names = ("result",)
 
     def forward(self, x):
-        return np.maximum(x, _zero(x.dtype))
+        self.z = z = _zero(x.dtype)
+        return np.maximum(x, z)
 
     def backward(self, g):
         (out,) = self.saved_tensors
@@ -488,7 +489,7 @@ class Relu(Node, name="ReluBackward0"):
 
     def backward_np(self, g):
         out = self.saved_arrays()[0]
-        z = _zero(g.dtype)
+        z = self.z
         # NOTE: NumPy's where() beats g * mask on tiny arrays (~2x) and loses badly on large ones (~10x)
         if g.size <= 4096:
             return np.where(out > z, g, z)
