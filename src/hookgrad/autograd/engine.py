@@ -261,8 +261,7 @@ def _run_arrays(first, first_buf, deps):
         if fn._np and not fn._hooked:
             outs = fn._np_run(buf)
         else:
-            outs = _run_node(fn, [None if a is None else _make(a) for a in buf])
-            outs = [None if o is None else o._data for o in outs]
+            outs = _run_hooked_arrays(fn, buf, _make)
         if fn._saved:
             executed.append(fn)
         for (nxt, slot), g in zip(fn.next_functions, outs):
@@ -290,6 +289,23 @@ def _run_arrays(first, first_buf, deps):
                     push(ready, (-nxt._seq, counter, nxt))
                     counter += 1
     return executed
+
+
+def _run_hooked_arrays(fn, buf, make):
+    """_run_node for the array loop: hooks see Tensors; an array-level node then runs on arrays."""
+    tbuf = [None if a is None else make(a) for a in buf]
+    if fn._hooked:
+        tbuf = _tensor_pre_hooks(fn, tbuf)
+    pre = fn._pre_hooks
+    if pre:
+        tbuf = _run_pre_hooks(pre, tbuf, fn)
+    post = fn._post_hooks
+    if fn._np and not post:
+        return fn._np_run([None if t is None else t._data for t in tbuf])
+    outs = fn._run_backward(tbuf)
+    if post:
+        outs = _run_post_hooks(post, outs, tbuf, fn)
+    return [None if o is None else o._data for o in outs]
 
 
 def _run_node(fn, buf, task=None):
