@@ -153,7 +153,7 @@ def softmin(input, dim=None, _stacklevel=3, dtype=None):
 
 # ----------------------------------------------------------------------------------- linear
 def linear(input, weight, bias=None):
-    nd = input.dim()
+    nd = input._data.ndim
     if nd == 2:
         return addmm(bias, input, weight.t()) if bias is not None else input.mm(weight.t())
     if nd > 2:

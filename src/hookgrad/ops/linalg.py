@@ -2,8 +2,12 @@
 import numpy as np
 
 from .._tensor import Tensor
+from ..autograd import graph as _G
 from ..autograd.graph import Node
+from ..autograd.grad_mode import _state
 from .. import _dtype as D
+
+_new = object.__new__
 
 
 def _check_dtypes(name, a, b):
@@ -227,16 +231,24 @@ class Addmm(Node, name="AddmmBackward0"):
 
 
 def addmm(input, mat1, mat2, *, beta=1, alpha=1):
-    if mat1._data.ndim != 2 or mat2._data.ndim != 2:
-        raise RuntimeError("mat1 must be a matrix" if mat1._data.ndim != 2 else "mat2 must be a matrix")
-    if mat1._data.shape[1] != mat2._data.shape[0]:
+    a, b = mat1._data, mat2._data
+    if a.ndim != 2 or b.ndim != 2:
+        raise RuntimeError("mat1 must be a matrix" if a.ndim != 2 else "mat2 must be a matrix")
+    if a.shape[1] != b.shape[0]:
         raise _shape_err(mat1, mat2)
     bs = input._data.shape
-    n, m = mat1._data.shape[0], mat2._data.shape[1]
+    n, m = a.shape[0], b.shape[1]
     if len(bs) > 2 or (bs and bs[-1] not in (1, m)) or (len(bs) == 2 and bs[0] not in (1, n)):
         raise RuntimeError(f"The expanded size of the tensor ({mat2._data.shape[1]}) must match the existing size "
                            f"({input._data.shape[-1]}) at non-singleton dimension 1 (hookgrad: bias of shape "
                            f"{list(bs)} for a result of shape [{n}, {m}])")
+    if beta == 1 and alpha == 1 and not _G._op_hooks and input._data.dtype is a.dtype is b.dtype:
+        # the common case (nn.Linear), without apply's generic argument handling
+        node = _new(Addmm)
+        out = node.forward(input._data, a, b)
+        if (input.requires_grad or mat1.requires_grad or mat2.requires_grad) and _state.enabled:
+            return node._record((input, mat1, mat2), out)
+        return Tensor._make(out)
     if beta == 1 and alpha == 1:
         return Addmm.apply(input, mat1, mat2)
     return Addmm.apply(input, mat1, mat2, beta=beta, alpha=alpha)

@@ -3,9 +3,13 @@ input (shared version counter, replay function for in-place rebase)."""
 import numpy as np
 
 from .._tensor import Tensor, Size
+from ..autograd import graph as _G
 from ..autograd.graph import Node
+from ..autograd.grad_mode import _state
 from ._dispatch import wrap_dim, dims_of
 from ._inplace import make_view
+
+_new = object.__new__
 
 
 def _shape_arg(shape):
@@ -257,6 +261,10 @@ def t(self):
         raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {nd}D")
     if nd < 2:
         return make_view(TNode.apply(self, d0=0, d1=0), self, _t_replay)
+    if self.requires_grad and _state.enabled and not _G._op_hooks:
+        # hot path (every nn.Linear call): the transposed view, recorded without apply's plumbing
+        node = _new(TNode)
+        return make_view(node._record((self,), self._data.T), self, _t_replay)
     return make_view(TNode.apply(self), self, _t_replay)     # d0=0, d1=1 are TNode's defaults
 
 
