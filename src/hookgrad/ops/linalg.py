@@ -225,7 +225,11 @@ class Addmm(Node, name="AddmmBackward0"):
         a, b = self.saved_arrays()
         nf = self.next_functions
         al = self.alpha
-        return ((g if self.beta == 1 else g * self.beta) if nf[0][0] is not None else None,
+        if nf[0][0] is not None and self.beta == 1 and len(self._in_meta[0][0]) == 1:
+            gbias = g.sum(0)            # the nn.Linear bias: summed over the batch here directly
+        else:
+            gbias = g if self.beta == 1 else g * self.beta
+        return (gbias if nf[0][0] is not None else None,
                 ((g @ b.T) if al == 1 else (g @ b.T) * al) if nf[1][0] is not None else None,
                 ((a.T @ g) if al == 1 else (a.T @ g) * al) if nf[2][0] is not None else None)
 

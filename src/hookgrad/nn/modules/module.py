@@ -22,6 +22,7 @@ import numpy as np
 
 from ..._tensor import Tensor
 from ...autograd import graph as _graph
+from ..._dtype import _NP_TO_DT
 from ...autograd.graph import Node, check_tuple_result
 from ...autograd.grad_mode import _state, no_grad
 from ...utils.hooks import HookInfo, RemovableHandle, HookDict
@@ -288,6 +289,8 @@ class BackwardHook:
 
     @staticmethod
     def _pack_with_none(indices, values, size):
+        if indices is _INDEX0 and size == 1:       # one tensor argument/output (most layers)
+            return (values[0],)
         res = [None] * size
         for idx, val in zip(indices, values):
             res[idx] = val
@@ -313,8 +316,13 @@ class BackwardHook:
                     node.next_functions = (((t._grad_accumulator(), 0) if gf is None else (gf, t._output_nr)),)
                     node._in_meta = ((d.shape, d.dtype),)
                     node._seq = next(_graph._seq)
-                    node._out_meta = [(d.shape, t.dtype)]
-                    out = Tensor._make(d, True, node, 0, t._vc)
+                    node._out_meta = [(d.shape, _NP_TO_DT[d.dtype])]
+                    out = _new(Tensor)                 # Tensor._make(d, True, node, 0, t._vc), inlined
+                    out._data = d
+                    out.requires_grad = True
+                    out.grad_fn = node
+                    out._output_nr = 0
+                    out._vc = t._vc
                 base = t if t._base is None else t._base
                 if base.grad_fn is not None or not base.requires_grad:
                     out._base = base
@@ -730,6 +738,9 @@ class Module:
         return handle
 
     def _get_backward_hooks(self):
+        if not _global_backward_hooks:          # common case: only this module's own hooks
+            hooks = list(self._backward_hooks.values())
+            return (hooks, []) if self._is_full_backward_hook else ([], hooks)
         full_backward_hooks = []
         if _global_is_full_backward_hook is True:
             full_backward_hooks += _global_backward_hooks.values()
@@ -743,6 +754,8 @@ class Module:
         return full_backward_hooks, non_full_backward_hooks
 
     def _get_backward_pre_hooks(self):
+        if not _global_backward_pre_hooks:
+            return list(self._backward_pre_hooks.values())
         backward_pre_hooks = []
         backward_pre_hooks += _global_backward_pre_hooks.values()
         backward_pre_hooks += self._backward_pre_hooks.values()
