@@ -656,7 +656,7 @@ class AccumulateGrad(Node):
         var = self.variable
         grad = var._grad
         if grad is None:
-            var._grad = Tensor._make(np.array(g, dtype=var._data.dtype, copy=True))
+            var._grad = Tensor._make(np.array(g, dtype=var._data.dtype, copy=True, order="C"))
         else:
             gd = grad._data
             if gd.shape != g.shape or not gd.flags.writeable:
@@ -676,7 +676,7 @@ class AccumulateGrad(Node):
             if _state.enabled:     # create_graph: keep the graph of the gradient
                 var._grad = g if g.grad_fn is None and not g.requires_grad and g._data.flags.owndata else g.clone()
             else:
-                var._grad = Tensor._make(np.array(g._data, dtype=var._data.dtype, copy=True))
+                var._grad = Tensor._make(np.array(g._data, dtype=var._data.dtype, copy=True, order="C"))
         elif _state.enabled:
             var._grad = var._grad + g
         else:

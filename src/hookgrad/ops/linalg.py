@@ -10,6 +10,15 @@ from .. import _dtype as D
 _new = object.__new__
 
 
+def _grad_rhs(a, g, b):
+    """a.T @ g, laid out like ``b``: when b is a transposed view (nn.Linear's weight.t()), compute
+    (g.T @ a).T so that the gradient that reaches the weight through TBackward0 is C-contiguous
+    (no transposing copy when it is accumulated, and a fast optimizer step)."""
+    if b.flags.f_contiguous and not b.flags.c_contiguous:
+        return (g.T @ a).T
+    return a.T @ g
+
+
 def _check_dtypes(name, a, b):
     if a._data.dtype != b._data.dtype:
         raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: {_long(a)} != {_long(b)}"
@@ -39,7 +48,7 @@ class Mm(Node, name="MmBackward0"):
         a, b = self.saved_arrays()
         nf = self.next_functions
         return (g @ b.T if nf[0][0] is not None else None,
-                a.T @ g if nf[1][0] is not None else None)
+                _grad_rhs(a, g, b) if nf[1][0] is not None else None)
 
 
 class Matmul(Node, name="UnsafeViewBackward0"):
@@ -229,9 +238,14 @@ class Addmm(Node, name="AddmmBackward0"):
             gbias = g.sum(0)            # the nn.Linear bias: summed over the batch here directly
         else:
             gbias = g if self.beta == 1 else g * self.beta
+        gb = None
+        if nf[2][0] is not None:
+            gb = _grad_rhs(a, g, b)
+            if al != 1:
+                gb = gb * al
         return (gbias if nf[0][0] is not None else None,
                 ((g @ b.T) if al == 1 else (g @ b.T) * al) if nf[1][0] is not None else None,
-                ((a.T @ g) if al == 1 else (a.T @ g) * al) if nf[2][0] is not None else None)
+                gb)
 
 
 def addmm(input, mat1, mat2, *, beta=1, alpha=1):
