@@ -24,14 +24,16 @@ def select(model, patterns):
 
 
 class ModuleStack:
-    """Tracks the module calls in progress under ``model`` through the global module hooks.
+    """Tracks the module calls in progress under ``model`` through the global module hooks, with
+    each path's call index (0 for a module's first call inside the context, 1 for its second...).
 
     >>> with ModuleStack(model) as stack:
-    ...     model(x)          # inside, stack.path() is e.g. "layer1.0.conv1"
+    ...     model(x)          # inside, stack.path() is e.g. "layer1.0.conv1"; stack.where() adds the call
     """
 
     def __init__(self, model):
         self.paths = module_paths(model)
+        self.counts = {}
         self._tls = threading.local()
         self._handles = []
 
@@ -44,7 +46,9 @@ class ModuleStack:
     def _pre(self, module, args):
         path = self.paths.get(id(module))
         if path is not None:
-            self._stack().append(path)
+            n = self.counts.get(path, 0)
+            self.counts[path] = n + 1
+            self._stack().append((path, n))
 
     def _post(self, module, args, output):
         if id(module) in self.paths:
@@ -55,7 +59,12 @@ class ModuleStack:
     def path(self):
         """The innermost running module's path ("" for the root; None outside the model)."""
         st = self._stack()
-        return st[-1] if st else None
+        return st[-1][0] if st else None
+
+    def where(self):
+        """``(path, call index)`` of the innermost running module, ``(None, None)`` outside."""
+        st = self._stack()
+        return st[-1] if st else (None, None)
 
     def __enter__(self):
         self._handles = [_m.register_module_forward_pre_hook(self._pre),

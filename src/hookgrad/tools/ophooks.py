@@ -57,52 +57,8 @@ def format_frame(fs):
     return f"{fs.filename}:{fs.lineno} in {fs.name}" + (f": `{line}`" if line else "")
 
 
-class ModuleCalls:
-    """A :class:`ModuleStack` plus per-path call indices (0 for a module's first call inside the
-    context, 1 for its second, ...), kept with the global module hooks."""
-
-    def __init__(self, model):
-        self.stack = ModuleStack(model)
-        self.paths = self.stack.paths
-        self.counts = {}
-        self._tls = threading.local()
-        self._handles = []
-
-    def _idx(self):
-        st = getattr(self._tls, "idx", None)
-        if st is None:
-            st = self._tls.idx = []
-        return st
-
-    def _pre(self, module, args):
-        path = self.paths.get(id(module))
-        if path is not None:
-            n = self.counts.get(path, 0)
-            self.counts[path] = n + 1
-            self._idx().append(n)
-
-    def _post(self, module, args, output):
-        if id(module) in self.paths:
-            st = self._idx()
-            if st:
-                st.pop()
-
-    def where(self):
-        """``(path, call index)`` of the innermost running module, ``(None, None)`` outside."""
-        st = self._idx()
-        return (self.stack.path(), st[-1]) if st else (None, None)
-
-    def __enter__(self):
-        self.stack.__enter__()
-        self._handles = [_m.register_module_forward_pre_hook(self._pre),
-                         _m.register_module_forward_hook(self._post, always_call=True)]
-        return self
-
-    def __exit__(self, *exc):
-        for h in self._handles:
-            h.remove()
-        self._handles = []
-        self.stack.__exit__(*exc)
+# ModuleStack keeps per-path call indices (``where()``); the name is kept for this module's users.
+ModuleCalls = ModuleStack
 
 
 def _flat(xs):
@@ -270,7 +226,7 @@ class OpTimer(_OpTool):
         dt = _perf() - self._starts().pop()
         self._add(self.ops, name, 0, dt)
         if self._mods is not None:
-            self._add(self.modules, self._mods.stack.path(), 0, dt)
+            self._add(self.modules, self._mods.path(), 0, dt)
             self._tag(node)
 
     def backward_pre(self, node, grad_outputs):
@@ -348,7 +304,7 @@ class OpPrinter(_OpTool):
 
     def forward_post(self, name, inputs, output, node):
         self._tag(node)
-        path = self._mods.stack.path() if self._mods is not None else None
+        path = self._mods.path() if self._mods is not None else None
         text = f"fwd {name}{self._path(path)} {describe(list(inputs))} -> {describe(output)}"
         if self.verbose:
             text += f" grad_fn={None if node is None else node.name()}" + self._stats(output)
@@ -424,7 +380,7 @@ class MemoryHook(_OpTool):
         if self._bdepth():
             return
         self._tag(node)
-        path = self._mods.stack.path() if self._mods is not None else None
+        path = self._mods.path() if self._mods is not None else None
         self._count(name, path, 0, _flat(output), _flat(inputs))
 
     def backward_pre(self, node, grad_outputs):
