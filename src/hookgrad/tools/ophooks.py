@@ -26,7 +26,6 @@ import weakref
 import numpy as np
 
 from ..autograd.graph import OpHook, op_name
-from ..nn.modules import module as _m
 from ._common import ModuleStack
 
 __all__ = ["OpTimer", "OpPrinter", "MemoryHook", "HookTimeAccount", "account"]
