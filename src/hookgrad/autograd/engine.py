@@ -162,12 +162,10 @@ def run_backward(roots, grads, keep_graph, create_graph, inputs=None, accumulate
     push = heapq.heappush
     anomaly = _anomaly
     _make = _g.Tensor._make
-    op_hooks = _g._op_hooks
-    if op_hooks:
-        anomaly = _OpHookRunner(anomaly)
+    op_hooks = bool(_g._op_hooks)
     if exec_needed is None and anomaly is None and not create_graph:
         try:
-            executed = _run_arrays(first, first_buf, deps)
+            executed = _run_arrays(first, first_buf, deps, op_hooks)
         finally:
             _state.enabled = prev
             tasks.pop()
@@ -175,6 +173,8 @@ def run_backward(roots, grads, keep_graph, create_graph, inputs=None, accumulate
             for fn in executed:
                 fn._release()
         return captured
+    if op_hooks:
+        anomaly = _OpHookRunner(anomaly)
     try:
         while ready:
             fn = pop(ready)[2]
@@ -239,7 +239,7 @@ def run_backward(roots, grads, keep_graph, create_graph, inputs=None, accumulate
     return captured
 
 
-def _run_arrays(first, first_buf, deps):
+def _run_arrays(first, first_buf, deps, op_hooks=False):
     """The plain ``backward()`` loop (no create_graph, no inputs=, no anomaly mode): input buffers
     hold NumPy arrays, and Tensors are built only where a hook or a Tensor-level backward needs
     them. Same order and hook steps as the general loop. Returns the executed nodes."""
@@ -258,10 +258,15 @@ def _run_arrays(first, first_buf, deps):
         else:
             fn = pop(ready)[2]
         buf = buffers.pop(fn)
+        if op_hooks:
+            go = tuple(None if a is None else _make(a) for a in buf)
+            _g.run_backward_op_hooks(fn, go)
         if fn._np and not fn._hooked:
             outs = fn._np_run(buf)
         else:
             outs = _run_hooked_arrays(fn, buf, _make)
+        if op_hooks:
+            _g.run_backward_op_hooks(fn, go, tuple(None if o is None else _make(o) for o in outs), post=True)
         if fn._saved:
             executed.append(fn)
         for (nxt, slot), g in zip(fn.next_functions, outs):

@@ -897,10 +897,16 @@ def register_op_hook(hook):
     return h
 
 
+_OP_NAMES = {}
+
+
 def op_name(node_or_cls):
     """The forward op's name of a node class or node: ``MulBackward0`` -> ``Mul``."""
     name = node_or_cls.__name__ if isinstance(node_or_cls, type) else node_or_cls.name()
-    return re.sub(r"Backward\d*$", "", name)
+    op = _OP_NAMES.get(name)
+    if op is None:
+        op = _OP_NAMES[name] = re.sub(r"Backward\d*$", "", name)
+    return op
 
 
 def _apply_with_op_hooks(cls, args, params):
