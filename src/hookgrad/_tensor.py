@@ -10,8 +10,7 @@ import numpy as np
 
 from . import _dtype as D
 from .autograd import graph as _graph
-from .autograd.grad_mode import _state
-from .utils.hooks import RemovableHandle, HookDict
+from .utils.hooks import add_hook, HookDict
 
 _NONLEAF_GRAD_WARNING = (
     "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its .grad attribute won't be "
@@ -306,8 +305,7 @@ class Tensor:
             acc = self._grad_acc() if self._grad_acc is not None else None
             if acc is not None:
                 acc._hooked = True    # leaf hooks run at its AccumulateGrad (flag checked by the engine)
-        handle = RemovableHandle(self._backward_hooks)
-        self._backward_hooks[handle.id] = hook
+        handle = add_hook(self._backward_hooks, hook)
         return handle
 
     def register_post_accumulate_grad_hook(self, hook):
@@ -318,8 +316,7 @@ class Tensor:
             raise RuntimeError("post accumulate grad hooks cannot be registered on non-leaf tensors")
         if self._post_accumulate_grad_hooks is None:
             self._post_accumulate_grad_hooks = HookDict()
-        handle = RemovableHandle(self._post_accumulate_grad_hooks)
-        self._post_accumulate_grad_hooks[handle.id] = hook
+        handle = add_hook(self._post_accumulate_grad_hooks, hook)
         return handle
 
     def hooks(self):

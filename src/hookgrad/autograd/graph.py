@@ -19,7 +19,7 @@ from collections import defaultdict
 import numpy as np
 
 from .. import _dtype as D
-from ..utils.hooks import RemovableHandle, HookDict, hook_name
+from ..utils.hooks import add_hook, RemovableHandle, HookDict, hook_name
 from .grad_mode import _state
 
 __all__ = ["Node", "OpHook", "register_op_hook", "op_name", "AccumulateGrad", "saved_tensors_hooks", "save_on_cpu", "disable_saved_tensors_hooks",
@@ -558,8 +558,7 @@ class Node:
         if self._post_hooks is None:
             self._post_hooks = HookDict()
         self._hooked = True
-        h = RemovableHandle(self._post_hooks)
-        self._post_hooks[h.id] = fn
+        h = add_hook(self._post_hooks, fn)
         return h
 
     def register_prehook(self, fn):
@@ -567,8 +566,7 @@ class Node:
         if self._pre_hooks is None:
             self._pre_hooks = HookDict()
         self._hooked = True
-        h = RemovableHandle(self._pre_hooks)
-        self._pre_hooks[h.id] = fn
+        h = add_hook(self._pre_hooks, fn)
         return h
 
     def _register_tensor_hooks(self, slot, hooks):
@@ -892,8 +890,7 @@ class OpHook:
 
 def register_op_hook(hook):
     """Register an OpHook (or any object with its methods) for every op and backward node."""
-    h = RemovableHandle(_op_hooks)
-    _op_hooks[h.id] = hook
+    h = add_hook(_op_hooks, hook)
     return h
 
 

@@ -7,7 +7,7 @@ parameter saved for backward and then stepped raises the usual "modified by an i
 """
 import functools
 import warnings
-from collections import OrderedDict, defaultdict
+from collections import defaultdict
 from copy import deepcopy
 from itertools import chain
 
@@ -16,7 +16,7 @@ import numpy as np
 from .._tensor import Tensor
 from .. import _dtype as D
 from ..autograd.grad_mode import set_grad_enabled, is_grad_enabled, enable_grad
-from ..utils.hooks import RemovableHandle, HookDict
+from ..utils.hooks import add_hook, HookDict
 
 __all__ = ["Optimizer", "register_optimizer_step_pre_hook", "register_optimizer_step_post_hook", "required"]
 
@@ -37,16 +37,12 @@ required = _RequiredParameter()
 def register_optimizer_step_pre_hook(hook):
     """Register ``hook(optimizer, args, kwargs) -> None | (new_args, new_kwargs)`` for every optimizer;
     global pre-hooks run before the instance's own."""
-    handle = RemovableHandle(_global_optimizer_pre_hooks)
-    _global_optimizer_pre_hooks[handle.id] = hook
-    return handle
+    return add_hook(_global_optimizer_pre_hooks, hook)
 
 
 def register_optimizer_step_post_hook(hook):
     """Register ``hook(optimizer, args, kwargs)`` for every optimizer; runs after the instance's own."""
-    handle = RemovableHandle(_global_optimizer_post_hooks)
-    _global_optimizer_post_hooks[handle.id] = hook
-    return handle
+    return add_hook(_global_optimizer_post_hooks, hook)
 
 
 def _typename(obj):
@@ -208,23 +204,15 @@ class Optimizer:
 
     def register_step_pre_hook(self, hook):
         """``hook(optimizer, args, kwargs) -> None | (new_args, new_kwargs)``, before ``step``."""
-        handle = RemovableHandle(self._optimizer_step_pre_hooks)
-        self._optimizer_step_pre_hooks[handle.id] = hook
-        return handle
+        return add_hook(self._optimizer_step_pre_hooks, hook)
 
     def register_step_post_hook(self, hook):
         """``hook(optimizer, args, kwargs)``, after ``step``."""
-        handle = RemovableHandle(self._optimizer_step_post_hooks)
-        self._optimizer_step_post_hooks[handle.id] = hook
-        return handle
+        return add_hook(self._optimizer_step_post_hooks, hook)
 
     @staticmethod
     def _register(hooks, hook, prepend):
-        handle = RemovableHandle(hooks)
-        hooks[handle.id] = hook
-        if prepend:
-            hooks.move_to_end(handle.id, last=False)
-        return handle
+        return add_hook(hooks, hook, prepend=prepend)
 
     def register_state_dict_pre_hook(self, hook, prepend=False):
         """``hook(optimizer)``, at the start of ``state_dict()``."""

@@ -7,7 +7,7 @@ dicts keyed by the same id, passed as ``extra_dict`` so that ``remove()`` cleans
 import weakref
 from collections import OrderedDict, namedtuple
 
-__all__ = ["HookInfo", "RemovableHandle", "unserializable_hook", "warn_if_has_hooks", "hook_name", "HookDict"]
+__all__ = ["HookInfo", "RemovableHandle", "add_hook", "unserializable_hook", "warn_if_has_hooks", "hook_name", "HookDict"]
 
 
 # The dict type every hook lives in, keyed by handle id. It *is* OrderedDict (weak-referenceable,
@@ -72,6 +72,16 @@ class RemovableHandle:
 
     def __exit__(self, type, value, tb):
         self.remove()
+
+
+def add_hook(hooks_dict, hook, *, extra_dict=None, prepend=False):
+    """The one way a hook is stored: at a new handle's id in ``hooks_dict`` (moved to the front with
+    ``prepend``); ``extra_dict`` are the flag dicts that ``handle.remove()`` cleans too."""
+    handle = RemovableHandle(hooks_dict, extra_dict=extra_dict)
+    hooks_dict[handle.id] = hook
+    if prepend:
+        hooks_dict.move_to_end(handle.id, last=False)
+    return handle
 
 
 def unserializable_hook(f):

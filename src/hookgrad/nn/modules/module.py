@@ -25,7 +25,7 @@ from ...autograd import graph as _graph
 from ..._dtype import _NP_TO_DT
 from ...autograd.graph import Node, check_tuple_result
 from ...autograd.grad_mode import _state, no_grad
-from ...utils.hooks import HookInfo, RemovableHandle, HookDict
+from ...utils.hooks import add_hook, HookInfo, RemovableHandle, HookDict
 from ..parameter import Parameter, Buffer
 
 __all__ = ["Module", "register_module_forward_pre_hook", "register_module_forward_hook",
@@ -52,29 +52,25 @@ _EXTRA_STATE_KEY_SUFFIX = "_extra_state"
 
 def register_module_buffer_registration_hook(hook):
     """Register ``hook(module, name, buffer) -> None or new buffer`` run by every register_buffer."""
-    handle = RemovableHandle(_global_buffer_registration_hooks)
-    _global_buffer_registration_hooks[handle.id] = hook
+    handle = add_hook(_global_buffer_registration_hooks, hook)
     return handle
 
 
 def register_module_module_registration_hook(hook):
     """Register ``hook(module, name, submodule) -> None or new submodule`` run by every add_module."""
-    handle = RemovableHandle(_global_module_registration_hooks)
-    _global_module_registration_hooks[handle.id] = hook
+    handle = add_hook(_global_module_registration_hooks, hook)
     return handle
 
 
 def register_module_parameter_registration_hook(hook):
     """Register ``hook(module, name, param) -> None or new param`` run by every register_parameter."""
-    handle = RemovableHandle(_global_parameter_registration_hooks)
-    _global_parameter_registration_hooks[handle.id] = hook
+    handle = add_hook(_global_parameter_registration_hooks, hook)
     return handle
 
 
 def register_module_forward_pre_hook(hook):
     """Global forward pre-hook ``hook(module, args)``, run before every module's own pre-hooks."""
-    handle = RemovableHandle(_global_forward_pre_hooks)
-    _global_forward_pre_hooks[handle.id] = hook
+    handle = add_hook(_global_forward_pre_hooks, hook)
     return handle
 
 
@@ -112,15 +108,13 @@ def register_module_backward_hook(hook):
         raise RuntimeError("Cannot use both regular backward hooks and full backward hooks as a "
                            "global Module hook. Please use only one of them.")
     _global_is_full_backward_hook = False
-    handle = RemovableHandle(_global_backward_hooks)
-    _global_backward_hooks[handle.id] = hook
+    handle = add_hook(_global_backward_hooks, hook)
     return handle
 
 
 def register_module_full_backward_pre_hook(hook):
     """Global full backward pre-hook ``hook(module, grad_output)``."""
-    handle = RemovableHandle(_global_backward_pre_hooks)
-    _global_backward_pre_hooks[handle.id] = hook
+    handle = add_hook(_global_backward_pre_hooks, hook)
     return handle
 
 
@@ -131,8 +125,7 @@ def register_module_full_backward_hook(hook):
         raise RuntimeError("Cannot use both regular backward hooks and full backward hooks as a "
                            "global Module hook. Please use only one of them.")
     _global_is_full_backward_hook = True
-    handle = RemovableHandle(_global_backward_hooks)
-    _global_backward_hooks[handle.id] = hook
+    handle = add_hook(_global_backward_hooks, hook)
     return handle
 
 
@@ -708,11 +701,7 @@ class Module:
     # ---- hooks -------------------------------------------------------------------------------
     def register_full_backward_pre_hook(self, hook, prepend=False):
         """``hook(module, grad_output) -> tuple or None``, run when grads w.r.t. the outputs are computed."""
-        handle = RemovableHandle(self._backward_pre_hooks)
-        self._backward_pre_hooks[handle.id] = hook
-        if prepend:
-            self._backward_pre_hooks.move_to_end(handle.id, last=False)
-        return handle
+        return add_hook(self._backward_pre_hooks, hook, prepend=prepend)
 
     def register_backward_hook(self, hook):
         """Legacy backward hook (deprecated): a post-hook on the grad_fn of the first output tensor."""
@@ -720,9 +709,7 @@ class Module:
             raise RuntimeError("Cannot use both regular backward hooks and full backward hooks on a "
                                "single Module. Please use only one of them.")
         self._is_full_backward_hook = False
-        handle = RemovableHandle(self._backward_hooks)
-        self._backward_hooks[handle.id] = hook
-        return handle
+        return add_hook(self._backward_hooks, hook)
 
     def register_full_backward_hook(self, hook, prepend=False):
         """``hook(module, grad_input, grad_output) -> tuple or None``, run when grads w.r.t. the inputs
@@ -731,11 +718,7 @@ class Module:
             raise RuntimeError("Cannot use both regular backward hooks and full backward hooks on a "
                                "single Module. Please use only one of them.")
         self._is_full_backward_hook = True
-        handle = RemovableHandle(self._backward_hooks)
-        self._backward_hooks[handle.id] = hook
-        if prepend:
-            self._backward_hooks.move_to_end(handle.id, last=False)
-        return handle
+        return add_hook(self._backward_hooks, hook, prepend=prepend)
 
     def _get_backward_hooks(self):
         if not _global_backward_hooks:          # common case: only this module's own hooks
@@ -850,26 +833,21 @@ class Module:
     def register_forward_pre_hook(self, hook, *, prepend=False, with_kwargs=False):
         """``hook(module, args) -> None or new args`` (with_kwargs: ``hook(module, args, kwargs) -> None
         or (new_args, new_kwargs)``), run before forward."""
-        handle = RemovableHandle(self._forward_pre_hooks, extra_dict=self._forward_pre_hooks_with_kwargs)
-        self._forward_pre_hooks[handle.id] = hook
+        handle = add_hook(self._forward_pre_hooks, hook, extra_dict=self._forward_pre_hooks_with_kwargs,
+                          prepend=prepend)
         if with_kwargs:
             self._forward_pre_hooks_with_kwargs[handle.id] = True
-        if prepend:
-            self._forward_pre_hooks.move_to_end(handle.id, last=False)
         return handle
 
     def register_forward_hook(self, hook, *, prepend=False, with_kwargs=False, always_call=False):
         """``hook(module, args, output) -> None or new output`` (with_kwargs: ``hook(module, args, kwargs,
         output)``), run after forward; always_call also runs it when forward raised."""
-        handle = RemovableHandle(self._forward_hooks,
-                                 extra_dict=[self._forward_hooks_with_kwargs, self._forward_hooks_always_called])
-        self._forward_hooks[handle.id] = hook
+        handle = add_hook(self._forward_hooks, hook, prepend=prepend,
+                          extra_dict=[self._forward_hooks_with_kwargs, self._forward_hooks_always_called])
         if with_kwargs:
             self._forward_hooks_with_kwargs[handle.id] = True
         if always_call:
             self._forward_hooks_always_called[handle.id] = True
-        if prepend:
-            self._forward_hooks.move_to_end(handle.id, last=False)
         return handle
 
     # ---- calling -----------------------------------------------------------------------------
@@ -1109,22 +1087,16 @@ class Module:
         if getattr(hook, "_from_public_api", False):
             raise RuntimeError("Cannot register the same function as the state dict post hook that was "
                                "previously registered via register_state_dict_post_hook")
-        handle = RemovableHandle(self._state_dict_hooks)
-        self._state_dict_hooks[handle.id] = hook
-        return handle
+        return add_hook(self._state_dict_hooks, hook)
 
     def register_state_dict_post_hook(self, hook):
         """``hook(module, state_dict, prefix, local_metadata) -> None`` after state_dict()."""
         hook._from_public_api = True
-        handle = RemovableHandle(self._state_dict_hooks)
-        self._state_dict_hooks[handle.id] = hook
-        return handle
+        return add_hook(self._state_dict_hooks, hook)
 
     def register_state_dict_pre_hook(self, hook):
         """``hook(module, prefix, keep_vars)`` before state_dict()."""
-        handle = RemovableHandle(self._state_dict_pre_hooks)
-        self._state_dict_pre_hooks[handle.id] = hook
-        return handle
+        return add_hook(self._state_dict_pre_hooks, hook)
 
     def _save_to_state_dict(self, destination, prefix, keep_vars):
         for name, param in self._parameters.items():
@@ -1173,18 +1145,14 @@ class Module:
     def _register_load_state_dict_pre_hook(self, hook, with_module=False):
         """``hook(state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs)``
         (preceded by the module when with_module) before this module loads its state."""
-        handle = RemovableHandle(self._load_state_dict_pre_hooks)
-        self._load_state_dict_pre_hooks[handle.id] = _WrappedHook(hook, self if with_module else None)
-        return handle
+        return add_hook(self._load_state_dict_pre_hooks, _WrappedHook(hook, self if with_module else None))
 
     def register_load_state_dict_pre_hook(self, hook):
         return self._register_load_state_dict_pre_hook(hook, with_module=True)
 
     def register_load_state_dict_post_hook(self, hook):
         """``hook(module, incompatible_keys) -> None`` after load_state_dict (may edit the key lists)."""
-        handle = RemovableHandle(self._load_state_dict_post_hooks)
-        self._load_state_dict_post_hooks[handle.id] = hook
-        return handle
+        return add_hook(self._load_state_dict_post_hooks, hook)
 
     def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
                               error_msgs):
