@@ -423,6 +423,17 @@ class Node:
     def backward(self, *grads):  # pragma: no cover - abstract
         raise NotImplementedError(f"{self.name()} has no backward")
 
+    def _saved_pair(self):
+        """saved_arrays() for two lightly saved tensors (Mul, Div, matmuls): the hot path."""
+        v = self._versions
+        if v is not None and len(v) == 2:
+            va, vb = v
+            if va is not None and vb is not None:
+                a, b = self._saved
+                if a._vc[0] == va and b._vc[0] == vb:
+                    return a._data, b._data
+        return self.saved_arrays()
+
     def saved_arrays(self):
         """The saved values as NumPy arrays (non-tensor arguments as they were): for backward_np."""
         if self._freed:

@@ -90,7 +90,7 @@ class Mul(Node, name="MulBackward0"):
                 g * x if nf[1][0] is not None else None)
 
     def backward_np(self, g):
-        x, y = self.saved_arrays()
+        x, y = self._saved_pair()
         nf = self.next_functions
         return (g * y if nf[0][0] is not None else None,
                 g * x if nf[1][0] is not None else None)

@@ -231,7 +231,7 @@ class Addmm(Node, name="AddmmBackward0"):
         return (gbias if nf[0][0] is not None else None), ga, gb
 
     def backward_np(self, g):
-        a, b = self.saved_arrays()
+        a, b = self._saved_pair()
         nf = self.next_functions
         al = self.alpha
         if nf[0][0] is not None and self.beta == 1 and len(self._in_meta[0][0]) == 1:
