@@ -12,6 +12,14 @@ from .module import Module, _addindent, _typename
 __all__ = ["Container", "Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict"]
 
 
+
+def _abs_index(idx, n):
+    """The key of element ``idx`` (negative counts from the end) of a list-like container of n."""
+    idx = operator.index(idx)
+    if not (-n <= idx < n):
+        raise IndexError(f"index {idx} is out of range")
+    return str(idx + n if idx < 0 else idx)
+
 class Container(Module):
     def __init__(self, **kwargs):
         super().__init__()
@@ -190,12 +198,7 @@ class ModuleList(Module):
             self += modules
 
     def _get_abs_string_index(self, idx):
-        idx = operator.index(idx)
-        if not (-len(self) <= idx < len(self)):
-            raise IndexError(f"index {idx} is out of range")
-        if idx < 0:
-            idx += len(self)
-        return str(idx)
+        return _abs_index(idx, len(self))
 
     def __getitem__(self, idx):
         if isinstance(idx, slice):
@@ -340,12 +343,7 @@ class ParameterList(Module):
             self += values
 
     def _get_abs_string_index(self, idx):
-        idx = operator.index(idx)
-        if not (-len(self) <= idx < len(self)):
-            raise IndexError(f"index {idx} is out of range")
-        if idx < 0:
-            idx += len(self)
-        return str(idx)
+        return _abs_index(idx, len(self))
 
     def __getitem__(self, idx):
         if isinstance(idx, slice):

@@ -107,6 +107,19 @@ class BatchNorm2d(_BatchNorm):
                                f"(hookgrad: in {self!r}, input of shape {list(input.shape)})")
 
 
+def _affine_parameters(module, shape, affine, bias, dtype):
+    """weight (and bias) of a normalization layer, or None registrations when not affine."""
+    module.register_parameter("weight", Parameter(C.empty(shape, dtype=dtype)) if affine else None)
+    module.register_parameter("bias", Parameter(C.empty(shape, dtype=dtype)) if affine and bias else None)
+
+
+def _reset_affine(module):
+    if module.weight is not None:
+        init.ones_(module.weight)
+    if module.bias is not None:
+        init.zeros_(module.bias)
+
+
 class LayerNorm(Module):
     __constants__ = ["normalized_shape", "eps", "elementwise_affine"]
 
@@ -117,22 +130,11 @@ class LayerNorm(Module):
         self.normalized_shape = tuple(normalized_shape)
         self.eps = eps
         self.elementwise_affine = elementwise_affine
-        if elementwise_affine:
-            self.weight = Parameter(C.empty(self.normalized_shape, dtype=dtype))
-            if bias:
-                self.bias = Parameter(C.empty(self.normalized_shape, dtype=dtype))
-            else:
-                self.register_parameter("bias", None)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        _affine_parameters(self, self.normalized_shape, elementwise_affine, bias, dtype)
         self.reset_parameters()
 
     def reset_parameters(self):
-        if self.elementwise_affine:
-            init.ones_(self.weight)
-            if self.bias is not None:
-                init.zeros_(self.bias)
+        _reset_affine(self)
 
     def forward(self, input):
         try:
@@ -156,22 +158,11 @@ class GroupNorm(Module):
         self.num_channels = num_channels
         self.eps = eps
         self.affine = affine
-        if affine:
-            self.weight = Parameter(C.empty(num_channels, dtype=dtype))
-            if bias:
-                self.bias = Parameter(C.empty(num_channels, dtype=dtype))
-            else:
-                self.register_parameter("bias", None)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        _affine_parameters(self, (num_channels,), affine, bias, dtype)
         self.reset_parameters()
 
     def reset_parameters(self):
-        if self.affine:
-            init.ones_(self.weight)
-            if self.bias is not None:
-                init.zeros_(self.bias)
+        _reset_affine(self)
 
     def forward(self, input):
         try:
