@@ -4,7 +4,7 @@
     python bench/run.py chain mlp  # workloads whose name contains one of the words
 
 Each workload is a function ``setup(lib) -> step`` where ``lib`` is torch or hookgrad; ``step()`` runs
-one iteration. Times are the best of several interleaved timed chunks; the ratio column is what the
+one iteration. Times are the best of several timed chunks, the libraries taking turns in blocks; the ratio column is what the
 issues' targets refer to (lower is better, 1.0 = as fast as PyTorch eager).
 """
 import sys
@@ -160,17 +160,20 @@ def _best(step, n, rounds):
     return min(_chunk(step, n) for _ in range(rounds))
 
 
-def _time_pair(step_t, step_h, min_time=0.04, rounds=15):
+def _time_pair(step_t, step_h, min_time=0.04, rounds=4, chunks=5):
     """Best chunk time of each library. The minimum is the least disturbed measurement on a shared
-    machine. NOTE: not interleaved: torch's OpenMP threads and NumPy's OpenBLAS threads spin for a
-    while after work, and interleaving makes each library pay for the other's spinning threads."""
-    nt = _calibrate(step_t, min_time)
-    bt = _best(step_t, nt, rounds)
-    time.sleep(0.2)
-    nh = _calibrate(step_h, min_time)
-    bh = _best(step_h, nh, rounds)
-    time.sleep(0.2)
-    return bt, bh
+    machine; the libraries take turns in blocks (``rounds`` of them, order alternating), so that a
+    noisy stretch of the machine does not fall on one library only. Blocks rather than single
+    chunks: torch's OpenMP threads and NumPy's OpenBLAS threads spin for a while after work, and
+    fine interleaving makes each library pay for the other's spinning threads."""
+    steps = {"t": step_t, "h": step_h}
+    n = {k: _calibrate(f, min_time) for k, f in steps.items()}
+    best = {"t": float("inf"), "h": float("inf")}
+    for r in range(rounds):
+        for k in ("th" if r % 2 == 0 else "ht"):
+            time.sleep(0.05)
+            best[k] = min(best[k], _best(steps[k], n[k], chunks))
+    return best["t"], best["h"]
 
 
 def main(argv):

@@ -8,6 +8,11 @@ import numpy as _np
 # error state for the importing thread (documented in docs/differences.md).
 _np.seterr(divide="ignore", invalid="ignore", over="ignore", under="ignore")
 
+# Keep freed activations in the heap between training steps instead of page-faulting them back in
+# every step (glibc only; HOOKGRAD_MALLOC_TUNING=0 opts out; see _malloc.py and docs/differences.md).
+from . import _malloc
+_malloc.tune()
+
 from ._dtype import (dtype, bool_ as bool, uint8, int8, int16, int32, int64, float16, float32, float64,
                      get_default_dtype, set_default_dtype, promote_types, finfo, iinfo)
 from ._dtype import float16 as half, float32 as float, float64 as double, int64 as long, int32 as int, \

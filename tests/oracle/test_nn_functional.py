@@ -117,6 +117,25 @@ def test_conv_transpose_groups_and_1d():
     check(lambda L, x, w, b: F(L).conv_transpose1d(x, w, b, stride=3, padding=1), rn(2, 3, 5), rn(3, 2, 4), rn(2))
 
 
+@pytest.mark.parametrize("case", ["groups_dilation", "one_by_one", "transpose_groups", "transpose_negative_pad",
+                                  "conv1d"])
+def test_conv_stride_one_layouts(case):
+    """Stride 1 runs on the wide-column layout, and its transpose as a flipped convolution."""
+    if case == "groups_dilation":
+        check(lambda L, x, w, b: F(L).conv2d(x, w, b, padding=(2, 0), dilation=(2, 1), groups=2), rn(2, 4, 7, 6),
+              rn(6, 2, 3, 2), rn(6), second=True)
+    elif case == "one_by_one":
+        check(lambda L, x, w: F(L).conv2d(x, w), rn(2, 3, 4, 5), rn(5, 3, 1, 1), second=True)
+    elif case == "transpose_groups":
+        check(lambda L, x, w, b: F(L).conv_transpose2d(x, w, b, padding=(1, 0), groups=2, dilation=(1, 2)),
+              rn(2, 4, 5, 4), rn(4, 3, 3, 2), rn(6), second=True)
+    elif case == "transpose_negative_pad":  # padding > dilation * (kernel - 1): the scatter path
+        check(lambda L, x, w: F(L).conv_transpose2d(x, w, padding=3), rn(2, 3, 6, 7), rn(3, 2, 3, 3), second=True)
+    else:
+        check(lambda L, x, w, b: F(L).conv1d(x, w, b, padding=2, dilation=2), rn(2, 3, 9), rn(4, 3, 3), rn(4),
+              second=True)
+
+
 def test_unfold_fold():
     check(lambda L, x: F(L).unfold(x, (2, 3), padding=1, stride=2), rn(2, 3, 7, 6), second=True)
     check(lambda L, x: F(L).fold(x, (5, 6), (2, 2), padding=1), rn(2, 12, 42), second=True)
@@ -152,6 +171,17 @@ def test_max_pool_ties_go_to_first_index():
     x[0, 0, :2, :2] = 1.0
     check(lambda L, x: F(L).max_pool2d(x, 2, return_indices=True), x)
     check(lambda L, x: F(L).max_pool2d(x, 3, 1, 1), x)
+
+
+@pytest.mark.parametrize("kw", POOL + [{"kernel_size": (3, 2), "stride": (1, 2), "dilation": (2, 1)}], ids=str)
+def test_max_pool_many_ties_and_nans(kw):
+    """Values from {0, 1, 2}: ties between every pair of window positions (row-major first wins); NaNs
+    (the first NaN wins)."""
+    x = np.random.default_rng(3).integers(0, 3, (2, 3, 9, 8)).astype(np.float64)
+    check(lambda L, x: F(L).max_pool2d(x, return_indices=True, **kw), x)
+    x[0, 1, 2, 3] = x[1, 2, 5, 5] = x[1, 2, 5, 6] = np.nan
+    check(lambda L, x: F(L).max_pool2d(x, return_indices=True, **kw), x)
+    check(lambda L, x: F(L).adaptive_max_pool2d(x, 3, return_indices=True), x)
 
 
 def test_max_pool1d():

@@ -98,6 +98,29 @@ def _im2col(x, k, s, p, d):
     return win.reshape(n, c * k[0] * k[1], oh * ow), oh, ow
 
 
+def _wide_cols(x, k, p, d):
+    """Stride-1 im2col over the flattened padded image: the column of kernel offset (i, j) is one
+    contiguous run of that image shifted by i*dh*Wp + j*dw, so the copy moves long runs instead of
+    OW-wide rows (2-3x faster). The output grid is OH x Wp ("wide"): its last Wp - OW columns are
+    junk that the forward crops and the adjoints feed zeros into. Returns (cols (N, C*kh*kw, OH*Wp), OH, OW, Wp)."""
+    n, c, h, w = x.shape
+    hp, wp = h + p[0] + p[1], w + p[2] + p[3]
+    oh, ow = hp - d[0] * (k[0] - 1), wp - d[1] * (k[1] - 1)
+    flat = np.zeros((n, c, hp * wp + d[1] * (k[1] - 1)), x.dtype)
+    flat[:, :, :hp * wp].reshape(n, c, hp, wp)[:, :, p[0]:p[0] + h, p[2]:p[2] + w] = x
+    sn, sc, se = flat.strides
+    win = as_strided(flat, (n, c, k[0], k[1], oh * wp), (sn, sc, d[0] * wp * se, d[1] * se, se), writeable=False)
+    return win.reshape(n, c * k[0] * k[1], oh * wp), oh, ow, wp
+
+
+def _columns(x, k, s, p, d):
+    """im2col by the faster layout for this geometry: (cols, OH, OW, row width of the column grid)."""
+    if s == (1, 1) and k != (1, 1):
+        return _wide_cols(x, k, p, d)
+    cols, oh, ow = _im2col(x, k, s, p, d)
+    return cols, oh, ow, ow
+
+
 def _col2im(cols, shape, k, s, p, d, oh, ow):
     """Adjoint of _im2col: sum the columns back into an (N, C, H, W) image (one slice-add per offset)."""
     n, c, h, w = shape
@@ -110,6 +133,60 @@ def _col2im(cols, shape, k, s, p, d, oh, ow):
     if any(p):
         out = np.ascontiguousarray(out[:, :, p[0]:p[0] + h, p[2]:p[2] + w])
     return out
+
+
+def _conv2d(x, w, b, s, p, d, g):
+    """Convolution of arrays (N, C, H, W) * (O, C/g, kh, kw): one batched GEMM over the columns.
+    Returns (out, cols, wp): the columns and their row width, which the weight gradient reuses."""
+    n, o = x.shape[0], w.shape[0]
+    cols, oh, ow, wp = _columns(x, w.shape[2:], s, p, d)
+    if g == 1:
+        out = np.matmul(w.reshape(o, -1), cols)
+    else:
+        out = np.matmul(w.reshape(g, o // g, -1), cols.reshape(n, g, -1, cols.shape[-1]))
+    out = out.reshape(n, o, oh, wp)
+    if wp != ow:  # crop the junk columns, adding the bias on the way
+        res = np.empty((n, o, oh, ow), out.dtype)
+        if b is None:
+            np.copyto(res, out[..., :ow])
+        else:
+            np.add(out[..., :ow], b[:, None, None], out=res)
+        return res, cols, wp
+    if b is not None:
+        out += b[:, None, None]
+    return out, cols, wp
+
+
+def _conv2d_weight(x, y, ws, s, p, d, g, cols=None, wp=None):
+    """d<y, conv(x, w)>/dw: the columns of x (reused from the forward when given) against y."""
+    if cols is None:
+        cols, _, _, wp = _columns(x, ws[2:], s, p, d)
+    n, o, oh, ow = y.shape
+    if wp != ow:  # zeros against the junk columns
+        yw = np.zeros((n, o, oh, wp), y.dtype)
+        yw[..., :ow] = y
+        y = yw
+    gw = np.matmul(y.reshape(n, g, o // g, -1), cols.reshape(n, g, -1, cols.shape[-1]).transpose(0, 1, 3, 2))
+    return gw.sum(0).reshape(ws)
+
+
+def _conv2d_transpose(y, w, out_hw, s, p, d, g):
+    """Adjoint of _conv2d in x: y (N, O, OH, OW) -> (N, C, H, W). With stride 1 it is a convolution of
+    y with the flipped, transposed kernel (no scatter-add); otherwise columns summed back by _col2im."""
+    n, o, oh, ow = y.shape
+    _, cg, kh, kw = w.shape
+    (h, wd), ek = out_hw, (d[0] * (kh - 1), d[1] * (kw - 1))
+    if s == (1, 1):
+        top, left = ek[0] - p[0], ek[1] - p[2]
+        pads = (top, h - oh - top + ek[0], left, wd - ow - left + ek[1])
+        if min(pads) >= 0:
+            wt = w.reshape(g, o // g, cg, kh, kw).transpose(0, 2, 1, 3, 4).reshape(g * cg, o // g, kh, kw)
+            return _conv2d(y, wt[..., ::-1, ::-1], None, s, pads, d, g)[0]
+    if g == 1:
+        cols = np.matmul(w.reshape(o, -1).T, y.reshape(n, o, -1))
+    else:
+        cols = np.matmul(w.reshape(g, o // g, -1).transpose(0, 2, 1), y.reshape(n, g, o // g, -1))
+    return _col2im(cols, (n, cg * g, h, wd), (kh, kw), s, p, d, oh, ow)
 
 
 # --------------------------------------------------------------------------- convolution
@@ -128,9 +205,8 @@ class _ConvBase(Node):
     def _geo(self):
         return dict(stride=self.stride, padding=self.padding, dilation=self.dilation, groups=self.groups)
 
-
-def _cols(node, x, k):
-    return _im2col(x, k, node.stride, node.padding, node.dilation)
+    def _args(self):
+        return self.stride, self.padding, self.dilation, self.groups
 
 
 class Conv(_ConvBase, name="ConvolutionBackward0"):
@@ -139,21 +215,12 @@ class Conv(_ConvBase, name="ConvolutionBackward0"):
     _cols_cache = None
 
     def forward(self, x, w, b=None):
-        one = x.ndim == 3
+        x0, one = x, x.ndim == 3
         if one:
             x, w = x[:, :, None], w[:, :, None]
-        n = x.shape[0]
-        o, cg, kh, kw = w.shape
-        cols, oh, ow = _cols(self, x, (kh, kw))
-        g = self.groups
-        if g == 1:
-            out = np.matmul(w.reshape(o, -1), cols)
-        else:
-            out = np.matmul(w.reshape(g, o // g, -1), cols.reshape(n, g, -1, oh * ow)).reshape(n, o, -1)
-        if b is not None:
-            out += b[:, None]
-        self._cols_cache = (x if not one else x[:, :, 0], cols)
-        return out.reshape((n, o, ow) if one else (n, o, oh, ow))
+        out, cols, wp = _conv2d(x, w, b, *self._args())
+        self._cols_cache = (x0, cols, wp)
+        return out[:, :, 0] if one else out
 
     def backward(self, gy):
         x, w = self.saved_tensors
@@ -162,7 +229,7 @@ class Conv(_ConvBase, name="ConvolutionBackward0"):
         gx = ConvTr.apply(gy, w, out_hw=x.shape[2:], **geo) if _need(self, 0) else None
         gw = None
         if _need(self, 1):
-            cols = cache[1] if cache is not None and cache[0] is x._data else None
+            cols = cache[1:] if cache is not None and cache[0] is x._data else None
             gw = ConvW.apply(x, gy, wshape=w.shape, cols=cols, **geo)
         gb = gy.sum((0, 2, 3) if gy.dim() == 4 else (0, 2)) if len(self.next_functions) > 2 and _need(self, 2) else None
         return gx, gw, gb
@@ -177,15 +244,7 @@ class ConvTr(_ConvBase, name="ConvolutionBackward0"):
         one = y.ndim == 3
         if one:
             y, w = y[:, :, None], w[:, :, None]
-        n, o, oh, ow = y.shape
-        _, cg, kh, kw = w.shape
-        g = self.groups
-        h, wd = (1,) + tuple(self.out_hw) if one else tuple(self.out_hw)
-        if g == 1:
-            cols = np.matmul(w.reshape(o, -1).T, y.reshape(n, o, -1))
-        else:
-            cols = np.matmul(w.reshape(g, o // g, -1).transpose(0, 2, 1), y.reshape(n, g, o // g, -1))
-        out = _col2im(cols, (n, cg * g, h, wd), (kh, kw), self.stride, self.padding, self.dilation, oh, ow)
+        out = _conv2d_transpose(y, w, (1,) + tuple(self.out_hw) if one else tuple(self.out_hw), *self._args())
         if b is not None:
             out += b[:, None, None]
         return out[:, :, 0] if one else out
@@ -210,17 +269,8 @@ class ConvW(_ConvBase, name="ConvolutionBackwardBackward0"):
         if one:
             x, y = x[:, :, None], y[:, :, None]
         ws = self.wshape
-        kh, kw = (1, ws[2]) if one else ws[2:]
-        cols = self.cols
-        self.cols = None
-        if cols is None:
-            cols = _cols(self, x, (kh, kw))[0]
-        n, o = y.shape[:2]
-        g = self.groups
-        if g == 1:
-            gw = np.matmul(y.reshape(n, o, -1), cols.transpose(0, 2, 1)).sum(0)
-        else:
-            gw = np.matmul(y.reshape(n, g, o // g, -1), cols.reshape(n, g, -1, cols.shape[-1]).transpose(0, 1, 3, 2)).sum(0)
+        cols, self.cols = self.cols or (None, None), None
+        gw = _conv2d_weight(x, y, (ws[0], ws[1], 1, ws[2]) if one else ws, *self._args(), *cols)
         return gw.reshape(ws)
 
     def backward(self, gw):
@@ -291,6 +341,23 @@ class _PoolGeo(Node):
         return {k: getattr(self, k) for k in ("kernel", "stride", "dilation", "pads", "oh", "ow", "in_hw")}
 
 
+def _index_dtype(n):
+    return np.int8 if n < 128 else np.int32
+
+
+def _first_max(views):
+    """Elementwise max of equally shaped views and the index of the first view attaining it (NaN-free)."""
+    if len(views) == 1:
+        return views[0].copy(), np.zeros(views[0].shape, np.int8)
+    out = np.maximum(views[0], views[1])
+    idx = views[0] != out
+    idx = idx.view(np.int8) if len(views) < 128 else idx.astype(np.int32)
+    for k, v in enumerate(views[2:], 2):
+        np.copyto(idx, k, where=v > out)
+        np.maximum(out, v, out=out)
+    return out, idx
+
+
 class MaxPool(_PoolGeo, name="MaxPool2DWithIndicesBackward0"):
     nondiff_outputs = (1,)
     save = (0,)
@@ -298,18 +365,9 @@ class MaxPool(_PoolGeo, name="MaxPool2DWithIndicesBackward0"):
 
     def forward(self, x):
         xp = self._padded(x, -np.inf)
-        views = [xp[sl] for _, sl in self._slices()]
-        out = views[0].copy() if len(views) == 1 else np.maximum(views[0], views[1])
-        for v in views[2:]:
-            np.maximum(out, v, out=out)
-        # argmax = first offset attaining the max (first NaN where the window has one), as PyTorch
-        arg = np.full(out.shape, len(views) - 1, np.int8 if len(views) < 128 else np.int32)
-        nan = np.isnan(out).any()
-        for k in range(len(views) - 2, -1, -1):
-            hit = views[k] == out
-            if nan:
-                hit |= np.isnan(views[k])
-            np.copyto(arg, k, where=hit)
+        arg, out = self._separable(xp) if x.size else (None, None)
+        if arg is None:
+            arg, out = self._windowed(xp)
         self.arg = arg
         if not self.want_indices:
             return out, np.empty(0, np.int64)
@@ -319,6 +377,44 @@ class MaxPool(_PoolGeo, name="MaxPool2DWithIndicesBackward0"):
         hh = oh + (arg // kw) * self.dilation[0]
         ww = ow + (arg % kw) * self.dilation[1]
         return out, (hh * self.in_hw[1] + ww).astype(np.int64)
+
+    def _separable(self, xp):
+        """Max over rows of the per-row max over columns: each pass compares whole strided planes, and
+        the first maximum in row-major window order is the first row's first column. (None, None) when
+        the result has a NaN (left to _windowed)."""
+        (kh, kw), (sh, sw), (dh, dw) = self.kernel, self.stride, self.dilation
+        he, we = sh * (self.oh - 1) + 1, sw * (self.ow - 1) + 1
+        m1, j1 = _first_max([xp[..., j * dw:j * dw + we:sw] for j in range(kw)])
+        out, i2 = _first_max([m1[..., i * dh:i * dh + he:sh, :] for i in range(kh)])
+        if np.isnan(out).any():
+            return None, None
+        if kh == 1:
+            return j1[..., :he:sh, :].copy(), out
+        dt = _index_dtype(kh * kw)
+        # the column index of the chosen row, by arithmetic (a masked copy is ~10x slower)
+        rows = [j1[..., i * dh:i * dh + he:sh, :] for i in range(kh)]
+        arg = np.multiply(i2, kw, dtype=dt)
+        arg += rows[0]
+        for i in range(1, kh):
+            d = np.subtract(rows[i], rows[0], dtype=dt)
+            d *= i2 == i
+            arg += d
+        return arg, out
+
+    def _windowed(self, xp):
+        views = [xp[sl] for _, sl in self._slices()]
+        out = views[0].copy() if len(views) == 1 else np.maximum(views[0], views[1])
+        for v in views[2:]:
+            np.maximum(out, v, out=out)
+        # argmax = first offset attaining the max; in a window with NaNs, its last NaN (PyTorch's kernel
+        # takes every NaN it meets)
+        arg = np.full(out.shape, len(views) - 1, _index_dtype(len(views)))
+        for k in range(len(views) - 2, -1, -1):
+            np.copyto(arg, k, where=views[k] == out)
+        if np.isnan(out).any():
+            for k, v in enumerate(views):
+                np.copyto(arg, k, where=np.isnan(v))
+        return arg, out
 
     def backward(self, g, _):
         (x,) = self.saved_tensors
@@ -391,8 +487,8 @@ class AdaptiveMaxPool(Node, name="AdaptiveMaxPool2DBackward0"):
                 reg = x[..., h0:h1, w0:w1].reshape(x.shape[:-2] + (-1,))
                 a = reg.argmax(-1)
                 nan = np.isnan(reg)
-                if nan.any():
-                    a = np.where(nan.any(-1), nan.argmax(-1), a)
+                if nan.any():  # the region's last NaN, as PyTorch's kernel
+                    a = np.where(nan.any(-1), nan.shape[-1] - 1 - nan[..., ::-1].argmax(-1), a)
                 out[..., i, j] = np.take_along_axis(reg, a[..., None], -1)[..., 0]
                 idx[..., i, j] = (h0 + a // (w1 - w0)) * w + w0 + a % (w1 - w0)
         self.idx, self.in_shape = idx, x.shape
