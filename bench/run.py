@@ -171,7 +171,7 @@ def _time_pair(step_t, step_h, min_time=0.04, rounds=4, chunks=5):
     best = {"t": float("inf"), "h": float("inf")}
     for r in range(rounds):
         for k in ("th" if r % 2 == 0 else "ht"):
-            time.sleep(0.05)
+            time.sleep(0.25)  # OpenBLAS workers spin ~0.1 s after a call (THREAD_TIMEOUT)
             best[k] = min(best[k], _best(steps[k], n[k], chunks))
     return best["t"], best["h"]
 

@@ -277,6 +277,8 @@ class Node:
             cls.backward_np = None
         if "_np" not in cls.__dict__:
             cls._np = cls.backward_np is not None
+        for key in cls.__dict__.get("saved_names", ()):
+            _add_saved_props(cls, key)
 
     # ---- construction: the one place where graphs are recorded ----
     @classmethod
@@ -286,6 +288,9 @@ class Node:
         node = _new(cls)
         if params:
             node.__dict__.update(params)
+            if not _param_props.issuperset(params):
+                for key in params:
+                    _add_saved_props(Node, key)
         T = Tensor
         if len(args) == 2:
             a, b = args
@@ -471,8 +476,18 @@ class Node:
         if g is None or len(buf) != 1:
             return (None,) * len(nf)
         res = self.backward_np(g)
-        if type(res) is not tuple:
-            res = (res,)
+        if type(res) is not tuple:      # one input (unrolled: the hot unary ops)
+            if res is None or nf[0][0] is None:
+                return (None,)
+            m = self._in_meta[0]
+            if type(res) is not _ndarray:
+                res = _asarray(res)
+            if res.shape != m[0]:
+                res = sum_to_shape(res, m[0])
+            dt = res.dtype
+            if dt is not m[1] and dt != m[1]:
+                res = res.astype(m[1])
+            return (res,)
         out = []
         for (fn, _), gx, meta in zip(nf, res, self._in_meta):
             if fn is None or gx is None:
@@ -596,34 +611,36 @@ class Node:
         if self._retains_grad:
             self._retains_grad.pop(slot, None)
 
-    def __getattr__(self, attr):
-        # grad_fn._saved_self / _raw_saved_self, named as PyTorch names them
-        if attr.startswith("_raw_saved_") or attr.startswith("_saved_"):
-            raw = attr.startswith("_raw_saved_")
-            key = attr[len("_raw_saved_"):] if raw else attr[len("_saved_"):]
-            names = type(self).saved_names
-            if key in names:
-                if self._freed:
-                    raise RuntimeError(_FREED)
-                i = names.index(key)
-                s = self._saved[i] if self._saved else None
-                vers = self._versions
-                if vers is not None and vers[i] is not None:
-                    # a lightly saved input: make it a SavedTensor now (register_hooks needs one)
-                    st = SavedTensor._of_input(s)
-                    st._version = vers[i]
-                    self._saved[i] = s = st
-                    vers[i] = None
-                if type(s) is not SavedTensor:
-                    return s
-                if raw:
-                    if s._vc is None:
-                        raise RuntimeError(_FREED)
-                    return s
-                return s.unpack()
+    # NOTE: no __getattr__ here: a class with one loses CPython's specialised attribute loads on
+    # every instance (measured: 10% of a small-op forward + backward). grad_fn._saved_<name> and
+    # _raw_saved_<name> are properties instead, made per class from saved_names (__init_subclass__)
+    # and, for non-tensor parameters, on the first node given that parameter (apply).
+    def _saved_value(self, key, raw):
+        """grad_fn._saved_<key> / _raw_saved_<key>, named as PyTorch names them."""
+        names = type(self).saved_names
+        if key not in names:
             if not raw and key in self.__dict__:
                 return self.__dict__[key]
-        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{attr}'")
+            raise AttributeError(f"'{type(self).__name__}' object has no attribute "
+                                 f"'{'_raw_saved_' if raw else '_saved_'}{key}'")
+        if self._freed:
+            raise RuntimeError(_FREED)
+        i = names.index(key)
+        s = self._saved[i] if self._saved else None
+        vers = self._versions
+        if vers is not None and vers[i] is not None:
+            # a lightly saved input: make it a SavedTensor now (register_hooks needs one)
+            st = SavedTensor._of_input(s)
+            st._version = vers[i]
+            self._saved[i] = s = st
+            vers[i] = None
+        if type(s) is not SavedTensor:
+            return s
+        if raw:
+            if s._vc is None:
+                raise RuntimeError(_FREED)
+            return s
+        return s.unpack()
 
     def __call__(self, *grads):
         return tuple(self._run_backward(list(grads)))
@@ -633,6 +650,18 @@ class Node:
 
     def _input_shapes(self):
         return [m[0] if m else None for m in self._in_meta]
+
+
+_param_props = set()     # parameter names that Node has _saved_<name> properties for
+
+
+def _add_saved_props(cls, key):
+    if cls is Node:
+        _param_props.add(key)
+        if hasattr(Node, "_saved_" + key):
+            return
+    setattr(cls, "_saved_" + key, property(lambda self: self._saved_value(key, False)))
+    setattr(cls, "_raw_saved_" + key, property(lambda self: self._saved_value(key, True)))
 
 
 def _dt(npdtype):
@@ -821,6 +850,41 @@ def _edge(t):
         e = (gf, t._output_nr)
     d = t._data
     return e, (d.shape, d.dtype)
+
+
+def record1(node, a, out):
+    """Node._record for a one-input primitive (``node`` has run its forward on ``a``) whose ``save``
+    is (), (0,) or (-1,): the hot path of Tensor.relu() & co."""
+    save = node.save
+    if _anomaly_enabled or _hooks_tls.stack or len(save) > 1:
+        return node._record((a,), out)
+    e, m = _edge(a)
+    node.next_functions = (e,)
+    node._in_meta = (m,)
+    node._seq = next(_seq)
+    res = _new(Tensor)
+    res._data = out
+    res.requires_grad = True
+    res.grad_fn = node
+    res._output_nr = 0
+    res._vc = vc = [0]
+    if save:
+        if save[0] == -1:
+            st = _new(SavedTensor)          # SavedTensor(res, node, 0), inlined
+            st._tensor = None
+            st._data = out
+            st._vc = vc
+            st._version = 0
+            st._node_ref = _weakref(node)
+            st._output_nr = 0
+            st._requires_grad = True
+            st._unpack = None
+            node._saved = [st]
+            node._versions = [None]
+        else:
+            node._saved = [a]
+            node._versions = [a._vc[0]]
+    return res
 
 
 def record2(cls, a, b, out):

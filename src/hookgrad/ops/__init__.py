@@ -164,6 +164,7 @@ def _fast_unary(cls, general):
     new = object.__new__
     ndarray = np.ndarray
     make = Tensor._make
+    record1 = G.record1
 
     def method(self):
         if self._data.dtype.kind == "f" and not G._op_hooks:
@@ -172,7 +173,7 @@ def _fast_unary(cls, general):
             if type(out) is not ndarray:
                 out = np.asarray(out)
             if self.requires_grad and _state.enabled:
-                return node._record((self,), out)
+                return record1(node, self, out)
             return make(out)
         return general(self)
     method.__name__ = general.__name__
