@@ -287,6 +287,9 @@ def test_nll_loss_nd_and_unbatched(red):
     check(lambda L, x: F(L).nll_loss(x, L.tensor(t), reduction=red), rn(4, 5, 3, 2), second=True)
     check(lambda L, x: F(L).cross_entropy(x, L.tensor(t), weight=L.tensor(W5), reduction=red), rn(4, 5, 3, 2))
     check(lambda L, x: F(L).cross_entropy(x, L.tensor(np.array(3)), reduction=red), rn(5))
+    # ignore_index that is a class in the batch (the fast path must not be taken) and one that is not
+    check(lambda L, x: F(L).cross_entropy(x, L.tensor(T4), ignore_index=2, reduction=red), rn(4, 5))
+    check(lambda L, x: F(L).cross_entropy(x, L.tensor(T4), ignore_index=3, reduction=red), rn(4, 5))
 
 
 def test_nll_errors():

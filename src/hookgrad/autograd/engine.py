@@ -293,6 +293,7 @@ def _run_arrays(first, first_buf, deps, op_hooks=False):
                         pending = None
                     push(ready, (-nxt._seq, counter, nxt))
                     counter += 1
+        outs = g = None     # hold no gradient past its dispatch (AccumulateGrad may take the buffer)
     return executed
 
 

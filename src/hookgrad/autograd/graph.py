@@ -17,6 +17,7 @@ import weakref
 from collections import defaultdict
 
 import numpy as np
+from sys import getrefcount as _getrefcount
 
 from .. import _dtype as D
 from ..utils.hooks import add_hook, RemovableHandle, HookDict, hook_name
@@ -694,7 +695,15 @@ class AccumulateGrad(Node):
         var = self.variable
         grad = var._grad
         if grad is None:
-            var._grad = Tensor._make(np.array(g, dtype=var._data.dtype, copy=True, order="C"))
+            d = var._data
+            # PyTorch's rule: take the incoming gradient itself when no one else holds that object
+            # (here: buf, g and getrefcount's argument) and it is laid out like the variable; a view
+            # keeps sharing its base, as a stolen view does in PyTorch.
+            if _getrefcount(g) == 3 and g.dtype == d.dtype and g.shape == d.shape and g.flags.c_contiguous \
+                    and g.flags.writeable and type(g) is np.ndarray:
+                var._grad = Tensor._make(g)
+            else:
+                var._grad = Tensor._make(np.array(g, dtype=d.dtype, copy=True, order="C"))
         else:
             gd = grad._data
             if gd.shape != g.shape or not gd.flags.writeable:

@@ -38,6 +38,12 @@ class Softmax(Node, name="SoftmaxBackward0"):
         gy = g * y
         return gy - y * gy.sum(self.dim, keepdim=True)
 
+    def backward_np(self, g):
+        y = self.saved_arrays()[0]
+        gy = g * y
+        gy -= y * gy.sum(axis=self.dim, keepdims=True)
+        return gy
+
 
 class LogSoftmax(Node, name="LogSoftmaxBackward0"):
     save = (-1,)
@@ -51,6 +57,12 @@ class LogSoftmax(Node, name="LogSoftmaxBackward0"):
     def backward(self, g):
         (y,) = self.saved_tensors
         return g - y.exp() * g.sum(self.dim, keepdim=True)
+
+    def backward_np(self, g):
+        y = self.saved_arrays()[0]
+        gx = np.exp(y)
+        gx *= g.sum(axis=self.dim, keepdims=True)
+        return np.subtract(g, gx, out=gx)
 
 
 def _softmax_dim(ndim):
@@ -653,34 +665,57 @@ class NllLoss(Node, name="NllLossBackward0"):
         c = x.shape[1] if x.ndim > 1 else x.shape[0]
         xc = x if x.ndim == 2 else np.moveaxis(x, 1, -1).reshape(-1, c) if x.ndim > 1 else x.reshape(1, c)
         tf = t.reshape(-1)
-        valid = tf != self.ignore_index
-        bad = valid & ((tf < 0) | (tf >= c))
-        if bad.any():
-            raise IndexError(f"Target {int(tf[bad][0])} is out of bounds.")
-        ts = np.where(valid, tf, 0)
-        wt = (w[ts] if w is not None else np.ones(len(tf), x.dtype)) * valid
-        picked = -xc[np.arange(len(tf)), ts] * wt
+        n = len(tf)
+        rows = np.arange(n)
+        lo, hi = (int(tf.min()), int(tf.max())) if n else (0, -1)
+        if w is None and n and 0 <= lo and hi < c and not lo <= self.ignore_index <= hi:
+            ts, wt = tf, None       # the common case: every target a class, no weights (no masks to build)
+            picked = -xc[rows, tf]
+            total = x.dtype.type(n)
+        else:
+            valid = tf != self.ignore_index
+            bad = valid & ((tf < 0) | (tf >= c))
+            if bad.any():
+                raise IndexError(f"Target {int(tf[bad][0])} is out of bounds.")
+            ts = np.where(valid, tf, 0)
+            wt = (w[ts] if w is not None else np.ones(n, x.dtype)) * valid
+            picked = -xc[rows, ts] * wt
+            total = None
         self.wt, self.ts, self.xshape = wt, ts, x.shape
         if self.reduction == "none":
             return picked.reshape(t.shape).astype(x.dtype, copy=False)
         if self.reduction == "sum":
             self.denom = 1.0
             return np.asarray(picked.sum(dtype=x.dtype))
-        self.denom = wt.sum(dtype=x.dtype)
+        self.denom = total if total is not None else wt.sum(dtype=x.dtype)
         return np.asarray(picked.sum(dtype=x.dtype) / self.denom, dtype=x.dtype)
 
-    def backward(self, g, *_):
-        xs = self.xshape
+    def _grad(self, g, dtype):
+        """The input-shaped gradient for the loss gradient ``g`` (an array, or 1 for the constant
+        factor): PyTorch's -(g / total_weight) (mean) or -g, times the target's weight, at each target."""
+        xs, ts = self.xshape, self.ts
         c = xs[1] if len(xs) > 1 else xs[0]
-        m = np.zeros((len(self.ts), c), g._data.dtype)
-        m[np.arange(len(self.ts)), self.ts] = -self.wt / (1 if self.reduction == "none" else self.denom)
+        if self.reduction == "none":
+            v = -(g.reshape(-1) if isinstance(g, np.ndarray) else g)
+        else:
+            v = -(g / self.denom)
+        m = np.zeros((len(ts), c), dtype)
+        m[np.arange(len(ts)), ts] = v if self.wt is None else self.wt * v
         if len(xs) > 2:
             m = np.ascontiguousarray(np.moveaxis(m.reshape((xs[0],) + xs[2:] + (c,)), -1, 1))
         elif len(xs) == 1:
             m = m.reshape(c)
-        if self.reduction == "none" and len(xs) > 1:
+        return m
+
+    def backward(self, g, *_):
+        m = self._grad(1, g._data.dtype)
+        if self.reduction == "none" and len(self.xshape) > 1:
             g = g.unsqueeze(1)
         return ScaleGrad.apply(g, self.saved_tensors[0], f=m), None, None
+
+    def backward_np(self, g):
+        self.saved_arrays()             # the version check of the input
+        return self._grad(g, g.dtype), None, None
 
 
 class ScaleGrad(Node, name="NllLossBackwardBackward0"):
