@@ -17,7 +17,7 @@ import threading
 
 from .grad_mode import _state
 from . import graph as _g
-from .graph import check_tuple_result, run_tensor_hooks, GraphRoot
+from .graph import check_tensor_result, check_tuple_result, run_tensor_hooks, GraphRoot
 
 _anomaly = None  # set by autograd.anomaly while detect_anomaly is active: wraps node calls
 
@@ -299,6 +299,21 @@ def _run_arrays(first, first_buf, deps, op_hooks=False):
 
 def _run_hooked_arrays(fn, buf, make):
     """_run_node for the array loop: hooks see Tensors; an array-level node then runs on arrays."""
+    tph = fn._tensor_pre_hooks
+    if fn._np and tph is not None and len(tph) == 1 and fn._pre_hooks is None and fn._post_hooks is None \
+            and fn._retains_grad is None and type(fn) is not _g.AccumulateGrad:
+        # the common hooked node: tensor hooks on one output, nothing else (same steps, fewer objects)
+        slot, hooks = tph[0]
+        a = buf[slot]
+        if a is not None:
+            if hooks:
+                t = make(a)
+                for hook in tuple(hooks.values()):
+                    res = hook(t)
+                    if res is not None:
+                        t = check_tensor_result(hook, t, res)
+                buf[slot] = t._data
+            return fn._np_run(buf)
     tbuf = [None if a is None else make(a) for a in buf]
     if fn._hooked:
         tbuf = _tensor_pre_hooks(fn, tbuf)

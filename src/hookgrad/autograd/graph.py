@@ -106,7 +106,9 @@ def check_tuple_result(hook, old, new, node=None, what="grad_inputs"):
 def run_tensor_hooks(hooks, grad):
     """Run a tensor's gradient hooks in order (snapshot), each seeing the previous one's result."""
     for hook in tuple(hooks.values()):
-        grad = check_tensor_result(hook, grad, hook(grad))
+        res = hook(grad)
+        if res is not None:
+            grad = check_tensor_result(hook, grad, res)
     return grad
 
 

@@ -33,9 +33,11 @@ class RemovableHandle:
 
     def __init__(self, hooks_dict, *, extra_dict=None):
         self.hooks_dict_ref = weakref.ref(hooks_dict)
-        self.id = RemovableHandle.next_id
-        RemovableHandle.next_id += 1
+        self.id = i = RemovableHandle.next_id
+        RemovableHandle.next_id = i + 1
         self.extra_dict_ref = ()
+        if extra_dict is None:
+            return
         if isinstance(extra_dict, dict):
             self.extra_dict_ref = (weakref.ref(extra_dict),)
         elif isinstance(extra_dict, list):

@@ -108,7 +108,7 @@ class _Conv(_ConvNd):
             raise F._layer_error(e, self, input) from None
 
     def forward(self, input):
-        return self._conv_forward(input, self.weight, self.bias)
+        return self._conv_forward(input, *self._weight_bias())
 
 
 class Conv1d(_Conv):

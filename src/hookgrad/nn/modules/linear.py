@@ -43,7 +43,7 @@ class Linear(Module):
 
     def forward(self, input):
         try:
-            return F.linear(input, self.weight, self.bias)
+            return F.linear(input, *self._weight_bias())
         except RuntimeError as e:
             raise F._layer_error(e, self, input) from None
 

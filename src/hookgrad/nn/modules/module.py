@@ -977,6 +977,21 @@ class Module:
         if "_is_full_backward_hook" not in d:
             d["_is_full_backward_hook"] = None
 
+    def _weight_bias(self):
+        """(self.weight, self.bias) for a layer's forward. A registered parameter is read from
+        _parameters directly: ``self.weight`` only reaches __getattr__ after the normal lookup has
+        failed and raised (~1 us, as in PyTorch), a noticeable share of a small layer's call. Anything
+        else named weight/bias (a plain attribute, a property, a parametrization) resolves as usual."""
+        params = self.__dict__["_parameters"]
+        cls = type(self)
+        plain = cls.__dict__.get("_plain_weight_bias")
+        if plain is None:       # a class attribute named weight/bias would win over __getattr__
+            plain = not (hasattr(cls, "weight") or hasattr(cls, "bias"))
+            setattr(cls, "_plain_weight_bias", plain)
+        if plain and "weight" in params and "bias" in params:
+            return params["weight"], params["bias"]
+        return self.weight, self.bias
+
     def __getattr__(self, name):
         d = self.__dict__
         if "_parameters" in d:

@@ -138,7 +138,7 @@ class LayerNorm(Module):
 
     def forward(self, input):
         try:
-            return F.layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
+            return F.layer_norm(input, self.normalized_shape, *self._weight_bias(), self.eps)
         except RuntimeError as e:
             raise F._layer_error(e, self, input) from None
 
@@ -166,7 +166,7 @@ class GroupNorm(Module):
 
     def forward(self, input):
         try:
-            return F.group_norm(input, self.num_groups, self.weight, self.bias, self.eps)
+            return F.group_norm(input, self.num_groups, *self._weight_bias(), self.eps)
         except RuntimeError as e:
             raise F._layer_error(e, self, input) from None
 
