@@ -151,6 +151,11 @@ def test_conv_errors():
             F(L).conv2d(L.tensor(rn(3, 5)), L.tensor(w))
         with pytest.raises(RuntimeError, match="padding='same' is not supported for strided convolutions"):
             F(L).conv2d(L.tensor(x), L.tensor(rn(4, 3, 3, 3)), stride=2, padding="same")
+        with pytest.raises(RuntimeError, match=r"Given input size per channel: \(3 x 5\). Calculated output size per "
+                                               r"channel: \(-1 x 2\). Output size is too small"):
+            F(L).conv_transpose2d(L.tensor(rn(1, 2, 3, 5)), L.tensor(rn(2, 2, 1, 2)), padding=2)
+        with pytest.raises(RuntimeError, match=r"\(1 x 3\). Calculated output size per channel: \(1 x -1\)"):
+            F(L).conv_transpose1d(L.tensor(rn(1, 2, 3)), L.tensor(rn(2, 2, 1)), padding=2)
 
 
 # -------------------------------------------------------------------------------------- pooling

@@ -263,6 +263,11 @@ def _conv_transpose(name, n, input, weight, bias, stride, padding, output_paddin
                                f"output_padding_height: {op[0]} output_padding_width: {op[-1]} stride_height: {s[0]} "
                                f"stride_width: {s[-1]} dilation_height: {d[0]} dilation_width: {d[-1]}")
     out = tuple((input.shape[2 + i] - 1) * s[i] - 2 * p[i] + d[i] * (k[i] - 1) + op[i] + 1 for i in range(n))
+    if min(out) <= 0:
+        lead = (1,) * (2 - n)           # PyTorch reports 1-d as 2-d with height 1
+        raise RuntimeError(f"Given input size per channel: ({' x '.join(map(str, lead + tuple(input.shape[2:])))}). "
+                           f"Calculated output size per channel: ({' x '.join(map(str, lead + out))}). "
+                           "Output size is too small")
     pp = tuple(x for v in p for x in (v, v))
     geo = dict(stride=_as2d(n, s, 1), padding=((0, 0) + pp) if n == 1 else pp, dilation=_as2d(n, d, 1),
                groups=groups)
