@@ -2,6 +2,7 @@
 
     python bench/run.py            # all workloads
     python bench/run.py chain mlp  # workloads whose name contains one of the words
+    python bench/run.py --runs 3   # the table three times, then each workload's range of ratios
 
 Each workload is a function ``setup(lib) -> step`` where ``lib`` is torch or hookgrad; ``step()`` runs
 one iteration. Times are the best of several timed chunks, the libraries taking turns in blocks; the ratio column is what the
@@ -160,18 +161,19 @@ def _best(step, n, rounds):
     return min(_chunk(step, n) for _ in range(rounds))
 
 
-def _time_pair(step_t, step_h, min_time=0.04, rounds=4, chunks=5):
+def _time_pair(step_t, step_h, min_time=0.04, rounds=8, chunks=3):
     """Best chunk time of each library. The minimum is the least disturbed measurement on a shared
-    machine; the libraries take turns in blocks (``rounds`` of them, order alternating), so that a
-    noisy stretch of the machine does not fall on one library only. Blocks rather than single
-    chunks: torch's OpenMP threads and NumPy's OpenBLAS threads spin for a while after work, and
-    fine interleaving makes each library pay for the other's spinning threads."""
+    machine, whose speed comes and goes in stretches of a second or more; so the libraries take
+    turns, ``rounds`` blocks each, so that both meet the machine's fast stretches. Blocks rather than
+    single chunks, with a pause between: NumPy's OpenBLAS workers spin for ~0.1 s after a call
+    (THREAD_TIMEOUT), and torch's OpenMP workers briefly too; back to back, each library would pay
+    for the other's spinning threads."""
     steps = {"t": step_t, "h": step_h}
     n = {k: _calibrate(f, min_time) for k, f in steps.items()}
     best = {"t": float("inf"), "h": float("inf")}
-    for r in range(rounds):
-        for k in ("th" if r % 2 == 0 else "ht"):
-            time.sleep(0.25)  # OpenBLAS workers spin ~0.1 s after a call (THREAD_TIMEOUT)
+    for _ in range(rounds):
+        for k in "th":
+            time.sleep(0.25)
             best[k] = min(best[k], _best(steps[k], n[k], chunks))
     return best["t"], best["h"]
 
@@ -208,7 +210,28 @@ def tool_overheads():
     tools_ophooks.main([])
 
 
+def repeated(argv, runs):
+    """``--runs N``: the whole table N times, then each workload's range of ratios (the machine is
+    shared: a single run can land on a noisy stretch)."""
+    seen = {}
+    for r in range(runs):
+        print(f"\n--- run {r + 1}/{runs}")
+        for name, _, _, ratio, target in main(argv):
+            seen.setdefault(name, (target, []))[1].append(ratio)
+    print(f"\n{'workload':62s} {'ratios over ' + str(runs) + ' runs':>22s} {'target':>7s}")
+    for name, (target, ratios) in seen.items():
+        ok = "" if target is None else ("ok" if max(ratios) <= target else
+                                        "ok in %d/%d" % (sum(x <= target for x in ratios), len(ratios)))
+        print(f"{name:62s} {min(ratios):10.2f} - {max(ratios):<9.2f} {'<=' + str(target) if target else '':>7s} {ok}")
+
+
 if __name__ == "__main__":
-    main(sys.argv[1:])
-    if len(sys.argv) == 1 or "tools" in sys.argv[1:]:
-        tool_overheads()
+    args = sys.argv[1:]
+    if "--runs" in args:
+        i = args.index("--runs")
+        n = int(args[i + 1])
+        repeated(args[:i] + args[i + 2:], n)
+    else:
+        main(args)
+        if not args or "tools" in args:
+            tool_overheads()
