@@ -259,14 +259,11 @@ def _run_arrays(first, first_buf, deps, op_hooks=False):
             fn = pop(ready)[2]
         buf = buffers.pop(fn)
         if op_hooks:
-            go = tuple(None if a is None else _make(a) for a in buf)
-            _g.run_backward_op_hooks(fn, go)
-        if fn._np and not fn._hooked:
+            outs = _run_op_hooked_arrays(fn, buf, _make)
+        elif fn._np and not fn._hooked:
             outs = fn._np_run(buf)
         else:
             outs = _run_hooked_arrays(fn, buf, _make)
-        if op_hooks:
-            _g.run_backward_op_hooks(fn, go, tuple(None if o is None else _make(o) for o in outs), post=True)
         if fn._saved:
             executed.append(fn)
         for (nxt, slot), g in zip(fn.next_functions, outs):
@@ -295,6 +292,15 @@ def _run_arrays(first, first_buf, deps, op_hooks=False):
                     counter += 1
         outs = g = None     # hold no gradient past its dispatch (AccumulateGrad may take the buffer)
     return executed
+
+
+def _run_op_hooked_arrays(fn, buf, make):
+    """A node of the array loop between the op hooks' backward_pre and backward_post (Tensors)."""
+    go = tuple([None if a is None else make(a) for a in buf])
+    _g.run_backward_op_hooks(fn, go)
+    outs = fn._np_run(buf) if fn._np and not fn._hooked else _run_hooked_arrays(fn, buf, make)
+    _g.run_backward_op_hooks(fn, go, tuple([None if o is None else make(o) for o in outs]), post=True)
+    return outs
 
 
 def _run_hooked_arrays(fn, buf, make):

@@ -992,7 +992,9 @@ def op_name(node_or_cls):
     return op
 
 
-def _apply_with_op_hooks(cls, args, params):
+def _apply_with_op_hooks(cls, args, params, run=None):
+    """``cls.apply(*args, **params)`` (or ``run(*args)``, a fast path computing the same op) between
+    the op hooks' forward_pre and forward_post."""
     hooks = tuple(_op_hooks.values())
     name = op_name(cls)
     tls = _op_tls
@@ -1000,7 +1002,7 @@ def _apply_with_op_hooks(cls, args, params):
     try:
         for h in hooks:
             h.forward_pre(name, args)
-        out = Node.apply.__func__(cls, *args, **params)
+        out = run(*args) if run is not None else Node.apply.__func__(cls, *args, **params)
         node = (out[0] if type(out) is tuple else out).grad_fn
         node = node if type(node) is cls else None
         for h in hooks:
@@ -1012,14 +1014,14 @@ def _apply_with_op_hooks(cls, args, params):
 
 def run_backward_op_hooks(fn, grad_outputs, grad_inputs=None, post=False):
     """Called by the engine around a node while op hooks are registered."""
-    hooks = tuple(_op_hooks.values())
     tls = _op_tls
     tls.busy = True
     try:
-        for h in hooks:
-            if post:
+        if post:
+            for h in tuple(_op_hooks.values()):
                 h.backward_post(fn, grad_inputs, grad_outputs)
-            else:
+        else:
+            for h in tuple(_op_hooks.values()):
                 h.backward_pre(fn, grad_outputs)
     finally:
         tls.busy = False

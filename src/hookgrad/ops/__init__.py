@@ -123,9 +123,9 @@ _INPLACE_BINARY = {"add_": E.Add, "sub_": E.Sub, "mul_": E.Mul, "div_": E.Div, "
 
 
 def _fast_binary(cls, general, ufunc):
-    """The dunder for the common case (two tensors of one dtype, no op hooks) computes the ufunc
-    and records the node directly (graph.record2); anything else (scalars, promotion, lists, op
-    hooks) takes the general path with PyTorch's rules. Same node, same result either way."""
+    """The dunder for the common case (two tensors of one dtype) computes the ufunc and records the
+    node directly (graph.record2), between the op hooks when there are some; anything else (scalars,
+    promotion, lists) takes the general path with PyTorch's rules. Same node, same result either way."""
     from ._dispatch import broadcast_error
     from ..autograd import graph as G
     from ..autograd.grad_mode import _state
@@ -135,7 +135,9 @@ def _fast_binary(cls, general, ufunc):
     ndarray = np.ndarray
 
     def method(self, other):
-        if type(other) is Tensor and other._data.dtype is self._data.dtype and not G._op_hooks:
+        if type(other) is Tensor and other._data.dtype is self._data.dtype:
+            if G._op_hooks and not G._op_tls.busy:     # the same fast path, between the op hooks
+                return G._apply_with_op_hooks(cls, (self, other), None, method)
             try:
                 out = ufunc(self._data, other._data)
             except ValueError:
@@ -158,7 +160,7 @@ def _fast_binary(cls, general, ufunc):
 
 
 def _fast_unary(cls, general):
-    """Tensor.relu() & co. on a float tensor without op hooks: the primitive directly."""
+    """Tensor.relu() & co. on a float tensor: the primitive directly (between the op hooks, if any)."""
     from ..autograd import graph as G
     from ..autograd.grad_mode import _state
     new = object.__new__
@@ -167,7 +169,9 @@ def _fast_unary(cls, general):
     record1 = G.record1
 
     def method(self):
-        if self._data.dtype.kind == "f" and not G._op_hooks:
+        if self._data.dtype.kind == "f":
+            if G._op_hooks and not G._op_tls.busy:
+                return G._apply_with_op_hooks(cls, (self,), None, method)
             node = new(cls)
             out = node.forward(self._data)
             if type(out) is not ndarray:
