@@ -17,7 +17,7 @@ import threading
 
 from .grad_mode import _state
 from . import graph as _g
-from .graph import check_tensor_result, check_tuple_result, run_tensor_hooks, GraphRoot
+from .graph import check_tuple_result, run_tensor_hooks, GraphRoot
 
 _anomaly = None  # set by autograd.anomaly while detect_anomaly is active: wraps node calls
 
@@ -313,12 +313,7 @@ def _run_hooked_arrays(fn, buf, make):
         a = buf[slot]
         if a is not None:
             if hooks:
-                t = make(a)
-                for hook in tuple(hooks.values()):
-                    res = hook(t)
-                    if res is not None:
-                        t = check_tensor_result(hook, t, res)
-                buf[slot] = t._data
+                buf[slot] = run_tensor_hooks(hooks, make(a))._data
             return fn._np_run(buf)
     tbuf = [None if a is None else make(a) for a in buf]
     if fn._hooked:
