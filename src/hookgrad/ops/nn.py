@@ -214,11 +214,11 @@ class _ConvBase(Node):
     dilation = (1, 1)
     groups = 1
 
-    def _geo(self):
-        return dict(stride=self.stride, padding=self.padding, dilation=self.dilation, groups=self.groups)
-
     def _args(self):
         return self.stride, self.padding, self.dilation, self.groups
+
+    def _geo(self):
+        return dict(zip(("stride", "padding", "dilation", "groups"), self._args()))
 
 
 class Conv(_ConvBase, name="ConvolutionBackward0"):
@@ -281,8 +281,8 @@ class ConvW(_ConvBase, name="ConvolutionBackwardBackward0"):
         if one:
             x, y = x[:, :, None], y[:, :, None]
         ws = self.wshape
-        cols, self.cols = self.cols or (None, None), None
-        gw = _conv2d_weight(x, y, (ws[0], ws[1], 1, ws[2]) if one else ws, *self._args(), *cols)
+        cached, self.cols = self.cols, None      # (columns, row width) kept by Conv's forward, once
+        gw = _conv2d_weight(x, y, (ws[0], ws[1], 1, ws[2]) if one else ws, *self._args(), *(cached or ()))
         return gw.reshape(ws)
 
     def backward(self, gw):
