@@ -32,14 +32,15 @@ from .ops.elementwise import (add, sub, subtract, mul, multiply, div, divide, tr
                               clip, clamp_min, clamp_max, minimum, maximum, fmax, fmin, floor_divide, remainder,
                               fmod, square, atan2, arctan2, lerp, rsub)
 from .ops.reduce import (sum, mean, prod, var, std, var_mean, std_mean, max, min, amax, amin, argmax, argmin, aminmax,
-                         logsumexp, cumsum, cumprod, norm, sort, argsort, topk)
+                         logsumexp, cumsum, cumprod, norm, sort, argsort, topk, msort, median, nanmedian, kthvalue,
+                         mode, cummax, cummin)
 from .ops.linalg import matmul, mm, bmm, mv, dot, inner, addmm, outer, ger, einsum
 from .ops.shape import (reshape, flatten, unflatten, permute, transpose, swapaxes, swapdims, t, squeeze, unsqueeze,
                         clone, flip, fliplr, flipud, roll, tile, movedim, moveaxis, broadcast_to, narrow, tril, triu,
                         diagonal, diag, diag_embed, trace)
 from .ops.join import (cat, concat, concatenate, stack, hstack, vstack, dstack, row_stack, column_stack, split, chunk,
-                       tensor_split, unbind, atleast_1d, atleast_2d)
-from .ops.index import (gather, scatter, scatter_add, index_select, index_add, masked_fill, masked_select, take)
+                       tensor_split, hsplit, vsplit, dsplit, unbind, atleast_1d, atleast_2d)
+from .ops.index import (gather, scatter, scatter_add, index_select, select, index_add, masked_fill, masked_select, take)
 from .ops.elementwise import selu, celu, relu6, hardtanh
 from .ops import linalg_ns as linalg, return_types
 from .ops.index import (where, eq, ne, lt, le, gt, ge, not_equal, less, less_equal, greater, greater_equal,
@@ -58,6 +59,7 @@ from . import optim
 from . import models
 from . import tools
 from .serialization import save, load
+from ._warnings import set_warn_always, is_warn_always_enabled
 
 FloatTensor = DoubleTensor = LongTensor = Tensor  # isinstance() checks in old code
 strided = "torch.strided"

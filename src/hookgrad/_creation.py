@@ -1,5 +1,6 @@
 """Tensor creation, random numbers (Generator, manual_seed) and in-place fills."""
 import math
+import numbers
 
 import numpy as np
 
@@ -152,12 +153,70 @@ def _numel(shape):
 
 
 # ------------------------------------------------------------------------------ factories
-def _size(size):
-    if len(size) == 1 and isinstance(size[0], (tuple, list, Size)):
-        size = tuple(size[0])
-    size = tuple(int(s) for s in size)
+def _tname(x):
+    """The type name PyTorch's argument parser prints (``float``, ``NoneType``, ``numpy.float64``, ``Tensor``)."""
+    t = type(x)
+    if isinstance(x, Tensor):
+        return "Tensor"
+    return t.__name__ if t.__module__ == "builtins" else f"{t.__module__}.{t.__name__}"
+
+
+def _as_int(x, first):
+    """x as a Python int if PyTorch's IntArrayRef parser takes it, else None (a bool only after the first)."""
+    if isinstance(x, bool):
+        return None if first else int(x)
+    if isinstance(x, (int, np.integer)):
+        return int(x)
+    if isinstance(x, Tensor) and x._data.ndim == 0 and x._data.dtype.kind in "iu":
+        return int(x._data)
+    return None
+
+
+def int_list(args, fname, argname="size", pos=1, varargs=True, overloaded=False):
+    """Parse an int-list argument as PyTorch's argument parser does, raising its TypeError.
+
+    args: the positional varargs (``zeros(2, 3)`` -> (2, 3); ``zeros((2, 3))`` -> ((2, 3),)), or with
+    varargs=False the one argument itself. Returns a tuple of Python ints (not yet checked for sign)."""
+    if not varargs:
+        args = (args,)
+    at = f"argument '{argname}'" + (f" (position {pos})" if pos else "")
+    if len(args) == 1 and isinstance(args[0], (tuple, list, Size)):
+        seq, single = args[0], True
+    elif len(args) == 1:
+        v = _as_int(args[0], True)
+        if v is not None:
+            return (v,)
+        if overloaded:
+            raise TypeError(f"{fname}() received an invalid combination of arguments - got ({_tname(args[0])}), but "
+                            "expected one of:")
+        raise TypeError(f"{fname}(): {at} must be tuple of ints, not {_tname(args[0])}")
+    else:
+        seq, single = args, False
+    out = []
+    for i, x in enumerate(seq):
+        v = _as_int(x, i == 0)
+        if v is None:
+            if i == 0 and overloaded:
+                raise TypeError(f"{fname}() received an invalid combination of arguments - got "
+                                f"({', '.join(_tname(a) for a in args)}), but expected one of:")
+            if i == 0 and not single:
+                raise TypeError(f"{fname}() takes 1 positional argument but {len(args)} were given")
+            if i == 0 and isinstance(x, bool):      # PyTorch then rejects the whole sequence
+                raise TypeError(f"{fname}(): {at} must be tuple of ints, not {_tname(seq)}")
+            if i == 0:
+                raise TypeError(f"{fname}(): {at} must be tuple of ints, but found element of type {_tname(x)} at pos 0")
+            raise TypeError(f"{fname}(): argument '{argname}' failed to unpack the object at pos {i + 1} with error "
+                            f"\"type must be tuple of ints,but got {_tname(x)}\"")
+        out.append(v)
+    return tuple(out)
+
+
+def _size(size, fname="empty"):
+    size = int_list(size, fname)
     for s in size:
         if s < 0:
+            if fname == "zeros":
+                raise RuntimeError("zeros: Dimension size must be non-negative.")
             raise RuntimeError(f"Trying to create tensor with negative dimension {s}: {list(size)}")
     return size
 
@@ -283,11 +342,11 @@ def _default(dtype):
 
 
 def zeros(*size, out=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False):
-    return _finish(np.zeros(_size(size), _default(dtype)), None, requires_grad, device)
+    return _finish(np.zeros(_size(size, "zeros"), _default(dtype)), None, requires_grad, device)
 
 
 def ones(*size, out=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False):
-    return _finish(np.ones(_size(size), _default(dtype)), None, requires_grad, device)
+    return _finish(np.ones(_size(size, "ones"), _default(dtype)), None, requires_grad, device)
 
 
 def empty(*size, out=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False, memory_format=None):
@@ -303,11 +362,21 @@ def full(size, fill_value, *, out=None, dtype=None, layout=None, device=None, re
         elif isinstance(fill_value, Tensor):
             dtype = fill_value.dtype
             fill_value = fill_value.item()
-    return _finish(np.full(_size((size,)), fill_value, _default(dtype)), None, requires_grad, device)
+    if not isinstance(size, (tuple, list, Size)) and _as_int(size, True) is not None:
+        raise TypeError(f"full(): argument 'size' (position 1) must be tuple of ints, not {_tname(size)}")
+    if not isinstance(fill_value, (numbers.Number, np.generic, Tensor)):
+        raise TypeError(f"full(): argument 'fill_value' (position 2) must be Number, not {_tname(fill_value)}")
+    return _finish(np.full(_size((size,), "full"), fill_value, _default(dtype)), None, requires_grad, device)
+
+
+def _need_tensor(x, fname, argname="input", pos=1):
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{fname}(): argument '{argname}' (position {pos}) must be Tensor, not {_tname(x)}")
 
 
 def _like(fn):
     def like(input, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None):
+        _need_tensor(input, fn.__name__ + "_like")
         return fn(input._data.shape, dtype=dtype if dtype is not None else input.dtype, requires_grad=requires_grad)
     return like
 
@@ -317,7 +386,29 @@ ones_like = _like(ones)
 empty_like = _like(empty)
 
 
+def _new_factory(fn, fname):
+    """Tensor.new_zeros/new_ones/new_empty: fn with the tensor's dtype, errors named fname."""
+    def new(self, *size, dtype=None, requires_grad=False, **kw):
+        return _finish(fn(_size(size, fname), _default(dtype if dtype is not None else self.dtype)), None,
+                       requires_grad, kw.get("device"))
+    new.__name__ = fname
+    return new
+
+
+new_zeros = _new_factory(np.zeros, "new_zeros")
+new_ones = _new_factory(np.ones, "new_ones")
+new_empty = _new_factory(np.zeros, "new_empty")
+
+
+def new_full(self, size, fill_value, dtype=None, requires_grad=False, **kw):
+    if not isinstance(size, (tuple, list, Size)):
+        raise TypeError(f"new_full(): argument 'size' (position 1) must be tuple of ints, not {_tname(size)}")
+    return full(int_list(size, "new_full", varargs=False), fill_value, dtype=dtype or self.dtype,
+                requires_grad=requires_grad)
+
+
 def full_like(input, fill_value, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None):
+    _need_tensor(input, "full_like")
     return full(input._data.shape, fill_value, dtype=dtype if dtype is not None else input.dtype,
                 requires_grad=requires_grad)
 
@@ -329,8 +420,10 @@ def arange(start, end=None, step=1, *, out=None, dtype=None, layout=None, device
     start, end, step = vals
     if step == 0:
         raise RuntimeError("step must be nonzero")
+    if not (math.isfinite(start) and math.isfinite(end)):
+        raise RuntimeError(f"unsupported range: {start} -> {end}")
     if (end - start) / step < 0:
-        raise RuntimeError("upper bound and larger bound inconsistent with step sign")
+        raise RuntimeError("upper bound and lower bound inconsistent with step sign")
     if dtype is None:
         dtype = D.int64 if all(isinstance(v, int) for v in vals) else D.get_default_dtype()
     dt = D.to_dtype(dtype)
@@ -347,6 +440,10 @@ def range_(start, end, step=1, *, dtype=None, requires_grad=False, device=None):
 
 def linspace(start, end, steps, *, out=None, dtype=None, layout=None, device=None, requires_grad=False):
     dt = D.to_dtype(dtype) if dtype is not None else D.get_default_dtype()
+    if _as_int(steps, True) is None:
+        raise TypeError(f"linspace() received an invalid combination of arguments - got ({_tname(start)}, {_tname(end)}, "
+                        f"{_tname(steps)}), but expected one of:")
+    steps = int(steps)
     if steps < 0:
         raise RuntimeError("number of steps must be non-negative")
     # PyTorch computes the second half from the end to keep it symmetric
@@ -363,20 +460,32 @@ def logspace(start, end, steps, base=10.0, *, dtype=None, requires_grad=False, d
     return _finish((base ** t._data).astype(dt.np), None, requires_grad, device)
 
 
+def _int_arg(v, fname, argname, pos):
+    r = _as_int(v, True)
+    if r is None:
+        raise TypeError(f"{fname}(): argument '{argname}' (position {pos}) must be int, not {_tname(v)}")
+    return r
+
+
 def eye(n, m=None, *, out=None, dtype=None, layout=None, device=None, requires_grad=False):
+    n = _int_arg(n, "eye", "n", 1)
+    m = n if m is None else _int_arg(m, "eye", "m", 2)
+    for name, v in (("n", n), ("m", m)):
+        if v < 0:
+            raise RuntimeError(f"{name} must be greater or equal to 0, got {v}")
     return _finish(np.eye(n, m if m is not None else n, dtype=_default(dtype)), None, requires_grad, device)
 
 
 # ----------------------------------------------------------------------------------- random
 def rand(*size, generator=None, out=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False):
     dt = _default(dtype)
-    shp = _size(size)
+    shp = _size(size, "rand")
     return _finish(_gen(generator)._uniform01(_numel(shp), dt).reshape(shp).astype(dt), None, requires_grad, device)
 
 
 def randn(*size, generator=None, out=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False):
     dt = _default(dtype)
-    shp = _size(size)
+    shp = _size(size, "randn")
     return _finish(_gen(generator)._normal(_numel(shp), dt).reshape(shp).astype(dt), None, requires_grad, device)
 
 
@@ -384,16 +493,27 @@ def randint(low=0, high=None, size=None, *, generator=None, out=None, dtype=None
             requires_grad=False):
     if high is None:
         low, high = 0, low
+    elif size is None and isinstance(high, (tuple, list, Size)):    # randint(high, size)
+        low, high, size = 0, low, high
     if size is None:
         raise TypeError("randint() missing 1 required positional arguments: \"size\"")
+    if not isinstance(size, (tuple, list, Size)):
+        raise TypeError(f"randint() received an invalid combination of arguments - got ({_tname(low)}, {_tname(high)}, "
+                        f"{_tname(size)}), but expected one of:")
+    if size and _as_int(size[0], True) is None:
+        raise TypeError(f"randint() received an invalid combination of arguments - got ({_tname(low)}, {_tname(high)}, "
+                        f"{_tname(size)}), but expected one of:")
     if low >= high:
         raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}")
     dt = D.to_dtype(dtype).np if dtype is not None else np.int64
-    shp = _size((size,))
+    shp = _size((size,), "randint")
     return _finish(_gen(generator)._randint(low, high, _numel(shp)).reshape(shp).astype(dt), None, requires_grad, device)
 
 
 def randperm(n, *, generator=None, out=None, dtype=None, layout=None, device=None, requires_grad=False):
+    n = _int_arg(n, "randperm", "n", 1)
+    if n < 0:
+        raise RuntimeError(f"Trying to create tensor with negative dimension {n}: [{n}]")
     dt = D.to_dtype(dtype).np if dtype is not None else np.int64
     return _finish(_gen(generator)._randperm(n).astype(dt), None, requires_grad, device)
 

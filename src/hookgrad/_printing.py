@@ -184,7 +184,7 @@ def tensor_repr(t, tensor_contents=None):
     """``repr(t)`` as PyTorch prints it (``str(t)`` is the same); ``tensor_contents`` replaces the body."""
     from ._tensor import Tensor
     from .nn.parameter import Parameter, Buffer
-    plain = type(t) in (Tensor, Parameter, Buffer)
+    plain = type(t) in (Tensor, Parameter, Buffer) or type(t).__dict__.get("_plain_repr", False)   # views
     prefix = "tensor(" if plain else f"{type(t).__name__}("
     indent = len(prefix)
     arr, dt, default = t._data, t.dtype, _dtype.get_default_dtype()

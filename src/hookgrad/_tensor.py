@@ -95,6 +95,7 @@ class Tensor:
     _grad_acc = None
     _retains_grad = False
     _view_fn = None
+    _creation = None          # views: "no_grad" / "inference" when made there (PyTorch's CreationMeta)
 
     __array_priority__ = 1000
 
@@ -258,15 +259,19 @@ class Tensor:
                                "computed variable in a subgraph that doesn't require differentiation use "
                                "var_no_grad = var.detach().")
         if requires_grad and self._data.dtype.kind != "f":
-            raise RuntimeError("only Tensors of floating point and complex dtype can require gradients")
+            raise RuntimeError("only Tensors of floating point dtype can require gradients")
         self.requires_grad = requires_grad
         return self
 
     def _grad_accumulator(self):
         acc = self._grad_acc() if self._grad_acc is not None else None
         if acc is None:
-            acc = _graph.AccumulateGrad(self)
-            self._grad_acc = weakref.ref(acc)
+            # NOTE: several threads may reach a leaf at once; one AccumulateGrad per leaf (PyTorch locks too)
+            with _graph.grad_accumulator_lock:
+                acc = self._grad_acc() if self._grad_acc is not None else None
+                if acc is None:
+                    acc = _graph.AccumulateGrad(self)
+                    self._grad_acc = weakref.ref(acc)
         return acc
 
     # ---- detach / clone share-or-copy ----------------------------------------------------
@@ -297,15 +302,21 @@ class Tensor:
         """
         if not self.requires_grad:
             raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
-        if self._backward_hooks is None:
-            self._backward_hooks = HookDict()
-            if self.grad_fn is not None:
-                self.grad_fn._register_tensor_hooks(self._output_nr, self._backward_hooks)
-        if self.grad_fn is None:
+        hooks = self._backward_hooks
+        if hooks is None:
+            gf = self.grad_fn       # first: a stale view's grad_fn is regenerated (and its hooks reset) here
+            hooks = self._backward_hooks = HookDict()
+            if gf is not None:
+                gf._register_tensor_hooks(self._output_nr, hooks)
+        else:
+            # PyTorch: a hook added to an existing dict goes where the dict is, even if a view's history
+            # moved since (the dict is reset only when the view's grad_fn is regenerated)
+            gf = _raw_grad_fn(self)
+        if gf is None:
             acc = self._grad_acc() if self._grad_acc is not None else None
             if acc is not None:
                 acc._hooked = True    # leaf hooks run at its AccumulateGrad (flag checked by the engine)
-        handle = add_hook(self._backward_hooks, hook)
+        handle = add_hook(hooks, hook)
         return handle
 
     def register_post_accumulate_grad_hook(self, hook):
@@ -448,7 +459,7 @@ class Tensor:
 
 
 _NOT_DEEPCOPIED = frozenset(("_grad", "_backward_hooks", "_post_accumulate_grad_hooks", "_grad_acc", "_base",
-                             "_view_fn", "_retains_grad"))
+                             "_view_fn", "_retains_grad", "_creation", "_attr_ver", "_index"))
 
 
 def _init(t, data, requires_grad, grad_fn, output_nr, vc):
@@ -473,4 +484,5 @@ def _wrap_dim(dim, ndim):
     return dim + n if dim < 0 else dim
 
 
+_raw_grad_fn = Tensor.__dict__["grad_fn"].__get__     # the slot, without a view's regeneration
 _graph.Tensor = Tensor

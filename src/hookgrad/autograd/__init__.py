@@ -10,10 +10,18 @@ from . import functional
 from . import anomaly_mode
 from .anomaly_mode import detect_anomaly, set_detect_anomaly, is_anomaly_enabled, is_anomaly_check_nan_enabled
 from .gradcheck import gradcheck, gradgradcheck, GradcheckError
+from .._warnings import warn_once
 
 __all__ = ["backward", "grad", "no_grad", "enable_grad", "set_grad_enabled", "inference_mode", "graph", "Node",
            "Function", "functional", "gradcheck", "gradgradcheck", "detect_anomaly", "set_detect_anomaly",
            "is_anomaly_enabled", "is_anomaly_check_nan_enabled", "once_differentiable"]
+
+
+_CREATE_GRAPH_WARNING = (
+    "Using backward() with create_graph=True will create a reference cycle between the parameter and its "
+    "gradient which can cause a memory leak. We recommend using autograd.grad when creating the graph to avoid "
+    "this. If you have to use this function, make sure to reset the .grad fields of your parameters to None after "
+    "use to break the cycle and avoid the leak.")
 
 
 def _tensor_cls():
@@ -29,11 +37,24 @@ def _as_tuple(x):
     return (x,)
 
 
+def _grads_tuple(grads, n):
+    """PyTorch's _tensor_or_tensors_to_tuple: None -> n Nones, a Tensor -> (t,), else tuple(...)."""
+    if grads is None:
+        return (None,) * n
+    if isinstance(grads, _tensor_cls()):
+        return (grads,)
+    return tuple(grads)
+
+
 def _make_grads(outputs, grad_outputs, is_grads_batched=False):
+    """The seed gradient of each output (PyTorch's _make_grads, then the engine's count and dtype checks):
+    implicit ones for scalar outputs, shape checks, and casts to the output's dtype."""
     import numpy as np
     Tensor = _tensor_cls()
     res = []
     for i, (out, g) in enumerate(zip(outputs, grad_outputs)):
+        if not isinstance(out, Tensor):
+            raise AssertionError("Expected output to be a torch.Tensor")
         if g is None:
             if out.requires_grad:
                 if out._data.size != 1:
@@ -46,13 +67,22 @@ def _make_grads(outputs, grad_outputs, is_grads_batched=False):
             continue
         if not isinstance(g, Tensor):
             raise TypeError(f"gradients can be either Tensors or None, but got {type(g).__name__}")
-        if g._data.shape != out._data.shape:
+        shape = g._data.shape[1:] if is_grads_batched else g._data.shape
+        if shape != out._data.shape or (is_grads_batched and g._data.ndim == 0):
+            if is_grads_batched:
+                first = g[0].shape if g._data.ndim else g.shape
+                raise RuntimeError("If `is_grads_batched=True`, we interpret the first dimension of each grad_output as "
+                                   "the batch dimension. The sizes of the remaining dimensions are expected to match the "
+                                   "shape of corresponding output, but a mismatch was detected: "
+                                   f"grad_output[{i}] has a shape of {first} and output[{i}] has a shape of {out.shape}. "
+                                   "If you only want some tensors in `grad_output` to be considered batched, consider using vmap.")
             raise RuntimeError(f"Mismatch in shape: grad_output[{i}] has a shape of {g.shape} and output[{i}] has a "
                                f"shape of {out.shape}.")
-        if g.dtype.is_floating_point != out.dtype.is_floating_point:
-            raise TypeError(f"For complex Tensors, both grad_output and output are required to have the same dtype. "
-                            f"Mismatch in dtype: grad_output[{i}] has a dtype of {g.dtype} and output[{i}] has a dtype of {out.dtype}.")
+        if g._data.dtype != out._data.dtype:      # the engine casts a seed to its output's dtype
+            g = g.to(out.dtype)
         res.append(g)
+    if len(res) != len(outputs):
+        raise RuntimeError(f"got {len(outputs)} tensors and {len(res)} gradients")
     return res
 
 
@@ -65,70 +95,76 @@ def _root_edges(outputs):
     return edges
 
 
-def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, grad_variables=None, inputs=None):
-    """Compute the sum of gradients of tensors w.r.t. graph leaves (or ``inputs``), into ``.grad``."""
+def _input_edges(inputs, accumulate):
+    """Where the gradient of each of ``inputs`` is captured (PyTorch's checks, in its order)."""
     Tensor = _tensor_cls()
-    tensors = _as_tuple(tensors)
-    if grad_tensors is None and grad_variables is not None:
-        grad_tensors = grad_variables
-    grads = _as_tuple(grad_tensors) if grad_tensors is not None else (None,) * len(tensors)
-    if isinstance(grad_tensors, Tensor):
-        grads = (grad_tensors,)
-    if len(grads) != len(tensors):
-        raise RuntimeError(f"got {len(grads)} gradients for {len(tensors)} tensors")
-    if retain_graph is None:
-        retain_graph = create_graph
-    targets = None
+    targets = []
+    for t in inputs:
+        if not isinstance(t, Tensor):
+            raise RuntimeError(f"all inputs have to be Tensors or GradientEdges, but got {type(t).__name__}")
+        if accumulate:
+            t.retain_grad()
+        if not t.requires_grad:
+            raise RuntimeError("One of the differentiated Tensors does not require grad")
+        targets.append((t.grad_fn, t._output_nr) if t.grad_fn is not None else (t._grad_accumulator(), 0))
+    return targets
+
+
+def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, grad_variables=None, inputs=None):
+    """Compute the sum of gradients of tensors w.r.t. graph leaves (or ``inputs``), into ``.grad``.
+    Every argument is checked before anything runs."""
+    import warnings
+    Tensor = _tensor_cls()
+    if grad_variables is not None:
+        warnings.warn("`grad_variables` is deprecated. Use `grad_tensors` instead.", FutureWarning, stacklevel=2)
+        if grad_tensors is None:
+            grad_tensors = grad_variables
+        else:
+            raise RuntimeError("`grad_tensors` and `grad_variables` (deprecated) arguments both passed to `backward()`. "
+                               "Please only use `grad_tensors`.")
     if inputs is not None:
         inputs = (inputs,) if isinstance(inputs, Tensor) else tuple(inputs)
         if len(inputs) == 0:
             raise RuntimeError("`inputs` argument to `backward()` cannot be empty.")
-        targets = []
-        for t in inputs:
-            if not t.requires_grad:
-                raise RuntimeError("One of the differentiated Tensors does not require grad")
-            if t.grad_fn is not None:
-                t.retain_grad()
-                targets.append((t.grad_fn, t._output_nr))
-            else:
-                targets.append((t._grad_accumulator(), 0))
-    grads = _make_grads(tensors, grads)
+    tensors = (tensors,) if isinstance(tensors, Tensor) else tuple(tensors)
+    grads = _make_grads(tensors, _grads_tuple(grad_tensors, len(tensors)))
+    if retain_graph is None:
+        retain_graph = create_graph
     edges = _root_edges(tensors)
+    targets = None if inputs is None else _input_edges(inputs, True)
+    if create_graph:
+        warn_once(_CREATE_GRAPH_WARNING)
     _engine.run_backward(edges, grads, retain_graph, create_graph, inputs=targets, accumulate=True)
 
 
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False, only_inputs=True,
          allow_unused=None, is_grads_batched=False, materialize_grads=False):
-    """Compute and return the gradients of outputs w.r.t. inputs (nothing is accumulated into .grad)."""
+    """Compute and return the gradients of outputs w.r.t. inputs (nothing is accumulated into .grad).
+    Every argument is checked before anything runs, so a rejected call leaves the graph usable."""
+    import warnings
     Tensor = _tensor_cls()
-    t_outputs = _as_tuple(outputs)
-    single_input = isinstance(inputs, Tensor)
-    t_inputs = (inputs,) if single_input else tuple(inputs)
+    if materialize_grads and allow_unused is False:
+        raise ValueError("Expected allow_unused to be True or not passed when materialize_grads=True, but got: "
+                         "allow_unused=False.")
     if allow_unused is None:
         allow_unused = materialize_grads
-    if grad_outputs is None:
-        g_outs = (None,) * len(t_outputs)
-    else:
-        g_outs = (grad_outputs,) if isinstance(grad_outputs, Tensor) else tuple(grad_outputs)
-    if len(g_outs) != len(t_outputs):
-        raise RuntimeError(f"grad requires one grad_output per output; got {len(g_outs)} for {len(t_outputs)} outputs")
+    t_outputs = (outputs,) if isinstance(outputs, Tensor) else tuple(outputs)
+    t_inputs = (inputs,) if isinstance(inputs, Tensor) else tuple(inputs)
+    if not only_inputs:
+        warnings.warn("only_inputs argument is deprecated and is ignored now (defaults to True). To accumulate "
+                      "gradient for other parts of the graph, please use torch.autograd.backward.",
+                      FutureWarning, stacklevel=2)
+    grads = _make_grads(t_outputs, _grads_tuple(grad_outputs, len(t_outputs)), is_grads_batched)
     if retain_graph is None:
         retain_graph = create_graph
-    targets = []
-    for i, t in enumerate(t_inputs):
-        if not isinstance(t, Tensor):
-            raise TypeError(f"grad(): inputs must be Tensors, got {type(t).__name__} at position {i}")
-        if not t.requires_grad:
-            raise RuntimeError("One of the differentiated Tensors does not require grad")
-        targets.append((t.grad_fn, t._output_nr) if t.grad_fn is not None else (t._grad_accumulator(), 0))
-    # outputs that do not require grad are skipped like PyTorch (error if none does)
-    pairs = [(o, g) for o, g in zip(t_outputs, g_outs) if o.requires_grad]
-    if not pairs:
-        raise RuntimeError("element 0 of tensors does not require grad and does not have a grad_fn")
-    outs = [o for o, _ in pairs]
-    grads = _make_grads(outs, [g for _, g in pairs])
-    captured = _engine.run_backward(_root_edges(outs), grads, retain_graph, create_graph, inputs=targets,
-                                    accumulate=False)
+    edges = _root_edges(t_outputs)
+    if not t_inputs:
+        raise RuntimeError("`inputs` argument to `grad()` cannot be empty.")
+    targets = _input_edges(t_inputs, False)
+    if is_grads_batched:
+        captured = _batched(edges, grads, retain_graph, create_graph, targets, t_inputs)
+    else:
+        captured = _engine.run_backward(edges, grads, retain_graph, create_graph, inputs=targets, accumulate=False)
     result = []
     for i, (t, g) in enumerate(zip(t_inputs, captured)):
         if g is None:
@@ -142,3 +178,20 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
             g = g.detach()
         result.append(g)
     return tuple(result)
+
+
+def _batched(edges, grads, retain_graph, create_graph, targets, inputs):
+    """is_grads_batched: one backward per row of the grad_outputs, stacked (PyTorch vmaps one backward)."""
+    from .. import stack, zeros_like
+    n = next((g.shape[0] for g in grads if g is not None), 1)
+    rows = []
+    for b in range(n):
+        seeds = [None if g is None else g[b] for g in grads]
+        keep = retain_graph or b < n - 1
+        rows.append(_engine.run_backward(edges, seeds, keep, create_graph, inputs=targets, accumulate=False))
+    out = []
+    for i, t in enumerate(inputs):
+        col = [r[i] for r in rows]
+        out.append(None if all(c is None for c in col) else
+                   stack([zeros_like(t) if c is None else c for c in col]))
+    return out

@@ -128,7 +128,20 @@ def _needed(root, targets, accumulate):
 
 def run_backward(roots, grads, keep_graph, create_graph, inputs=None, accumulate=True):
     """roots: list of (node, slot) edges with seed grads. Returns the captured grads when
-    ``accumulate`` is False (autograd.grad), one per ``inputs`` edge."""
+    ``accumulate`` is False (autograd.grad), one per ``inputs`` edge.
+
+    Like PyTorch, the pass runs on a copy of the thread's saved-tensor hook stack: a context entered
+    or exited by a hook during backward does not outlive it."""
+    hs = _g._hooks_tls
+    stack, disabled = hs.stack, hs.disabled
+    hs.stack = stack[:]
+    try:
+        return _run_task(roots, grads, keep_graph, create_graph, inputs, accumulate)
+    finally:
+        hs.stack, hs.disabled = stack, disabled
+
+
+def _run_task(roots, grads, keep_graph, create_graph, inputs, accumulate):
     if len(roots) == 1:
         first, root_slot = roots[0]
         nout = _num_outputs(first)
@@ -228,6 +241,7 @@ def run_backward(roots, grads, keep_graph, create_graph, inputs=None, accumulate
                 if d == 0:
                     push(ready, (-nxt._seq, counter, nxt))
                     counter += 1
+            outs = g = old = None   # hold no gradient past its dispatch (AccumulateGrad may take it)
     finally:
         _state.enabled = prev
         tasks.pop()
@@ -316,13 +330,16 @@ def _run_hooked_arrays(fn, buf, make):
                 buf[slot] = run_tensor_hooks(hooks, make(a))._data
             return fn._np_run(buf)
     tbuf = [None if a is None else make(a) for a in buf]
+    acc = type(fn) is _g.AccumulateGrad
+    if acc:
+        buf[0] = None   # the Tensor alone holds the gradient now: AccumulateGrad may take it as .grad
     if fn._hooked:
         tbuf = _tensor_pre_hooks(fn, tbuf)
     pre = fn._pre_hooks
     if pre:
         tbuf = _run_pre_hooks(pre, tbuf, fn)
     post = fn._post_hooks
-    if fn._np and not post:
+    if fn._np and not post and not acc:
         return fn._np_run([None if t is None else t._data for t in tbuf])
     outs = fn._run_backward(tbuf)
     if post:

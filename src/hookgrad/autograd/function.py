@@ -69,6 +69,14 @@ class BackwardCFunction(Node, FunctionCtx):
 
     saved_variables = saved_tensors
 
+    @property
+    def _raw_saved_tensors(self):
+        """The SavedTensor objects (``register_hooks``, ``data``, ``unpack_hook``), as in PyTorch."""
+        if self._freed:
+            raise RuntimeError(_g._FREED)
+        saved = self.__dict__.get("_saved_vars") or ()
+        return tuple(_g._NoneSaved() if s is None else s for s in saved)
+
     def _release(self):
         saved = self.__dict__.get("_saved_vars")
         if saved:

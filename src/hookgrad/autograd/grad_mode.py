@@ -79,9 +79,14 @@ class set_grad_enabled(_DecoratorContextManager):
     """Sets grad mode at construction (like torch) and restores it on exit."""
 
     def __init__(self, mode):
+        if not isinstance(mode, bool):    # checked before the mode changes, as torch._C._set_grad_enabled does
+            t = type(mode)
+            name = t.__name__ if t.__module__ == "builtins" else f"{t.__module__}.{t.__name__}"
+            raise TypeError(f"set_grad_enabled(): argument 'enabled' (position 1) must be bool, not "
+                            f"{'Tensor' if t.__name__ == 'Tensor' else name}")
         self.prev = _state.enabled
-        self.mode = bool(mode)
-        _state.enabled = self.mode
+        self.mode = mode
+        _state.enabled = mode
 
     def __enter__(self):
         pass
@@ -94,6 +99,11 @@ class set_grad_enabled(_DecoratorContextManager):
 
 
 class inference_mode(_DecoratorContextManager):
+    def __new__(cls, mode=True):
+        if isinstance(mode, bool):
+            return object.__new__(cls)
+        return cls()(mode)     # like torch: a non-bool argument is the function being decorated
+
     def __init__(self, mode=True):
         self.mode = mode
 

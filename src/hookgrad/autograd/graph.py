@@ -124,11 +124,21 @@ class _HookStack(threading.local):
 _hooks_tls = _HookStack()
 
 
+_PACK_INPLACE = ("A saved tensor pack hook is modifying its input in place. Tensors provided as input to pack hook "
+                 "cannot be modified by in-place operations as this can lead to unexpected side-effects. Please open "
+                 "an issue if you need to perform in-place operations on the input to a pack hook.")
+
+
 class SavedTensor:
     """One tensor saved for backward (``grad_fn._raw_saved_<name>``): checks versions, runs
-    pack/unpack hooks, can be freed (``_vc`` is None once freed)."""
+    pack/unpack hooks, can be freed (``_vc`` is None once freed).
+
+    Under saved-tensor hooks (as PyTorch's SavedVariable) only the packed object and the graph
+    position of the saved tensor are kept: the unpacked value is re-attached there (its grad_fn and
+    output_nr, or the leaf's AccumulateGrad), so a pack hook that detaches still gives a
+    differentiable gradient under create_graph=True."""
     __slots__ = ("_tensor", "_version", "_vc", "_node_ref", "_output_nr", "_data", "_requires_grad",
-                 "_packed", "_unpack")
+                 "_packed", "_unpack", "_grad_fn", "_grad_acc")
 
     def __init__(self, tensor, node=None, output_nr=0):
         self._vc = vc = tensor._vc
@@ -136,6 +146,7 @@ class SavedTensor:
         self._unpack = None
         if node is None:
             self._tensor = tensor
+            self._node_ref = None
         else:
             # Saving an output strongly would make a cycle node -> output -> node: keep its data and
             # rebuild the tensor (with this node as grad_fn) on unpack, as PyTorch does.
@@ -145,10 +156,30 @@ class SavedTensor:
             self._output_nr = output_nr
             self._requires_grad = tensor.requires_grad
         if _hooks_tls.stack:
-            pack, self._unpack = _hooks_tls.stack[-1]
-            self._packed = pack(self._materialize())
-            self._tensor = None
-            self._data = None
+            pack, unpack = _hooks_tls.stack[-1]
+            self._set_hooks(tensor, pack, unpack)
+
+    def _set_hooks(self, tensor, pack, unpack):
+        """Pack ``tensor`` (the input itself, or the output) with grad mode off, as PyTorch does; keep
+        where it sits in the graph so that the unpacked value can be re-attached there."""
+        self._grad_fn = tensor.grad_fn if self._node_ref is None else None
+        self._output_nr = tensor._output_nr
+        self._requires_grad = rg = tensor.requires_grad
+        self._grad_acc = weakref.ref(tensor._grad_accumulator()) if rg and tensor.grad_fn is None else None
+        vc = tensor._vc
+        version = vc[0]
+        prev = _state.enabled
+        _state.enabled = False
+        try:
+            packed = pack(tensor)
+        finally:
+            _state.enabled = prev
+        if vc[0] != version:
+            raise RuntimeError(_PACK_INPLACE)
+        self._packed = packed
+        self._unpack = unpack
+        self._tensor = None
+        self._data = None
 
     @staticmethod
     def _of_input(tensor):
@@ -156,12 +187,27 @@ class SavedTensor:
         st = _new(SavedTensor)
         st._data = None
         st._tensor = tensor
+        st._node_ref = None
         st._vc = vc = tensor._vc
         st._version = vc[0]
         st._unpack = None
         return st
 
+    @property
     def data(self):
+        """What is stored: the packed object under saved-tensor hooks, else the saved tensor."""
+        if self._unpack is not None:
+            return self._packed
+        if self._vc is None:
+            return None
+        t = self._tensor
+        return t if t is not None else Tensor._make(self._data, False, None, 0, self._vc)
+
+    @property
+    def unpack_hook(self):
+        return self._unpack
+
+    def _array(self):
         """The saved value as a NumPy array (version-checked): what array-level backward reads."""
         vc = self._vc
         if vc is not None and self._unpack is None and vc[0] == self._version:
@@ -183,7 +229,15 @@ class SavedTensor:
             if not isinstance(t, Tensor):
                 raise TypeError("Output of saved tensor unpack_hook expected to be a Tensor but got result of type "
                                 f"{type(t).__name__}")
-            return t
+            # a new tensor over the unpacked data, at the saved tensor's place in the graph
+            ref = self._node_ref
+            gf = self._grad_fn if ref is None else ref()
+            if gf is not None:
+                return Tensor._make(t._data, True, gf, self._output_nr)
+            res = Tensor._make(t._data, self._requires_grad)
+            if self._grad_acc is not None:
+                res._grad_acc = self._grad_acc
+            return res
         if vc[0] != self._version:
             t = self._materialize()
             gf = t.grad_fn
@@ -207,16 +261,31 @@ class SavedTensor:
                                "Hint: only one pair of hooks is allowed at a time.")
         if self._vc is None:
             raise RuntimeError(_FREED)
-        self._packed = pack_hook(self._materialize())
-        self._unpack = unpack_hook
-        self._tensor = None
-        self._data = None
+        self._set_hooks(self._materialize(), pack_hook, unpack_hook)
 
     def free(self):
         self._vc = None
         self._tensor = None
         self._data = None
         self._packed = None
+
+
+class _NoneSaved(SavedTensor):
+    """``grad_fn._raw_saved_<name>`` of an entry that was not saved (its gradient was not needed)."""
+    __slots__ = ()
+
+    def __init__(self):
+        self._vc = None
+        self._unpack = None
+        self._tensor = None
+
+    data = property(lambda self: None)
+
+    def unpack(self):
+        return None
+
+    def register_hooks(self, pack_hook, unpack_hook):
+        raise RuntimeError("Calling register_hooks on a saved tensor with value None is forbidden")
 
 
 _PKG_DIR = __file__.rsplit("autograd", 1)[0]
@@ -249,9 +318,14 @@ class Node:
     ``save`` lists the argument indices kept for backward (``-1`` keeps the output); backward reads
     them from ``self.saved_tensors``.
     """
-    save = ()                 # argument indices to save; -1 = the (first) output
+    save = ()                 # argument indices to save; -1 = the (first) output, -1 - k = output k
     saved_names = ()          # names for grad_fn._saved_<name>, parallel to ``save``
+    save_if = None            # parallel to ``save``: per entry, the input indices whose gradient needs it
+                              # (saved only if one of them requires grad, as PyTorch); None: always saved
+    _mask2 = None
+    _pack_order = None        # PyTorch's packing order of ``save`` (inputs by name, then outputs), if not ``save``'s
     nondiff_outputs = ()      # output indices that never get a grad_fn (e.g. argmax indices)
+    _nondiff_slots = False    # True: those outputs still have a grad_outputs slot (custom Functions)
     materialize_grads = True
 
     # hook storage, created on first registration (hooks cost nothing when absent)
@@ -282,6 +356,18 @@ class Node:
             cls._np = cls.backward_np is not None
         for key in cls.__dict__.get("saved_names", ()):
             _add_saved_props(cls, key)
+        save, names = cls.save, cls.saved_names
+        order = None
+        if len(names) == len(save) > 1:
+            order = sorted(range(len(save)), key=lambda k: (save[k] < 0, names[k]))
+            order = None if order == list(range(len(save))) else tuple(order)
+        cls._pack_order = order
+        cond = cls.save_if
+        assert cond is None or len(cond) == len(save), cls
+        # record2's table (save = (0, 1)): (input 0 needs grad, input 1 needs grad) -> what is saved
+        cls._mask2 = None if cond is None or save != (0, 1) else {
+            (p, q): tuple(c is None or any((p, q)[j] for j in c) for c in cond) for p in (False, True)
+            for q in (False, True)}
 
     # ---- construction: the one place where graphs are recorded ----
     @classmethod
@@ -360,9 +446,21 @@ class Node:
             self._trace = _user_stack()
         if type(out) is tuple:
             nd = self.nondiff_outputs
-            res = tuple(T._make(o) if i in nd else T._make(o, True, self, i) for i, o in enumerate(out))
-            self._out_meta = [(o.shape, D._NP_TO_DT[o.dtype]) for o in out]
-            first = res[0]
+            if nd and not self._nondiff_slots:
+                # PyTorch's built-in ops: a non-differentiable output (indices) is no output of the
+                # node; the others are numbered among themselves (output_nr), and a node left with
+                # one output is a single-output node (grad_outputs of length 1)
+                diff = [i for i in range(len(out)) if i not in nd]
+                nr = {i: k for k, i in enumerate(diff)}
+                res = tuple(T._make(o) if i in nd else T._make(o, True, self, nr[i]) for i, o in enumerate(out))
+                if len(diff) > 1:
+                    self._out_meta = [(out[i].shape, D._NP_TO_DT[out[i].dtype]) for i in diff]
+                douts = [res[i] for i in diff]      # by output_nr (save index -1 - output_nr)
+                first = douts[0]
+            else:
+                res = douts = tuple(T._make(o) if i in nd else T._make(o, True, self, i) for i, o in enumerate(out))
+                self._out_meta = [(o.shape, D._NP_TO_DT[o.dtype]) for o in out]
+                first = res[0]
         else:
             res = first = _new(T)
             res._data = out
@@ -375,22 +473,34 @@ class Node:
             # Inputs are kept as the tensors themselves plus their version at save time; a
             # SavedTensor object is only built for outputs, under saved-tensor hooks, or when
             # grad_fn._raw_saved_<name> asks for one (hot path: two list appends per input).
+            # An entry is saved only if a gradient that needs it is computed (``save_if``).
             saved = []
+            mask = None if self.save_if is None else self._save_mask()
             if _hooks_tls.stack:
-                for i in save:
-                    a = first if i == -1 else args[i]
-                    saved.append(SavedTensor(a, self, 0) if i == -1 else SavedTensor(a) if isinstance(a, T) else a)
+                # packed in PyTorch's order (inputs by name, then outputs); the array-level backward
+                # is not used, so an unpacked value is read by the Tensor-level formula
+                self._np = False
+                saved = [None] * len(save)
+                for k in self._pack_order or range(len(save)):
+                    if mask is None or mask[k]:
+                        i = save[k]
+                        a = (first if i == -1 else douts[-1 - i]) if i < 0 else args[i]
+                        saved[k] = SavedTensor(a, self, -1 - i) if i < 0 else SavedTensor(a) if isinstance(a, T) else a
             else:
                 vers = []
-                for i in save:
-                    if i == -1:
-                        st = _new(SavedTensor)      # SavedTensor(first, self, 0), inlined (hot path)
+                for k, i in enumerate(save):
+                    if mask is not None and not mask[k]:
+                        saved.append(None)
+                        vers.append(None)
+                    elif i < 0:                     # output -1 - i (-1: the first output)
+                        o = first if i == -1 else douts[-1 - i]
+                        st = _new(SavedTensor)      # SavedTensor(o, self, -1 - i), inlined (hot path)
                         st._tensor = None
-                        st._data = first._data
-                        st._vc = vc = first._vc
+                        st._data = o._data
+                        st._vc = vc = o._vc
                         st._version = vc[0]
                         st._node_ref = _weakref(self)
-                        st._output_nr = 0
+                        st._output_nr = -1 - i
                         st._requires_grad = True
                         st._unpack = None
                         saved.append(st)
@@ -403,6 +513,12 @@ class Node:
             self._saved = saved
         return res
 
+    def _save_mask(self):
+        """Per ``save`` entry: is it needed, i.e. does one of the inputs listed in ``save_if`` for it
+        need a gradient (PyTorch saves ``self`` of ``mul`` only if ``other`` requires grad)?"""
+        nf = self.next_functions
+        return [c is None or any(nf[j][0] is not None for j in c) for c in self.save_if]
+
     # ---- what backward code uses ----
     @property
     def saved_tensors(self):
@@ -410,7 +526,15 @@ class Node:
             raise RuntimeError(_FREED)
         vers = self._versions
         if vers is None:
-            return tuple([s.unpack() if type(s) is SavedTensor else s for s in self._saved])
+            order = self._pack_order
+            if order is None:
+                return tuple([s.unpack() if type(s) is SavedTensor else s for s in self._saved])
+            out = list(self._saved)         # unpacked in PyTorch's order, as they were packed
+            for k in order:
+                s = out[k]
+                if type(s) is SavedTensor:
+                    out[k] = s.unpack()
+            return tuple(out)
         out = []
         for s, v in zip(self._saved, vers):
             if v is not None:
@@ -432,14 +556,20 @@ class Node:
         raise NotImplementedError(f"{self.name()} has no backward")
 
     def _saved_pair(self):
-        """saved_arrays() for two lightly saved tensors (Mul, Div, matmuls): the hot path."""
+        """saved_arrays() for two lightly saved tensors (Mul, Div, matmuls): the hot path. An entry
+        that was not saved (save_if) reads None."""
         v = self._versions
         if v is not None and len(v) == 2:
             va, vb = v
-            if va is not None and vb is not None:
-                a, b = self._saved
-                if a._vc[0] == va and b._vc[0] == vb:
-                    return a._data, b._data
+            a, b = self._saved
+            if va is not None:
+                if vb is not None:
+                    if a._vc[0] == va and b._vc[0] == vb:
+                        return a._data, b._data
+                elif b is None and a._vc[0] == va:
+                    return a._data, None
+            elif a is None and vb is not None and b._vc[0] == vb:
+                return None, b._data
         return self.saved_arrays()
 
     def saved_arrays(self):
@@ -448,7 +578,7 @@ class Node:
             raise RuntimeError(_FREED)
         vers = self._versions
         if vers is None:
-            return [s.data() if type(s) is SavedTensor else s for s in self._saved]
+            return [s._array() if type(s) is SavedTensor else s for s in self._saved]
         out = []
         for s, v in zip(self._saved, vers):
             if v is not None:
@@ -456,7 +586,7 @@ class Node:
                     _version_error(s, v)
                 out.append(s._data)
             elif type(s) is SavedTensor:
-                vc = s._vc      # SavedTensor.data(), inlined
+                vc = s._vc      # SavedTensor._array(), inlined
                 if vc is not None and s._unpack is None and vc[0] == s._version:
                     t = s._tensor
                     out.append(t._data if t is not None else s._data)
@@ -558,6 +688,8 @@ class Node:
                 for s in saved:
                     if type(s) is SavedTensor:
                         s.free()
+                if self.save_if is not None:        # what was not saved reads None, not "freed"
+                    self._unsaved = [s is None for s in saved]
             self._saved = ()                         # drop the references (memory goes now)
             self._versions = None
             self._freed = True
@@ -626,9 +758,12 @@ class Node:
                 return self.__dict__[key]
             raise AttributeError(f"'{type(self).__name__}' object has no attribute "
                                  f"'{'_raw_saved_' if raw else '_saved_'}{key}'")
-        if self._freed:
-            raise RuntimeError(_FREED)
         i = names.index(key)
+        if self._freed:
+            unsaved = self.__dict__.get("_unsaved")
+            if unsaved is None or not unsaved[i]:
+                raise RuntimeError(_FREED)
+            return _NoneSaved() if raw else None
         s = self._saved[i] if self._saved else None
         vers = self._versions
         if vers is not None and vers[i] is not None:
@@ -638,10 +773,11 @@ class Node:
             self._saved[i] = s = st
             vers[i] = None
         if type(s) is not SavedTensor:
-            return s
+            return _NoneSaved() if raw and s is None else s
         if raw:
             if s._vc is None:
                 raise RuntimeError(_FREED)
+            self._np = False        # hooks may be registered on it: backward reads it as a Tensor
             return s
         return s.unpack()
 
@@ -671,6 +807,9 @@ def _dt(npdtype):
     return D._NP_TO_DT[np.dtype(npdtype)]
 
 
+grad_accumulator_lock = threading.Lock()    # Tensor._grad_accumulator: one AccumulateGrad per leaf
+
+
 class AccumulateGrad(Node):
     """Writes a leaf's ``.grad``. One per leaf while someone references it (PyTorch semantics)."""
     _seq = _MAX_SEQ
@@ -678,6 +817,7 @@ class AccumulateGrad(Node):
     def __init__(self, variable):
         self.variable = variable
         self.next_functions = ()
+        self._lock = threading.Lock()     # threads accumulating into one leaf (PyTorch's mutex_)
         # the leaf's tensor hooks run here; Tensor.register_hook sets the flag on a live accumulator
         self._hooked = variable._backward_hooks is not None
 
@@ -695,13 +835,22 @@ class AccumulateGrad(Node):
         if g is None:
             return ()
         var = self.variable
+        with self._lock:
+            done = self._np_accumulate(var, g)
+        if not done:
+            return self._run_backward([Tensor._make(g)])
+        if var._post_accumulate_grad_hooks:
+            _run_post_accumulate_hooks(var)
+        return ()
+
+    def _np_accumulate(self, var, g):
         grad = var._grad
         if grad is None:
             d = var._data
             # PyTorch's rule: take the incoming gradient itself when no one else holds that object
-            # (here: buf, g and getrefcount's argument) and it is laid out like the variable; a view
+            # (here: buf, the two frames' g and getrefcount's argument) and it is laid out like the variable; a view
             # keeps sharing its base, as a stolen view does in PyTorch.
-            if _getrefcount(g) == 3 and g.dtype == d.dtype and g.shape == d.shape and g.flags.c_contiguous \
+            if _getrefcount(g) == 4 and g.dtype == d.dtype and g.shape == d.shape and g.flags.c_contiguous \
                     and g.flags.writeable and type(g) is np.ndarray:
                 var._grad = Tensor._make(g)
             else:
@@ -709,23 +858,38 @@ class AccumulateGrad(Node):
         else:
             gd = grad._data
             if gd.shape != g.shape or not gd.flags.writeable:
-                return self._run_backward([Tensor._make(g)])
+                return False
             np.add(gd, g, out=gd, casting="unsafe")
             grad._vc[0] += 1
-        if var._post_accumulate_grad_hooks:
-            _run_post_accumulate_hooks(var)
-        return ()
+        return True
 
     def _run_backward(self, grads):
         g = grads[0]
         var = self.variable
         if g is None:
             return ()
+        with self._lock:
+            self._accumulate(var, g)
+        if var._post_accumulate_grad_hooks:
+            _run_post_accumulate_hooks(var)
+        return ()
+
+    def _accumulate(self, var, g):
         if var._grad is None:
-            if _state.enabled:     # create_graph: keep the graph of the gradient
-                var._grad = g if g.grad_fn is None and not g.requires_grad and g._data.flags.owndata else g.clone()
+            if _state.enabled:     # create_graph: a copy that keeps the graph of the gradient (never stolen)
+                var._grad = _CopyGrad.apply(g)
             else:
-                var._grad = Tensor._make(np.array(g._data, dtype=var._data.dtype, copy=True, order="C"))
+                d = g._data
+                vd = var._data
+                # PyTorch's rule (as in _np_run): take the incoming gradient when only the engine holds
+                # it (its input buffer; ``g`` here and in _run_backward, ``d``; getrefcount's argument) and
+                # it is laid out like the variable; ``.grad`` is then a detached alias of it, so a hook that
+                # changes ``.grad`` in place is seen in the grad_outputs of AccumulateGrad's post-hooks.
+                if _getrefcount(g) == 4 and _getrefcount(d) == 3 and d.dtype == vd.dtype and d.shape == vd.shape \
+                        and d.flags.c_contiguous and d.flags.writeable and type(d) is np.ndarray:
+                    var._grad = Tensor._make(d, False, None, 0, g._vc)
+                else:
+                    var._grad = Tensor._make(np.array(d, dtype=vd.dtype, copy=True, order="C"))
         elif _state.enabled:
             var._grad = var._grad + g
         else:
@@ -738,9 +902,20 @@ class AccumulateGrad(Node):
             else:
                 np.add(gd, g._data, out=gd, casting="unsafe")
                 var._grad._vc[0] += 1
-        if var._post_accumulate_grad_hooks:
-            _run_post_accumulate_hooks(var)
-        return ()
+
+
+class _CopyGrad(Node, name="CopyBackwards"):
+    """The first ``.grad`` under create_graph: a copy of the gradient (PyTorch copies it into a new
+    tensor, whose grad_fn is CopyBackwards)."""
+
+    def forward(self, g):
+        return np.array(g, copy=True, order="C")
+
+    def backward(self, gg):
+        return gg
+
+    def name(self):
+        return "torch::autograd::CopyBackwards"
 
 
 def _run_post_accumulate_hooks(var):
@@ -804,6 +979,7 @@ def register_multi_grad_hook(tensors, fn, *, mode="all"):
     supported = ("all", "any")
     if mode not in supported:
         raise ValueError(f"Expects mode to be one of {supported} but got {mode}")
+    lock = threading.Lock()
 
     if mode == "all":
         tensors = tuple(tensors)
@@ -818,11 +994,12 @@ def register_multi_grad_hook(tensors, fn, *, mode="all"):
                 nonlocal nb_calls
                 tid = engine._current_graph_task_id()
                 assert tid != -1, "expected this hook to be called inside a backward call"
-                cur = count.get(tid, 0)
-                count[tid] = cur + 1
-                buf = buffer.setdefault(tid, [None] * n)
-                if cur == 0:
-                    nb_calls = sum(map(engine._will_engine_execute_node, grad_fns))
+                with lock:      # PyTorch's lock: tasks on several threads share the counters
+                    cur = count.get(tid, 0)
+                    count[tid] = cur + 1
+                    buf = buffer.setdefault(tid, [None] * n)
+                    if cur == 0:
+                        nb_calls = sum(map(engine._will_engine_execute_node, grad_fns))
                 buf[idx] = grad
                 if cur == nb_calls - 1:
                     del count[tid]
@@ -837,7 +1014,8 @@ def register_multi_grad_hook(tensors, fn, *, mode="all"):
         def wrapped_fn(grad):
             tid = engine._current_graph_task_id()
             assert tid != -1, "expected this hook to be called inside a backward call"
-            prev, ran[tid] = ran[tid], True
+            with lock:
+                prev, ran[tid] = ran[tid], True
             if prev:
                 return
             fn(grad)
@@ -918,8 +1096,14 @@ def record2(cls, a, b, out):
     res._output_nr = 0
     res._vc = [0]
     if cls.save:
-        node._saved = [a, b]
-        node._versions = [a._vc[0], b._vc[0]]
+        m = cls._mask2
+        if m is None:
+            node._saved = [a, b]
+            node._versions = [a._vc[0], b._vc[0]]
+        else:                               # save_if: only what the needed gradients use
+            sa, sb = m[ea[0] is not None, eb[0] is not None]
+            node._saved = [a if sa else None, b if sb else None]
+            node._versions = [a._vc[0] if sa else None, b._vc[0] if sb else None]
     return res
 
 

@@ -30,6 +30,59 @@ def _tup(v, n, name="kernel_size"):
     return v
 
 
+# ------------------------------------------------------------- conv / pool geometry arguments
+# One parser for stride/padding/dilation/kernel_size/output_padding/output_size of every conv, pool,
+# unfold and fold: PyTorch's TypeError for a non-int, then its length and value errors, which differ
+# by family (each family's texts below are PyTorch's own).
+def _geo_ints(v, fname, arg, pos=None, conv=False, pair=False):
+    """v (int or sequence of ints) as a tuple of ints; PyTorch's argument-parser TypeError otherwise.
+    conv: conv1d/conv2d's overloaded signature; pair: the caller wraps a scalar in _pair (unfold/fold)."""
+    seq = isinstance(v, (tuple, list))
+    if conv and (not seq and C._as_int(v, True) is None or seq and any(isinstance(x, bool) or C._as_int(x, False)
+                                                                        is None for x in v)):
+        raise TypeError(f"{fname}() received an invalid combination of arguments - got (Tensor, Tensor, "
+                        f"{arg}={C._tname(v)}), but expected one of:")
+    if pair and not seq:
+        v = (v, v)
+    return C.int_list(v, fname, arg, pos, varargs=False)
+
+
+def _geo_len(v, n, fname, arg, family):
+    """Expand a parsed tuple to n values (an int, or for conv/pool a single value, is repeated)."""
+    if len(v) == n:
+        return v
+    if len(v) == 1 and family in ("conv", "pool"):
+        return v * n
+    if family == "adaptive":
+        return v                    # the caller raises the function's own message
+    if family == "conv":
+        raise RuntimeError(f"expected {arg} to be a single integer value or a list of {n} values to match the "
+                           f"convolution dimensions, but got {arg}={list(v)}")
+    if family == "pool":
+        what = {"kernel_size": "kernel_size must either be a single int", "stride": "stride must either be omitted, a "
+                "single int", "dilation": "dilation must be either a single int"}.get(arg, f"{arg} must either be a "
+                                                                                    "single int")
+        raise RuntimeError(f"{fname}: {what}, or a tuple of two ints")
+    if family == "max_pool1d":
+        kind = {"stride": "be None, an int, list of ints, or tuple of ints", "padding": "be an int, list of ints, or "
+                "tuple of ints"}.get(arg, "be an int, list of ints or tuple of ints")
+        raise RuntimeError(f"max_pool1d() {arg} must {kind} of size 1 but got size {len(v)}")
+    if family == "pool1d":
+        raise RuntimeError(f"{fname}() argument '{arg}' should contain one int (got {len(v)})")
+    raise RuntimeError(f"It is expected {arg} equals to {n}, but got size {len(v)}")       # unfold / fold
+
+
+def _ints(v, n, fname, arg, family, pos=None):
+    if isinstance(v, _int) and not isinstance(v, bool) and family not in ("unfold",):
+        return (int(v),) * n
+    return _geo_len(_geo_ints(v, fname, arg, pos, conv=family == "conv" and fname in ("conv1d", "conv2d"),
+                              pair=family == "unfold"), n, fname, arg, family)
+
+
+def _hw(name, v):
+    return f"{name}H: {v[0]} {name}W: {v[-1]}"
+
+
 def where(cond, a, b):
     """where() for float tensors/scalars of one dtype (cond: bool Tensor or array)."""
     like = a if isinstance(a, Tensor) else b
@@ -153,6 +206,8 @@ def softmin(input, dim=None, _stacklevel=3, dtype=None):
 
 # ----------------------------------------------------------------------------------- linear
 def linear(input, weight, bias=None):
+    _tensor_arg(input, "linear", "input", 1)
+    _tensor_arg(weight, "linear", "weight", 2)
     nd = input._data.ndim
     if nd == 2:
         return addmm(bias, input, weight.t()) if bias is not None else input.mm(weight.t())
@@ -176,12 +231,53 @@ def bilinear(input1, input2, weight, bias=None):
 
 
 # ------------------------------------------------------------------------------ convolution
-def _conv_padding(padding, n, k, d, stride):
+def _conv_checks(input, weight, bias, n, s, p, d, groups, op, transposed):
+    """PyTorch's convolution argument checks, in its order (before any shape arithmetic)."""
+    if not isinstance(groups, _int) or isinstance(groups, bool):
+        raise TypeError(f"argument 'groups' must be int, not {C._tname(groups)}")
+    if weight.dim() - 2 != n:         # PyTorch compares the geometry's length with the weight's rank first
+        raise RuntimeError(f"expected stride to be a single integer value or a list of {weight.dim() - 2} values to "
+                           f"match the convolution dimensions, but got stride={list(s)}")
+    if groups <= 0:
+        raise RuntimeError("non-positive groups is not supported")
+    if any(x < 0 for x in p):
+        raise RuntimeError("negative padding is not supported")
+    if any(x < 0 for x in op):
+        raise RuntimeError("negative output_padding is not supported")
+    if any(x <= 0 for x in s):
+        raise RuntimeError("non-positive stride is not supported")
+    if any(x < 0 for x in d):
+        raise RuntimeError("dilation should be greater than zero")
+    if any(x == 0 for x in d):
+        raise RuntimeError("could not create a primitive descriptor for the deconvolution forward propagation "
+                           "primitive. Run workload with environment variable ONEDNN_VERBOSE=all to get additional "
+                           "diagnostic information." if transposed else "non-positive dilation is not supported")
+    if weight.shape[0] == 0 and not transposed:
+        raise RuntimeError(f"Given groups={groups}, expected weight to be at least 1 at dimension 0, but got weight of "
+                           f"size {list(weight.shape)} instead")
+    if weight.shape[0] % groups:
+        raise RuntimeError(f"Given groups={groups}, expected weight to be divisible by {groups} at dimension 0, but got "
+                           f"weight of size {[list(weight.shape)] if transposed else list(weight.shape)} instead")
+    if bias is not None:
+        if not isinstance(bias, Tensor):
+            raise TypeError(f"conv{n}d() received an invalid combination of arguments - got (Tensor, Tensor, "
+                            f"{C._tname(bias)}), but expected one of:")
+        nout = weight.shape[1] * groups if transposed else weight.shape[0]
+        if bias.dim() != 1 or bias.shape[0] != nout:
+            raise RuntimeError(f"Given {'transposed=1, ' if transposed else ''}weight of size {list(weight.shape)}, "
+                               f"expected bias to be 1-dimensional with {nout} elements, but got bias of size "
+                               f"{list(bias.shape)} instead")
+        if bias.dtype is not input.dtype:
+            raise RuntimeError(f"Input type ({_sname(input).lower()}) and bias type ({_sname(bias).lower()}) should "
+                               "be the same")
+
+
+def _conv_padding(padding, n, k, d, stride, name="conv2d"):
     if isinstance(padding, str):
         if padding == "valid":
             return (0,) * (2 * n)
         if padding != "same":
-            raise ValueError(f"Invalid padding string '{padding}', should be one of {{'valid', 'same'}}")
+            raise RuntimeError(f"Invalid padding string: '{padding}'")
         if any(s != 1 for s in stride):
             raise RuntimeError("padding='same' is not supported for strided convolutions")
         out = []
@@ -189,7 +285,7 @@ def _conv_padding(padding, n, k, d, stride):
             tot = di * (ki - 1)
             out += [tot // 2, tot - tot // 2]
         return tuple(out)
-    p = _tup(padding, n, "padding")
+    p = _ints(padding, n, name, "padding", "conv")
     return tuple(x for v in p for x in (v, v))
 
 
@@ -199,28 +295,31 @@ def _as2d(n, v, one):
 
 
 def _conv(name, n, input, weight, bias, stride, padding, dilation, groups):
+    if not isinstance(input, Tensor):
+        raise TypeError(f"{name}() received an invalid combination of arguments - got ({C._tname(input)}, "
+                        f"{C._tname(weight)}), but expected one of:")
     nd = input.dim()
     if nd not in (n + 1, n + 2):
         raise RuntimeError(f"Expected {n + 1}D (unbatched) or {n + 2}D (batched) input to {name}, but got input of "
                            f"size: {list(input.shape)}")
+    if not isinstance(weight, Tensor):
+        raise TypeError(f"{name}() received an invalid combination of arguments - got (Tensor, {C._tname(weight)}), "
+                        "but expected one of:")
     if nd == n + 1:
         return _conv(name, n, input.unsqueeze(0), weight, bias, stride, padding, dilation, groups).squeeze(0)
-    if weight.dim() != n + 2:
-        raise RuntimeError(f"weight should have at least three dimensions")
     k = tuple(weight.shape[2:])
-    s, d = _tup(stride, n, "stride"), _tup(dilation, n, "dilation")
-    p = _conv_padding(padding, n, k, d, s)
+    s, d = _ints(stride, n, name, "stride", "conv"), _ints(dilation, n, name, "dilation", "conv")
+    p = _conv_padding(padding, n, k, d, s, name)
+    _conv_checks(input, weight, bias, n, s, p[::2], d, groups, (), False)
     cin = weight.shape[1] * groups
     if input.shape[1] != cin:
         raise RuntimeError(f"Given groups={groups}, weight of size {list(weight.shape)}, expected input"
                            f"{list(input.shape)} to have {cin} channels, but got {input.shape[1]} channels instead")
-    if weight.shape[0] % groups:
-        raise RuntimeError("Given groups=%d, expected weight to be divisible by %d at dimension 0, but got weight of "
-                           "size %s instead" % (groups, groups, list(weight.shape)))
     if input.dtype is not weight.dtype:
-        raise RuntimeError(f"Input type ({input.dtype._legacy[:-6]}) and bias type ({weight.dtype._legacy[:-6]}) "
-                           f"should be the same" if False else
-                           f"expected scalar type {_sname(weight)} but found {_sname(input)}")
+        if weight._data.dtype.kind != "f" or input._data.dtype.kind != "f":
+            raise RuntimeError(f"Input type (torch.{input.dtype._legacy}) and weight type (torch.{weight.dtype._legacy}) "
+                               "should be the same or input should be a MKLDNN tensor and weight is a dense tensor")
+        raise RuntimeError(f"expected scalar type {_sname(input)} but found {_sname(weight)}")
     padded = [input.shape[2 + i] + p[2 * i] + p[2 * i + 1] for i in range(n)]
     eff = [d[i] * (k[i] - 1) + 1 for i in range(n)]
     if any(a < b for a, b in zip(padded, eff)):
@@ -232,7 +331,10 @@ def _conv(name, n, input, weight, bias, stride, padding, dilation, groups):
 
 
 def _sname(t):
-    return {"float32": "Float", "float64": "Double", "float16": "Half"}.get(t.dtype.name, t.dtype.name)
+    """PyTorch's scalar type name (Float, Long, Bool ...)."""
+    return {"float32": "Float", "float64": "Double", "float16": "Half", "int64": "Long", "int32": "Int",
+            "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool", "bfloat16": "BFloat16"}.get(
+        t.dtype.name, t.dtype.name)
 
 
 def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
@@ -244,6 +346,9 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
 
 
 def _conv_transpose(name, n, input, weight, bias, stride, padding, output_padding, groups, dilation):
+    for arg, v, pos in (("input", input, 1), ("weight", weight, 2)):
+        if not isinstance(v, Tensor):
+            raise TypeError(f"{name}(): argument '{arg}' (position {pos}) must be Tensor, not {C._tname(v)}")
     nd = input.dim()
     if nd not in (n + 1, n + 2):
         raise RuntimeError(f"Expected {n + 1}D (unbatched) or {n + 2}D (batched) input to {name}, but got input of "
@@ -251,12 +356,13 @@ def _conv_transpose(name, n, input, weight, bias, stride, padding, output_paddin
     if nd == n + 1:
         return _conv_transpose(name, n, input.unsqueeze(0), weight, bias, stride, padding, output_padding, groups,
                                dilation).squeeze(0)
+    s, p = _ints(stride, n, name, "stride", "conv"), _ints(padding, n, name, "padding", "conv")
+    op, d = _ints(output_padding, n, name, "output_padding", "conv"), _ints(dilation, n, name, "dilation", "conv")
+    _conv_checks(input, weight, bias, n, s, p, d, groups, op, True)
     if input.shape[1] != weight.shape[0]:
         raise RuntimeError(f"Given transposed=1, weight of size {list(weight.shape)}, expected input{list(input.shape)} "
                            f"to have {weight.shape[0]} channels, but got {input.shape[1]} channels instead")
     k = tuple(weight.shape[2:])
-    s, p, d = _tup(stride, n, "stride"), _tup(padding, n, "padding"), _tup(dilation, n, "dilation")
-    op = _tup(output_padding, n, "output_padding")
     for i in range(n):
         if op[i] >= s[i] and op[i] >= d[i]:
             raise RuntimeError("output padding must be smaller than either stride or dilation, but got "
@@ -285,21 +391,51 @@ def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_paddi
                            dilation)
 
 
+def _fold_geo(fname, kernel_size, dilation, padding, stride, pos):
+    """im2col/col2im geometry: lengths, then values in PyTorch's order (kernel, dilation, padding, stride)."""
+    k = _ints(kernel_size, 2, fname, "kernel_size", "unfold", pos)
+    d = _ints(dilation, 2, fname, "dilation", "unfold", pos + 1)
+    p = _ints(padding, 2, fname, "padding", "unfold", pos + 2)
+    s = _ints(stride, 2, fname, "stride", "unfold", pos + 3)
+    if min(k) <= 0:
+        raise RuntimeError(f"kernel size should be greater than zero, but got kernel_height: {k[0]} kernel_width: {k[1]}")
+    if min(d) <= 0:
+        raise RuntimeError(f"dilation should be greater than zero, but got dilation_height: {d[0]} dilation_width: "
+                           f"{d[1]}")
+    if min(p) < 0:
+        raise RuntimeError(f"padding should be non-negative, but got pad_height: {p[0]} pad_width: {p[1]}")
+    if min(s) <= 0:
+        raise RuntimeError(f"stride should be greater than zero, but got stride_height: {s[0]} stride_width: {s[1]}")
+    return k, d, p, s
+
+
 def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
     if input.dim() != 4:
         if input.dim() == 3:
             return unfold(input.unsqueeze(0), kernel_size, dilation, padding, stride).squeeze(0)
-        raise NotImplementedError(f"Input Error: Only 3D or 4D input Tensors are supported (got {input.dim()}D)")
-    k, d, s = _tup(kernel_size, 2), _tup(dilation, 2, "dilation"), _tup(stride, 2, "stride")
-    p = _tup(padding, 2, "padding")
+        if input.dim() < 3:
+            raise IndexError(f"Dimension out of range (expected to be in range of [{-max(input.dim(), 1)}, "
+                             f"{max(input.dim(), 1) - 1}], but got 2)")
+        raise RuntimeError("Expected 3D or 4D (batch mode) tensor with possibly 0 batch size and other non-zero "
+                           f"dimensions for input, but got: {list(input.shape)}")
+    k, d, p, s = _fold_geo("im2col", kernel_size, dilation, padding, stride, 2)
+    h, w = input.shape[2:]
+    bh, bw = ((h + 2 * p[0] - d[0] * (k[0] - 1) - 1) // s[0] + 1, (w + 2 * p[1] - d[1] * (k[1] - 1) - 1) // s[1] + 1)
+    if bh < 1 or bw < 1:
+        raise RuntimeError(f"Given input with spatial size ({h}, {w}), kernel_size=({k[0]}, {k[1]}), dilation=({d[0]}, "
+                           f"{d[1]}), padding=({p[0]}, {p[1]}), calculated shape of the array of sliding blocks as "
+                           f"({bh}, {bw}), but its components must be at least one.")
     return N.Im2col.apply(input, kernel=k, stride=s, padding=(p[0], p[0], p[1], p[1]), dilation=d)
 
 
 def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
-    if input.dim() == 2:
+    if input.dim() == 2 and 0 not in input.shape:
         return fold(input.unsqueeze(0), output_size, kernel_size, dilation, padding, stride).squeeze(0)
-    k, d, s = _tup(kernel_size, 2), _tup(dilation, 2, "dilation"), _tup(stride, 2, "stride")
-    p, o = _tup(padding, 2, "padding"), _tup(output_size, 2, "output_size")
+    if input.dim() not in (2, 3) or 0 in input.shape[1:]:
+        raise RuntimeError("Expected 2D or 3D (batch mode) tensor for input with possibly 0 batch size and non-zero "
+                           f"dimensions for input, but got: {list(input.shape)}")
+    o = _ints(output_size, 2, "col2im", "output_size", "unfold", 2)
+    k, d, p, s = _fold_geo("col2im", kernel_size, dilation, padding, stride, 3)
     oh = (o[0] + 2 * p[0] - d[0] * (k[0] - 1) - 1) // s[0] + 1
     ow = (o[1] + 2 * p[1] - d[1] * (k[1] - 1) - 1) // s[1] + 1
     n, ck, l = input.shape
@@ -323,17 +459,36 @@ def _pool_out(size, k, s, p, d, ceil):
 
 
 def _pool_geo(name, x, kernel_size, stride, padding, dilation, ceil_mode):
-    k = _tup(kernel_size, 2)
-    s = _tup(stride, 2, "stride") if stride is not None and stride != [] and stride != () else k
-    p, d = _tup(padding, 2, "padding"), _tup(dilation, 2, "dilation")
-    if x.dim() not in (3, 4):
-        raise RuntimeError(f"non-empty 3D or 4D (batch mode) tensor expected for input")
-    for i in range(2):
-        if p[i] > (d[i] * (k[i] - 1) + 1) // 2 if name == "max" else p[i] > k[i] // 2:
+    fname = f"{name}_pool2d"
+    pos = (2, 3, 4, 5) if name == "max" else (None,) * 4     # F.max_pool2d passes them on by position
+    k = _ints(kernel_size, 2, fname, "kernel_size", "pool", pos[0])
+    s = _ints(stride, 2, fname, "stride", "pool", pos[1]) if stride is not None and stride != [] and stride != () else k
+    p = _ints(padding, 2, fname, "padding", "pool", pos[2])
+    d = _ints(dilation, 2, fname, "dilation", "pool", pos[3])
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{fname}(): argument 'input' (position 1) must be Tensor, not {C._tname(x)}")
+    if name == "avg" and x.dim() < 3:
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-max(x.dim(), 1)}, "
+                         f"{max(x.dim(), 1) - 1}], but got -3)")
+    for i in range(2):      # pooling_output_shape, height first: stride, padding, padding vs. kernel
+        if s[i] == 0:
+            raise RuntimeError("stride should not be zero")
+        if p[i] < 0:
+            raise RuntimeError(f"pad must be non-negative, but got pad: {p[i]}")
+        if p[i] > int(((k[i] - 1) * d[i] + 1) / 2):      # C++ division truncates
             raise RuntimeError(f"pad should be at most half of effective kernel size, but got pad={p[i]}, kernel_size="
-                               f"{k[i]} and dilation={d[i]}" if name == "max" else
-                               "pad should be smaller than or equal to half of kernel size, but got padW = "
-                               f"{p[1]}, padH = {p[0]}, kW = {k[1]}, kH = {k[0]}")
+                               f"{k[i]} and dilation={d[i]}")
+    if min(k) <= 0:
+        raise RuntimeError(f"kernel size should be greater than zero, but got {_hw('k', k)}")
+    if min(s) <= 0:
+        raise RuntimeError(f"stride should be greater than zero, but got {_hw('d', s)}")
+    if min(d) <= 0:
+        raise RuntimeError(f"dilation should be greater than zero, but got {_hw('dilation', d)}")
+    if x.dim() not in (3, 4) and name == "max":
+        raise RuntimeError("non-empty 3D or 4D (batch mode) tensor expected for input")
+    if x.dim() not in (3, 4) or 0 in x.shape[-3:]:
+        raise RuntimeError("Expected 3D or 4D (batch mode) tensor with optional 0 dim batch size for input, but got:"
+                           f"{list(x.shape)}")
     h, w = x.shape[-2:]
     oh, ow = _pool_out(h, k[0], s[0], p[0], d[0], ceil_mode), _pool_out(w, k[1], s[1], p[1], d[1], ceil_mode)
     if oh < 1 or ow < 1:
@@ -360,11 +515,26 @@ def _one(v):
 
 
 def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
-    if input.dim() not in (2, 3):
-        raise RuntimeError(f"max_pool1d() Expected 2D or 3D input tensor, but got {list(input.shape)}")
-    s = (1, _one(stride)) if stride is not None and stride != [] else None
-    r = max_pool2d(input.unsqueeze(-2), (1, _one(kernel_size)), s, (0, _one(padding)), (1, _one(dilation)), ceil_mode,
-                   return_indices)
+    if input.dim() not in (2, 3) or 0 in input.shape[1:]:
+        raise RuntimeError("max_pool1d: Expected 2D or 3D (batch mode) tensor with optional 0 dim batch size for input, "
+                           f"but got:{list(input.shape)}")
+    (k,) = _ints(kernel_size, 1, "max_pool1d", "kernel_size", "max_pool1d", 2)
+    (s,) = _ints(stride, 1, "max_pool1d", "stride", "max_pool1d", 3) if stride is not None and stride != [] else (k,)
+    (p,) = _ints(padding, 1, "max_pool1d", "padding", "max_pool1d", 4)
+    (d,) = _ints(dilation, 1, "max_pool1d", "dilation", "max_pool1d", 5)
+    for arg, v in (("kernel_size", k), ("stride", s)):
+        if v <= 0:
+            raise RuntimeError(f"max_pool1d() {arg} must be greater than zero, but got {v}")
+    if p < 0:
+        raise RuntimeError(f"max_pool1d() padding must be non-negative, but got {p}")
+    if p > k // 2:
+        raise RuntimeError(f"max_pool1d() padding should be at most half of kernel size, but got padding={p} and "
+                           f"kernel_size={k}")
+    if d <= 0:
+        raise RuntimeError(f"max_pool1d() dilation must be greater than zero, but got {d}")
+    if _pool_out(input.shape[-1], k, s, p, d, ceil_mode) < 1:
+        raise RuntimeError(f"max_pool1d() Invalid computed output size: {_pool_out(input.shape[-1], k, s, p, d, ceil_mode)}")
+    r = max_pool2d(input.unsqueeze(-2), (1, k), (1, s), (0, p), (1, d), ceil_mode, return_indices)
     return (r[0].squeeze(-2), r[1].squeeze(-2)) if return_indices else r.squeeze(-2)
 
 
@@ -388,16 +558,52 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
 
 
 def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True):
-    s = (1, _one(stride)) if stride is not None and stride != [] else None
-    return avg_pool2d(input.unsqueeze(-2), (1, _one(kernel_size)), s, (0, _one(padding)), ceil_mode,
+    (k,) = _ints(kernel_size, 1, "avg_pool1d", "kernel_size", "pool1d")
+    s = (1,) + _ints(stride, 1, "avg_pool1d", "stride", "pool1d") if stride is not None and stride != [] else None
+    (p,) = _ints(padding, 1, "avg_pool1d", "padding", "pool1d")
+    _dims_1d(input, "avg_pool1d")
+    return avg_pool2d(input.unsqueeze(-2), (1, k), s, (0, p), ceil_mode,
                       count_include_pad).squeeze(-2)
 
 
-def _adaptive_sizes(input, output_size, n):
-    out = _tup(output_size, n, "output_size") if not isinstance(output_size, (tuple, list)) or \
-        None not in output_size else tuple(input.shape[-n + i] if v is None else int(v) for i, v in enumerate(output_size))
-    if len(out) == 1 and n > 1:
-        out = out * n
+def _dims_1d(input, fname):
+    if input.dim() not in (2, 3):
+        raise RuntimeError(f"Expected 2 to 3 dimensions, but got {input.dim()}-dimensional tensor for argument #1 'self' "
+                           f"(while checking arguments for {fname})")
+
+
+def _adaptive_sizes(input, output_size, n, kind="avg"):
+    """output_size as F.adaptive_{avg,max}_pool{1,2}d read it (None = the input's size), PyTorch's errors."""
+    fname = f"adaptive_{kind}_pool{n}d"
+    if n == 1:
+        out = _ints(output_size, 1, fname, "output_size", "pool1d", 2)
+        _dims_1d(input, fname)
+    else:
+        if not isinstance(output_size, _int) or isinstance(output_size, bool):      # F's _list_with_default
+            if not hasattr(output_size, "__len__"):
+                raise TypeError(f"object of type '{C._tname(output_size)}' has no len()")
+            if len(output_size) >= input.dim():
+                raise ValueError(f"Input dimension should be at least {len(output_size) + 1}")
+            output_size = [input.shape[i - len(output_size)] if v is None else v for i, v in enumerate(output_size)]
+        out = _ints(output_size, 2, fname, "output_size", "adaptive", 2) if not isinstance(output_size, _int) \
+            else (int(output_size),) * 2
+        if len(out) != 2:
+            raise RuntimeError("adaptive_avg_pool2d: output_size must be 2" if kind == "avg" else
+                               "adaptive_max_pool2d(): internal error: output_size.size() must be 2")
+        if input.dim() not in (3, 4):
+            raise RuntimeError(f"adaptive_{kind}_pool2d(): Expected 3D or 4D tensor, but got"
+                               f"{':' if kind == 'max' else ''} {list(input.shape)}")
+        for i in range(input.dim() - 2, input.dim()):
+            if input.shape[i] == 0:
+                raise RuntimeError(f"adaptive_{kind}_pool2d(): Expected input to have non-zero size for non-batch "
+                                   f"dimensions, but input has sizes {list(input.shape)} with dimension {i} being empty")
+    if min(out) < 0:
+        full = (list(input.shape[:-1]) + [1] if n == 1 else list(input.shape[:-2])) + list(out)
+        if kind == "avg":
+            raise RuntimeError(f"adaptive_avg_pool2d: elements of output_size must be greater than or equal to 0 but "
+                               f"received {{{(1,) + out if n == 1 else out}}}".replace("(", "").replace(")", ""))
+        neg = next(v for v in out if v < 0)
+        raise RuntimeError(f"Trying to create tensor with negative dimension {neg}: {full}")
     return out
 
 
@@ -425,13 +631,13 @@ def adaptive_avg_pool1d(input, output_size):
 
 
 def adaptive_max_pool2d(input, output_size, return_indices=False):
-    out_hw = _adaptive_sizes(input, output_size, 2)
+    out_hw = _adaptive_sizes(input, output_size, 2, "max")
     out, idx = N.AdaptiveMaxPool.apply(input, out_hw=out_hw)
     return (out, idx) if return_indices else out
 
 
 def adaptive_max_pool1d(input, output_size, return_indices=False):
-    (o,) = _adaptive_sizes(input, output_size, 1)
+    (o,) = _adaptive_sizes(input, output_size, 1, "max")
     r = adaptive_max_pool2d(input.unsqueeze(-2), (1, o), return_indices)
     return (r[0].squeeze(-2), r[1].squeeze(-2)) if return_indices else r.squeeze(-2)
 
@@ -774,24 +980,55 @@ def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
     return _reduce(loss, reduction)
 
 
+def _tensor_arg(x, fname, argname, pos):
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{fname}(): argument '{argname}' (position {pos}) must be Tensor, not {C._tname(x)}")
+
+
+def _weight_check(weight, c):
+    if weight is not None and (weight.dim() != 1 or weight.numel() != c):
+        raise RuntimeError(f"weight tensor should be defined either for all {c} classes or no classes but got weight "
+                           f"tensor of shape: {list(weight.shape)}")
+
+
+def _class_target(input, target, weight):
+    """PyTorch's checks of a class-index target (nll_loss_nd, then the nll_loss / nll_loss2d kernels), in
+    PyTorch's order: rank, batch size, spatial sizes, weight, dtype. The class range is checked in NllLoss."""
+    _tensor_arg(input, "nll_loss_nd", "input", 1)
+    _tensor_arg(target, "nll_loss_nd", "target", 2)
+    nd, td = input.dim(), target.dim()
+    if nd < 1:
+        raise ValueError(f"Expected 1 or more dimensions (got {nd})")
+    if nd != 1 and input.shape[0] != (target.shape[0] if td else None):
+        if not td:
+            raise IndexError("Dimension specified as 0 but tensor has no dimensions")
+        raise ValueError(f"Expected input batch_size ({input.shape[0]}) to match target batch_size ({target.shape[0]}).")
+    c = input.shape[1] if nd > 1 else input.shape[0]
+    if nd <= 2:
+        if td > 1:
+            raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
+        if not (nd == 1 and td == 0) and input.shape[0] != (target.shape[0] if td else None):
+            raise RuntimeError(f"size mismatch (got input: {list(input.shape)}, target: {list(target.shape)})")
+    elif nd == 4:
+        if td != 3:
+            raise RuntimeError(f"only batches of spatial targets supported (3D tensors) but got targets of dimension: {td}")
+        _weight_check(weight, c)
+        if tuple(target.shape[1:]) != tuple(input.shape[2:]):
+            raise RuntimeError(f"size mismatch (got input: {list(input.shape)} , target: {list(target.shape)}")
+    elif tuple(target.shape[1:]) != tuple(input.shape[2:]):
+        raise RuntimeError(f"Expected target size {[input.shape[0]] + list(input.shape[2:])}, got {list(target.shape)}")
+    _weight_check(weight, c)
+    if target._data.dtype not in (np.int64, np.uint8):
+        raise RuntimeError(f"expected target dtype to be Long or Byte, but got {_sname(target)}")
+    if weight is not None and weight.dtype is not input.dtype:
+        raise RuntimeError(f"expected scalar type {_sname(input)} but found {_sname(weight)}")
+
+
 def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean"):
     reduction = _reduction(size_average, reduce, reduction)
     if reduction not in ("mean", "sum", "none"):
         raise ValueError(f"{reduction} is not a valid value for reduction")
-    nd = input.dim()
-    if nd < 1:
-        raise ValueError(f"Expected 1 or more dimensions (got {nd})")
-    if target._data.dtype.kind not in "iu":
-        raise RuntimeError(f"expected scalar type Long but found {_sname(target)}")
-    if nd > 1 and input.shape[0] != (target.shape[0] if target.dim() else -1):
-        raise ValueError(f"Expected input batch_size ({input.shape[0]}) to match target batch_size "
-                         f"({target.shape[0] if target.dim() else 0}).")
-    if nd > 2 and tuple(target.shape[1:]) != tuple(input.shape[2:]):
-        raise RuntimeError(f"size mismatch (got input: {list(input.shape)}, target: {list(target.shape)})")
-    c = input.shape[1] if nd > 1 else input.shape[0]
-    if weight is not None and weight.numel() != c:
-        raise RuntimeError(f"weight tensor should be defined either for all {c} classes or no classes but got weight "
-                           f"tensor of shape: {list(weight.shape)}")
+    _class_target(input, target, weight)
     args = (input, target) if weight is None else (input, target, weight)
     return N.NllLoss.apply(*args, ignore_index=ignore_index, reduction=reduction)
 
@@ -799,16 +1036,31 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
 def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean",
                   label_smoothing=0.0):
     reduction = _reduction(size_average, reduce, reduction)
-    if not 0.0 <= label_smoothing <= 1.0:
-        raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
+    _tensor_arg(input, "cross_entropy_loss", "input", 1)
+    _tensor_arg(target, "cross_entropy_loss", "target", 2)
+    if input.dim() < 1:
+        if tuple(target.shape) == () and target._data.dtype.kind != "f":
+            raise RuntimeError(f"Expected floating point type for target with class probabilities, got {_sname(target)}")
+        raise ValueError(f"Expected 1 or more dimensions (got {input.dim()})")
     cdim = 1 if input.dim() >= 2 else 0
     c = input.shape[cdim]
+    probs = tuple(target.shape) == tuple(input.shape)    # PyTorch: same shape means class probabilities
+    if probs and target._data.dtype.kind != "f":
+        raise RuntimeError(f"Expected floating point type for target with class probabilities, got {_sname(target)}")
+    if probs:
+        if ignore_index >= 0:
+            raise RuntimeError("ignore_index is not supported for floating point target")
+        if weight is not None and (weight.dim() != 1 or weight.numel() != c):
+            raise RuntimeError(f"cross_entropy: weight tensor should be defined either for all {c} classes or no classes "
+                               f"but got weight tensor of shape: {list(weight.shape)}")
+    else:
+        _class_target(input, target, weight)
+    if (probs or label_smoothing > 0) and not 0.0 <= label_smoothing <= 1.0:
+        raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing:g}")
     logp = N.log_softmax(input, cdim)
     wshape = [1] * input.dim()
     wshape[cdim] = c
-    if target._data.dtype.kind == "f":              # class probabilities
-        if tuple(target.shape) != tuple(input.shape):
-            raise RuntimeError(f"Expected target size {list(input.shape)}, got {list(target.shape)}")
+    if probs:                                       # class probabilities
         if label_smoothing > 0:
             target = target * (1 - label_smoothing) + label_smoothing / c
         prod = logp * target
@@ -839,14 +1091,39 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     return nll * (1 - label_smoothing) + ret * (label_smoothing / c)
 
 
+def _broadcast_weight(weight, target):
+    """F.binary_cross_entropy's weight.expand(_infer_size(target, weight)), with PyTorch's errors."""
+    ts, ws = tuple(target.shape), tuple(weight.shape)
+    for i in range(1, min(len(ts), len(ws)) + 1):
+        if ts[-i] != ws[-i] and 1 not in (ts[-i], ws[-i]):
+            raise RuntimeError(f"Attempting to broadcast a dimension of length {ws[-i]} at {-i}! Mismatching argument at "
+                               f"index 1 had torch.Size({list(ws)}); but expected shape should be broadcastable to "
+                               f"{list(ts)}")
+    shape = tuple(np.broadcast_shapes(ts, ws))
+    if shape != ts:
+        raise RuntimeError(f"output with shape {list(ts)} doesn't match the broadcast shape {list(shape)}")
+    return weight
+
+
 def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None, reduction="mean"):
     reduction = _reduction(size_average, reduce, reduction)
     if tuple(target.shape) != tuple(input.shape):
         raise ValueError(f"Using a target size ({target.size()}) that is different to the input size ({input.size()}) "
                          "is deprecated. Please ensure they have the same size.")
-    x = input._data
-    if x.size and ((x < 0) | (x > 1)).any():
+    if weight is not None:
+        weight = _broadcast_weight(weight, target)
+    if reduction not in ("mean", "sum", "none"):
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+    x, y = input._data, target._data
+    if x.dtype.kind != "f":
+        raise NotImplementedError(f'"binary_cross_entropy" not implemented for \'{_sname(input)}\'')
+    if y.dtype != x.dtype:
+        raise RuntimeError(f"Found dtype {_sname(target)} but expected {_sname(input)}")
+    # NOTE: written as not (0 <= v <= 1) so that NaN fails the check too, as in PyTorch
+    if x.size and not ((x >= 0) & (x <= 1)).all():
         raise RuntimeError("all elements of input should be between 0 and 1")
+    if y.size and not ((y >= 0) & (y <= 1)).all():
+        raise RuntimeError("all elements of target should be between 0 and 1")
     loss = -(target * input.log().clamp_min(-100.0) + (1 - target) * (1 - input).log().clamp_min(-100.0))
     if weight is not None:
         loss = loss * weight
@@ -858,6 +1135,10 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
     reduction = _reduction(size_average, reduce, reduction)
     if tuple(target.shape) != tuple(input.shape):
         raise ValueError(f"Target size ({target.size()}) must be the same as input size ({input.size()})")
+    if reduction not in ("mean", "sum", "none"):
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+    if target._data.dtype.kind != "f" and input._data.dtype.kind == "f":
+        raise RuntimeError(f"result type {_sname(input)} can't be cast to the desired output type {_sname(target)}")
     ls = E.logsigmoid(input)
     if pos_weight is not None:
         ls = ls * ((pos_weight - 1) * target + 1)

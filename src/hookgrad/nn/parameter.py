@@ -9,6 +9,8 @@ class Parameter(Tensor):
         import numpy as np
         if data is None:
             data = Tensor._make(np.zeros((0,), np.float32))
+        if requires_grad and data._data.dtype.kind != "f":
+            raise RuntimeError("Only Tensors of floating point and complex dtype can require gradients")
         self = object.__new__(cls)
         _init(self, data._data, requires_grad, None, 0, data._vc)
         return self

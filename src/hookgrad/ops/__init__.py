@@ -43,11 +43,11 @@ def _rmod(self, other):
 
 
 def _radd(self, other):
-    return E.add(other, self)
+    return E.add(self, other)       # PyTorch: number + tensor is tensor.add(number) (the tensor's edge first)
 
 
 def _rmul(self, other):
-    return E.mul(other, self)
+    return E.mul(self, other)
 
 
 _METHODS = {
@@ -87,10 +87,7 @@ _METHODS = {
     "fill_": C.fill_, "zero_": C.zero_, "normal_": C.normal_, "uniform_": C.uniform_, "random_": C.random_,
     "bernoulli_": C.bernoulli_, "exponential_": C.exponential_, "copy_": C.copy_, "bernoulli": C.bernoulli,
     "gelu": E.gelu, "silu": E.silu, "softplus": E.softplus,
-    "new_zeros": lambda s, *size, dtype=None, requires_grad=False, **k: C.zeros(*size, dtype=dtype or s.dtype, requires_grad=requires_grad),
-    "new_ones": lambda s, *size, dtype=None, requires_grad=False, **k: C.ones(*size, dtype=dtype or s.dtype, requires_grad=requires_grad),
-    "new_empty": lambda s, *size, dtype=None, requires_grad=False, **k: C.empty(*size, dtype=dtype or s.dtype, requires_grad=requires_grad),
-    "new_full": lambda s, size, v, dtype=None, requires_grad=False, **k: C.full(size, v, dtype=dtype or s.dtype, requires_grad=requires_grad),
+    "new_zeros": C.new_zeros, "new_ones": C.new_ones, "new_empty": C.new_empty, "new_full": C.new_full,
     "new_tensor": lambda s, data, dtype=None, requires_grad=False, **k: C.tensor(data, dtype=dtype or s.dtype, requires_grad=requires_grad),
 }
 
@@ -100,9 +97,12 @@ _METHODS.update({
     "argmax": R.argmax, "argmin": R.argmin, "aminmax": R.aminmax, "logsumexp": R.logsumexp, "cumsum": R.cumsum,
     "cumprod": R.cumprod, "norm": R.norm, "sort": R.sort, "argsort": R.argsort, "topk": R.topk,
     "einsum": None, "split": J.split, "chunk": J.chunk, "unbind": J.unbind, "tensor_split": J.tensor_split,
+    "split_with_sizes": lambda s, split_sizes, dim=0: J.split(s, list(split_sizes), dim),
+    "hsplit": J.hsplit, "vsplit": J.vsplit, "dsplit": J.dsplit, "msort": R.msort, "median": R.median,
+    "nanmedian": R.nanmedian, "kthvalue": R.kthvalue, "mode": R.mode, "cummax": R.cummax, "cummin": R.cummin,
     "narrow": S.narrow, "tril": S.tril, "triu": S.triu, "diagonal": S.diagonal, "diag": S.diag,
     "diag_embed": S.diag_embed, "trace": S.trace,
-    "gather": I.gather, "scatter": I.scatter, "scatter_add": I.scatter_add, "index_select": I.index_select,
+    "gather": I.gather, "scatter": I.scatter, "scatter_add": I.scatter_add, "index_select": I.index_select, "select": I.select,
     "index_add": I.index_add, "masked_fill": I.masked_fill, "masked_select": I.masked_select, "take": I.take,
     "masked_fill_": I.masked_fill_, "scatter_": I.scatter_, "scatter_add_": I.scatter_add_, "index_add_": I.index_add_,
     "fix": E.trunc, "clamp_min": E.clamp_min, "clamp_max": E.clamp_max,

@@ -77,6 +77,7 @@ class Rsub(Node, name="RsubBackward1"):
 class Mul(Node, name="MulBackward0"):
     save = (0, 1)
     saved_names = ("self", "other")
+    save_if = ((1,), (0,))          # self for the gradient of other, other for that of self
     dt = None
 
     def forward(self, x, y):
@@ -99,6 +100,7 @@ class Mul(Node, name="MulBackward0"):
 class Div(Node, name="DivBackward0"):
     save = (0, 1)
     saved_names = ("self", "other")
+    save_if = ((1,), None)          # self only for the gradient of other
     dt = None
 
     def forward(self, x, y):
@@ -176,15 +178,15 @@ class PowScalar(Pow, name="PowBackward0"):
 
 class RPow(Pow, name="PowBackward2"):
     """number ** tensor: the base is a parameter; only the exponent is an input."""
-    save = (-1,)
-    saved_names = ("result",)
+    save = (0, -1)                  # PyTorch saves the exponent too (its formula takes it)
+    saved_names = ("exponent", "result")
     base = 1
 
     def forward(self, y):
         return Pow.forward(self, self.base, y)
 
     def backward(self, g):
-        (out,) = self.saved_tensors
+        _, out = self.saved_tensors
         x = self.base
         if x > 0:
             return g * out * float(np.log(x))
@@ -213,8 +215,9 @@ class Minimum(Node, name="MinimumBackward0"):
         lt, gt = (np.less, np.greater) if self.op is np.minimum else (np.greater, np.less)
         tie = np.equal(a, b) * 0.5          # ties split the gradient evenly (as PyTorch)
         nf = self.next_functions
-        return (scale(g, lt(a, b) + tie, x) if nf[0][0] is not None else None,
-                scale(g, gt(a, b) + tie, y) if nf[1][0] is not None else None)
+        # PyTorch's formula masks with comparisons: the gradient does not depend on x or y
+        return (scale(g, lt(a, b) + tie) if nf[0][0] is not None else None,
+                scale(g, gt(a, b) + tie) if nf[1][0] is not None else None)
 
 
 class Maximum(Minimum, name="MaximumBackward0"):
@@ -588,7 +591,8 @@ class Clamp(Unary, name="ClampBackward1"):
             m = ge(x, self.lo)
         if self.hi is not None:
             m = m & le(x, self.hi)
-        return scale(g, m, xt)
+        # hardtanh_backward depends on its input (derivative zero); clamp's where() does not
+        return scale(g, m, xt if self.strict else None)
 
 
 class ClampMin(Clamp, name="ClampMinBackward0"):
@@ -626,10 +630,10 @@ class ClampT(Node, name="ClampBackward0"):
             m = m & np.less_equal(x, hi)
         glo = ghi = None
         if lo is not None and nf[1][0] is not None:
-            glo = scale(g, np.less(x, lo) & (True if hi is None else np.less(lo, hi)), xt)
+            glo = scale(g, np.less(x, lo) & (True if hi is None else np.less(lo, hi)))
         if hi is not None and nf[2][0] is not None:
-            ghi = scale(g, np.greater(x, hi) | (False if lo is None else np.less(hi, lo)), xt)
-        return (scale(g, m, xt) if nf[0][0] is not None else None), glo, ghi
+            ghi = scale(g, np.greater(x, hi) | (False if lo is None else np.less(hi, lo)))
+        return (scale(g, m) if nf[0][0] is not None else None), glo, ghi
 
 
 class ClampMinT(ClampT, name="ClampMinBackward1"):
@@ -641,10 +645,11 @@ class ClampMaxT(ClampT, name="ClampMaxBackward1"):
 
 
 class ZeroGrad(Node):
-    """Piecewise-constant functions: gradient zero everywhere."""
+    """Piecewise-constant functions: gradient zero everywhere (a new zero tensor, as PyTorch's
+    zeros_like(grad): no graph, so a double backward does not reach the forward graph through it)."""
 
     def backward(self, g):
-        return g * 0
+        return Tensor._make(np.zeros_like(g._data))
 
 
 class Sign(ZeroGrad, name="SignBackward0"):
@@ -700,7 +705,7 @@ class Fmax(Node, name="FmaxBackward0"):
         x, y = self.saved_tensors
         a, b = x._data, y._data
         m = (np.greater_equal(a, b) if self.op is np.fmax else np.less_equal(a, b)) | np.isnan(b)
-        return scale(g, m, x), scale(g, ~m, y)
+        return scale(g, m), scale(g, ~m)
 
 
 class Fmin(Fmax, name="FminBackward0"):
@@ -764,6 +769,7 @@ class Remainder(Node, name="RemainderBackward0"):
 class RemainderT(Node, name="RemainderBackward1"):
     save = (0, 1)
     saved_names = ("self", "other")
+    save_if = ((1,), (1,))          # the gradient of self is grad itself
     dt = None
     op = staticmethod(np.mod)
     round = "floor"
@@ -807,6 +813,7 @@ class Lerp(Node, name="LerpBackward0"):
 class LerpT(Node, name="LerpBackward1"):
     save = (0, 1, 2)
     saved_names = ("self", "end", "weight")
+    save_if = ((2,), (2,), None)    # self and end only for the gradient of weight
     dt = None
 
     def forward(self, x, e, w):

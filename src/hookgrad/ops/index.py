@@ -86,7 +86,7 @@ class Index(Node, name="IndexBackward0"):
             return x[self.idx]
         except IndexError as e:
             _check_bounds(x.shape, self.idx)
-            raise IndexError(str(e)) from None
+            raise IndexError(str(e).replace(" axis ", " dimension ")) from None
 
     def backward(self, g):
         return IndexGrad.apply(g, idx=self.idx, shape=self.in_shape, basic=self.basic)
@@ -123,35 +123,72 @@ class Alias(Index, name="AliasBackward0"):
     pass
 
 
-def _basic_node(idx, np_idx, shape):
-    """The node class PyTorch shows for basic indexing: its last non-trivial select/slice/unsqueeze."""
-    if isinstance(idx, slice):
-        return Slice
-    n_dims = sum(1 for i in np_idx if i is not None and i is not Ellipsis)
-    dim, cls = 0, Alias
-    for i in np_idx:
-        if i is Ellipsis:
-            dim += len(shape) - n_dims
-        elif i is None:
-            cls = Unsqueeze
-        elif isinstance(i, slice):
-            if dim >= len(shape) or i.indices(shape[dim]) != (0, shape[dim], 1):
-                cls = Slice
-            dim += 1
-        else:
-            cls = Select
-            dim += 1
-    return cls
+_ALL = slice(None)
 
 
 def getitem(self, idx):
-    """Tensor indexing: basic indices give views; tensors/lists/bools index (and copy) like PyTorch."""
+    """Tensor indexing as PyTorch's applySlicing: one select / slice / unsqueeze view per index (full
+    slices skipped), then one IndexBackward0 for the tensor, list and bool indices; plain ``x[:]`` or
+    ``x[...]`` is an alias."""
+    items = idx if isinstance(idx, tuple) else (idx,)
     np_idx, basic = _convert_index(idx)
-    if basic:
-        cls = _basic_node(idx, np_idx, self._data.shape)
-        out = cls.apply(self, idx=np_idx, basic=True)
-        return make_view(out, self, lambda t: t[idx])
-    return Index.apply(self, idx=np_idx, basic=False)
+    spec = 0
+    for i in np_idx:
+        if isinstance(i, np.ndarray):
+            spec += i.ndim if i.dtype == np.bool_ else 1
+        elif i is not None and i is not Ellipsis and not isinstance(i, bool):
+            spec += 1
+    nd = self._data.ndim
+    if spec > nd:
+        raise IndexError(f"too many indices for tensor of dimension {nd}")
+    result, dim, adv = self, 0, {}
+    for real_dim, (orig, i) in enumerate(zip(items, np_idx)):
+        shape = result._data.shape
+        if i is Ellipsis:
+            dim += nd - spec
+        elif i is None:
+            result = _step(result, Unsqueeze, (_ALL,) * dim + (None,))
+            dim += 1
+        elif isinstance(i, bool):
+            result = _step(result, Unsqueeze, (_ALL,) * dim + (None,))
+            adv[dim] = np.zeros(1 if i else 0, np.int64)
+            dim += 1
+        elif isinstance(i, np.ndarray):
+            adv[dim] = i
+            dim += 1
+        elif isinstance(i, slice):
+            n = shape[dim]
+            if i.indices(n) != (0, n, 1) or i.step not in (None, 1) or items is not idx:   # a lone slice stays
+                result = _step(result, Slice, (_ALL,) * dim + (i,))
+            dim += 1
+        else:
+            n = shape[dim]
+            if not -n <= i < n:
+                raise IndexError(f"index {i} is out of bounds for dimension {real_dim} with size {n}")
+            result = _step(result, Select, (_ALL,) * dim + (i, Ellipsis))
+    if adv:
+        last = max(adv)
+        return Index.apply(result, idx=tuple(adv.get(k, _ALL) for k in range(last + 1)), basic=False)
+    if result is self:
+        return make_view(Alias.apply(self, idx=(Ellipsis,), basic=True), self, lambda t: t[...])
+    return result
+
+
+def _step(x, cls, np_idx):
+    return make_view(cls.apply(x, idx=np_idx, basic=True), x, lambda t: t[np_idx])
+
+
+def select(input, dim, index):
+    """One index along one dim (a view; SelectBackward0)."""
+    nd = input._data.ndim
+    if nd == 0:
+        raise IndexError("select() cannot be applied to a 0-dim tensor.")
+    d = wrap_dim(dim, nd)
+    n = input._data.shape[d]
+    if not -n <= index < n:
+        raise IndexError(f"select(): index {index} out of range for tensor of size {list(input._data.shape)} at "
+                         f"dimension {dim}")
+    return _step(input, Select, (_ALL,) * d + (int(index), Ellipsis))
 
 
 class IndexPut(Node, name="IndexPutBackward0"):
@@ -181,7 +218,8 @@ class IndexPut(Node, name="IndexPutBackward0"):
 
 
 class CopySlicesSet(IndexPut, name="CopySlices"):
-    pass
+    def name(self):
+        return "torch::autograd::CopySlices"
 
 
 def setitem(self, idx, value):
@@ -190,7 +228,32 @@ def setitem(self, idx, value):
         value = as_tensor_arg(value)
     if isinstance(value, Tensor) and value._data.dtype != self._data.dtype:
         value = value.to(self.dtype)
+    if isinstance(value, Tensor):
+        _check_setitem_shape(self, np_idx, basic, value)
     inplace_apply(self, CopySlicesSet, (value,), {"idx": np_idx})
+
+
+def _check_setitem_shape(self, np_idx, basic, value):
+    """PyTorch's errors for a value that does not broadcast to the indexed region (before any write)."""
+    target = np.empty_like(self._data[np_idx], shape=self._data[np_idx].shape) if not basic else self._data[np_idx]
+    ts, vs = target.shape, value._data.shape
+    try:
+        np.broadcast_to(np.empty(vs, np.int8), ts)
+        return
+    except ValueError:
+        pass
+    if not basic:
+        raise RuntimeError(f"shape mismatch: value tensor of shape {list(vs)} cannot be broadcast to indexing "
+                           f"result of shape {list(ts)}")
+    if len(vs) > len(ts):
+        raise RuntimeError(f"expand(torch.{value.type()[6:]}{{{list(vs)}}}, size={list(ts)}): the number of sizes "
+                           f"provided ({len(ts)}) must be greater or equal to the number of dimensions in the tensor "
+                           f"({len(vs)})")
+    for i in range(1, len(vs) + 1):
+        if vs[-i] != 1 and vs[-i] != ts[-i]:
+            raise RuntimeError(f"The expanded size of the tensor ({ts[-i]}) must match the existing size ({vs[-i]}) at "
+                               f"non-singleton dimension {len(ts) - i}.  Target sizes: {list(ts)}.  Tensor sizes: "
+                               f"{list(vs)}")
 
 
 def index_put(input, indices, values, accumulate=False):
@@ -397,7 +460,8 @@ def _check_index(name, input, dim, index, src=None):
 
 def zeros_for(node, i):
     """A zero gradient for input ``i`` of a node (the zero derivative of a linked input)."""
-    if node.next_functions[i][0] is None:
+    nf = node.next_functions
+    if i >= len(nf) or nf[i][0] is None:
         return None
     shape, dt = node._in_meta[i]
     return Tensor._make(np.zeros(shape, getattr(dt, "np", dt)))
@@ -413,8 +477,8 @@ class Gather(Node, name="GatherBackward0"):
         return x[_along(self.index, self.dim)] if x.ndim else x[()].reshape(self.index.shape).copy()
 
     def backward(self, g):
-        (x,) = self.saved_tensors
-        return ScatterAddGrad.apply(g, x, index=self.index, dim=self.dim, shape=self.in_shape)
+        # PyTorch's gather_backward uses only the input's size: the gradient graph does not link x
+        return ScatterAddGrad.apply(g, index=self.index, dim=self.dim, shape=self.in_shape)
 
 
 class ScatterAddGrad(Node, name="ScatterAddBackward0"):
@@ -660,8 +724,7 @@ class MaskedSelect(Node, name="MaskedSelectBackward0"):
         return x[self.mask]
 
     def backward(self, g):
-        (x,) = self.saved_tensors
-        return MaskedScatterGrad.apply(g, x, mask=self.mask, shape=self.in_shape)
+        return MaskedScatterGrad.apply(g, None, mask=self.mask, shape=self.in_shape)   # no link to x
 
 
 class MaskedScatterGrad(Node, name="MaskedScatterBackward0"):
@@ -695,8 +758,7 @@ class Take(Node, name="TakeBackward0"):
         return x.reshape(-1)[self.index]
 
     def backward(self, g):
-        (x,) = self.saved_tensors
-        return TakeGrad.apply(g, x, index=self.index, shape=self.in_shape)
+        return TakeGrad.apply(g, None, index=self.index, shape=self.in_shape)   # no link to x
 
 
 class TakeGrad(Node, name="PutBackward0"):

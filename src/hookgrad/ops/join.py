@@ -1,4 +1,6 @@
 """Joining and splitting: cat/stack (and h/v/dstack), split/chunk/unbind (multi-output views), pad."""
+import re
+
 import numpy as np
 
 from .. import _dtype as D
@@ -7,9 +9,14 @@ from ..autograd.graph import Node
 from ._dispatch import wrap_dim
 from ._inplace import make_view
 
-_MULTI_VIEW = ("Output of {} is a view and is being modified inplace. This view is the output of a function that "
+_MULTI_VIEW = ("Output {} of {} is a view and is being modified inplace. This view is the output of a function that "
                "returns multiple views. Such functions do not allow the output views to be modified inplace. You "
                "should replace the inplace operation by an out-of-place one.")
+
+
+def _multi_view_error(node, view):
+    """PyTorch's error for an in-place op on an output of a multi-view op (ops._inplace.check_inplace)."""
+    return _MULTI_VIEW.format(view._output_nr, re.sub(r"Backward\d*$", "", node.name()))
 
 
 # ------------------------------------------------------------------------------------ cat / stack
@@ -151,7 +158,7 @@ def column_stack(tensors):
 # --------------------------------------------------------------------------- split / unbind
 class Split(Node, name="SplitBackward0"):
     """Pieces of x along dim (views); backward concatenates the pieces' gradients."""
-    _forbid_inplace = _MULTI_VIEW.format("SplitBackward0")
+    _forbid_inplace = _multi_view_error
 
     def forward(self, x):
         d = self.dim
@@ -164,11 +171,11 @@ class Split(Node, name="SplitBackward0"):
 
 
 class SplitWithSizes(Split, name="SplitWithSizesBackward0"):
-    _forbid_inplace = _MULTI_VIEW.format("SplitWithSizesBackward0")
+    pass
 
 
 class Unbind(Node, name="UnbindBackward0"):
-    _forbid_inplace = _MULTI_VIEW.format("UnbindBackward0")
+    _forbid_inplace = _multi_view_error
 
     def forward(self, x):
         pre = (slice(None),) * self.dim
@@ -197,7 +204,8 @@ def split(tensor, split_size_or_sections, dim=0):
         if sum(sizes) != n or any(v < 0 for v in sizes):
             raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to {n} (input tensor's size at "
                                f"dimension {d}), but got split_sizes={sizes}")
-        outs = SplitWithSizes.apply(tensor, dim=d, sizes=sizes)
+        outs = SplitWithSizes.apply(tensor, dim=d, sizes=sizes, split_sizes=tuple(sizes),
+                                    self_sym_sizes=tensor._data.shape)
         return _views(outs if isinstance(outs, tuple) else (outs,), tensor, lambda t: t.split(sizes, d))
     s = int(s)
     if s < 0:
@@ -207,7 +215,7 @@ def split(tensor, split_size_or_sections, dim=0):
     sizes = [s] * (n // s) + ([n % s] if n % s else []) if s else [0]
     if not sizes:
         sizes = [0]
-    outs = Split.apply(tensor, dim=d, sizes=sizes)
+    outs = Split.apply(tensor, dim=d, sizes=sizes, split_size=s, self_sym_sizes=tensor._data.shape)
     return _views(outs if isinstance(outs, tuple) else (outs,), tensor, lambda t: t.split(s, d))
 
 
@@ -222,17 +230,74 @@ def chunk(input, chunks, dim=0):
     return split(input, -(-n // chunks) if n else 0, dim)
 
 
+def slice_dim(input, d, start, stop):
+    """``input`` narrowed to [start:stop) along dim d (Python slice rules): a SliceBackward0 view,
+    whatever the range (PyTorch's narrow/slice; plain indexing of a full range gives an alias)."""
+    from .index import Slice
+    idx = (slice(None),) * d + (slice(start, stop),)
+    out = Slice.apply(input, idx=idx, basic=True)
+    return make_view(out, input, lambda t: slice_dim(t, d, start, stop))
+
+
 def tensor_split(input, indices_or_sections, dim=0):
-    """Split at the given indices, or into n nearly-equal sections."""
-    d = wrap_dim(dim, input._data.ndim)
+    """Split at the given indices, or into n nearly-equal sections: separate slices (one
+    SliceBackward0 node each), unlike split/chunk."""
+    nd = input._data.ndim
+    if nd == 0:
+        raise RuntimeError("tensor_split expected at least a 1-dimensional tensor, but got a tensor with 0 dims")
+    ios = indices_or_sections
+    if isinstance(ios, Tensor):
+        if ios._data.ndim > 1:
+            raise RuntimeError("tensor_split expected tensor_indices_or_sections to be a zero-dimensional or "
+                               f"one-dimensional tensor, but got a tensor with {ios._data.ndim} dims")
+        if ios._data.dtype != np.int64:
+            raise RuntimeError("tensor_split expected tensor_indices_or_sections to have dtype of long, but got "
+                               f"{ios.dtype._legacy.replace('Tensor', '')}")
+        ios = int(ios._data) if ios._data.ndim == 0 else [int(i) for i in ios._data]
+    d = wrap_dim(dim, nd)
     n = input._data.shape[d]
-    if isinstance(indices_or_sections, int):
-        k = indices_or_sections
+    if isinstance(ios, (int, np.integer)) and not isinstance(ios, bool):
+        k = int(ios)
+        if k <= 0:
+            raise RuntimeError(f"number of sections must be larger than 0, got {k}")
         sizes = [n // k + 1] * (n % k) + [n // k] * (k - n % k)
+        bounds = np.cumsum([0] + sizes).tolist()
+        starts, stops = bounds[:-1], bounds[1:]
+    elif isinstance(ios, (list, tuple)):
+        idx = [int(i) for i in ios]
+        starts, stops = [0] + idx, idx + [n]
     else:
-        idx = [0] + [min(max(int(i), 0), n) for i in indices_or_sections] + [n]
-        sizes = [max(b - a, 0) for a, b in zip(idx[:-1], idx[1:])]
-    return split(input, sizes, d)
+        raise TypeError(f"tensor_split() received an invalid combination of arguments - got (Tensor, "
+                        f"{type(ios).__name__}), but expected one of:\n * (Tensor input, tuple of ints indices, int dim = 0)\n"
+                        " * (Tensor input, Tensor tensor_indices_or_sections, int dim = 0)\n"
+                        " * (Tensor input, int sections, int dim = 0)\n")
+    return tuple(slice_dim(input, d, a, b) for a, b in zip(starts, stops))
+
+
+def _hvd_split(name, min_dims, dim_of):
+    def fn(input, indices_or_sections):
+        nd = input._data.ndim
+        if nd < min_dims:
+            raise RuntimeError(f"torch.{name} requires a tensor with at least {min_dims} dimension, but got a tensor "
+                               f"with {nd} dimensions!")
+        d = dim_of(nd)
+        ios = indices_or_sections
+        if isinstance(ios, Tensor) and ios._data.ndim == 0:
+            ios = int(ios._data)
+        if isinstance(ios, (int, np.integer)) and not isinstance(ios, bool):
+            n = input._data.shape[d]
+            if ios == 0 or n % ios:
+                raise RuntimeError(f"torch.{name} attempted to split along dimension {d}, but the size of the "
+                                   f"dimension {n} is not divisible by the split_size {ios}!")
+        return tensor_split(input, ios, d)
+    fn.__name__ = name
+    fn.__doc__ = f"tensor_split along dim {dim_of(3)} (sections must divide the size evenly)."
+    return fn
+
+
+hsplit = _hvd_split("hsplit", 1, lambda nd: 1 if nd > 1 else 0)
+vsplit = _hvd_split("vsplit", 2, lambda nd: 0)
+dsplit = _hvd_split("dsplit", 3, lambda nd: 2)
 
 
 def unbind(input, dim=0):

@@ -6,23 +6,40 @@ from ..autograd import graph as _G
 from ..autograd.graph import Node
 from ..autograd.grad_mode import _state
 from .. import _dtype as D
+from . import shape as _shape
 
 _new = object.__new__
 
 
-def _grad_rhs(a, g, b):
-    """a.T @ g, laid out like ``b``: when b is a transposed view (nn.Linear's weight.t()), compute
-    (g.T @ a).T so that the gradient that reaches the weight through TBackward0 is C-contiguous
-    (no transposing copy when it is accumulated, and a fast optimizer step)."""
-    if b.flags.f_contiguous and not b.flags.c_contiguous:
+def _grad_rhs(a, g, b_t):
+    """a.T @ g, laid out like ``b``: when b is a transposed view (``b_t``, nn.Linear's weight.t()),
+    compute (g.T @ a).T so that the gradient that reaches the weight through TBackward0 is
+    C-contiguous (no transposing copy when it is accumulated, and a fast optimizer step)."""
+    if b_t:
         return (g.T @ a).T
     return a.T @ g
 
 
+def _is_t(b):
+    """Is ``b`` laid out as a transposed matrix? (kept by forward: b itself is saved only if the
+    other operand needs a gradient, as PyTorch)"""
+    f = b.flags
+    return f.f_contiguous and not f.c_contiguous
+
+
 def _check_dtypes(name, a, b):
-    if a._data.dtype != b._data.dtype:
+    da, db = a._data.dtype, b._data.dtype
+    if da != db:
+        if name == "bmm":
+            raise RuntimeError(f"expected scalar type {_scalar_name(da)} but found {_scalar_name(db)}")
+        if name == "mv":
+            raise RuntimeError(f"addmv input tensors must have the same dtype, but got {_scalar_name(db)}, "
+                               f"{_scalar_name(da)}, and {_scalar_name(db)}")
+        if name == "dot":
+            raise RuntimeError(f"dot : expected both vectors to have same dtype, but found {_scalar_name(da)} and "
+                               f"{_scalar_name(db)}")
         raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: {_long(a)} != {_long(b)}"
-                           if name in ("mm", "matmul", "addmm", "bmm") else
+                           if name in ("mm", "matmul", "addmm") else
                            f"{name}: expected both inputs to have the same dtype, but got {_long(a)} and {_long(b)}")
 
 
@@ -34,8 +51,10 @@ def _long(t):
 class Mm(Node, name="MmBackward0"):
     save = (0, 1)
     saved_names = ("self", "mat2")
+    save_if = ((1,), (0,))          # self for the gradient of mat2, mat2 for that of self
 
     def forward(self, a, b):
+        self._bt = _is_t(b)
         return a @ b
 
     def backward(self, g):
@@ -48,24 +67,31 @@ class Mm(Node, name="MmBackward0"):
         a, b = self.saved_arrays()
         nf = self.next_functions
         return (g @ b.T if nf[0][0] is not None else None,
-                _grad_rhs(a, g, b) if nf[1][0] is not None else None)
+                _grad_rhs(a, g, self._bt) if nf[1][0] is not None else None)
 
 
-class Matmul(Node, name="UnsafeViewBackward0"):
-    """Batched / broadcast matmul (any ranks >= 1)."""
+class Matmul(Node, name="MatmulBackward0"):
+    """The gradient shared by mv, dot and bmm (operands of any rank >= 1). matmul itself is composed
+    of these, as in PyTorch (see ``matmul``)."""
     save = (0, 1)
     saved_names = ("self", "other")
+    save_if = ((1,), (0,))
 
     def forward(self, a, b):
         return np.matmul(a, b)
+
+    def _ranks1(self, a, b):
+        """Are the operands vectors? (an operand is None when it was not saved: its shape is in _in_meta)"""
+        m = self._in_meta
+        return (len(m[0][0]) if a is None else a.ndim) == 1, (len(m[1][0]) if b is None else b.ndim) == 1
 
     def backward(self, g):
         a, b = self.saved_tensors
         nf = self.next_functions
         ga = gb = None
-        a1, b1 = a.dim() == 1, b.dim() == 1
-        aa = a.unsqueeze(0) if a1 else a
-        bb = b.unsqueeze(-1) if b1 else b
+        a1, b1 = self._ranks1(a, b)
+        aa = a if a is None or not a1 else a.unsqueeze(0)
+        bb = b if b is None or not b1 else b.unsqueeze(-1)
         gg = g
         if a1:
             gg = gg.unsqueeze(-2)
@@ -75,20 +101,22 @@ class Matmul(Node, name="UnsafeViewBackward0"):
             ga = gg.matmul(bb.transpose(-1, -2))
             if a1:
                 ga = ga.squeeze(-2)
-            ga = ga.sum_to_size(a.shape) if ga.shape != a.shape else ga
+            sa = self._in_meta[0][0]
+            ga = ga.sum_to_size(sa) if ga.shape != sa else ga
         if nf[1][0] is not None:
             gb = aa.transpose(-1, -2).matmul(gg)
             if b1:
                 gb = gb.squeeze(-1)
-            gb = gb.sum_to_size(b.shape) if gb.shape != b.shape else gb
+            sb = self._in_meta[1][0]
+            gb = gb.sum_to_size(sb) if gb.shape != sb else gb
         return ga, gb
 
     def backward_np(self, g):
         a, b = self.saved_arrays()
         nf = self.next_functions
-        a1, b1 = a.ndim == 1, b.ndim == 1
-        aa = a[None] if a1 else a
-        bb = b[:, None] if b1 else b
+        a1, b1 = self._ranks1(a, b)
+        aa = a if a is None or not a1 else a[None]
+        bb = b if b is None or not b1 else b[:, None]
         gg = g
         if a1:
             gg = gg[..., None, :]
@@ -137,29 +165,112 @@ def _shape_err(a, b):
 
 
 def matmul(input, other):
+    """PyTorch's composite matmul (aten _matmul_impl): dot / mv / mm, or the batch of the larger operand
+    folded into mm / mv, or expand + reshape + bmm, so that the graph has PyTorch's nodes at every level."""
     if not isinstance(input, Tensor) or not isinstance(other, Tensor):
         raise TypeError(f"matmul(): argument 'other' (position 2) must be Tensor, not {type(other).__name__}")
     da, db = input._data.ndim, other._data.ndim
     if da == 0 or db == 0:
         raise RuntimeError(f"both arguments to matmul need to be at least 1D, but they are {da}D and {db}D")
-    _check_dtypes("matmul", input, other)
-    ka = input._data.shape[-1]
-    kb = other._data.shape[-2] if db > 1 else other._data.shape[0]
-    if ka != kb:
-        raise _shape_err(input, other)
     if da == 2 and db == 2:
-        return Mm.apply(input, other)
+        return mm(input, other)
     if da == 1 and db == 1:
-        return Dot.apply(input, other)
+        return dot(input, other)
     if da == 2 and db == 1:
-        return Mv.apply(input, other)
-    try:
-        np.broadcast_shapes(input._data.shape[:-2], other._data.shape[:-2])
-    except ValueError:
-        raise RuntimeError(f"The size of tensor a must match the size of tensor b at a non-singleton dimension "
-                           f"(hookgrad: matmul batch shapes {list(input.shape[:-2])} and {list(other.shape[:-2])} "
-                           "do not broadcast)") from None
-    return Matmul.apply(input, other)
+        return _mv(input, other)
+    if da == 1 and db == 2:
+        return _squeeze_(mm(input.unsqueeze(0), other), 0)
+    if _should_fold(input, other):
+        transpose = db > da
+        t1 = other.mT if transpose else input
+        t2 = (input.t() if da == 2 else input) if transpose else other
+        s1 = t1._data.shape
+        out_shape = s1[:-1]
+        t1f = t1.reshape(_prod(out_shape), s1[-1])
+        if t2._data.ndim == 2:
+            out = _unsafe_view(mm(t1f, t2), out_shape + (t2._data.shape[1],))
+            return out.mT.contiguous() if transpose else out
+        return _unsafe_view(_mv(t1f, t2), out_shape)
+    sa, sb = input._data.shape, other._data.shape
+    n = sa[-2] if da > 1 else 1
+    m1 = sa[-1]
+    ba = sa[:max(da - 2, 0)]
+    m2 = sb[-2] if db > 1 else sb[0]
+    p = sb[-1] if db > 1 else 1
+    bb = sb[:max(db - 2, 0)]
+    if da == 3 and db == 3 and ba[0] != bb[0]:
+        # PyTorch folds a broadcast batch of 1 that requires grad (no batch-sized gradient to sum)
+        if ba[0] == 1 and input.requires_grad:
+            return matmul(input.squeeze(0), other)
+        if bb[0] == 1 and other.requires_grad:
+            return matmul(input, other.squeeze(0))
+    batch = _infer_size(ba, bb)
+    nb = _prod(batch)
+    a3 = input.expand(batch + (n, m1)).reshape(nb, n, m1)
+    if db == 1:
+        b3 = other.expand(batch + (m2,)).reshape(nb, m2).unsqueeze(2)
+    else:
+        b3 = other.expand(batch + (m2, p)).reshape(nb, m2, p)
+    out_shape = batch + ((n,) if da > 1 else ()) + ((p,) if db > 1 else ())
+    out = bmm(a3, b3)
+    if db == 1:
+        out = out.squeeze(-1)
+    return _unsafe_view(out, out_shape)
+
+
+def _should_fold(a, b):
+    """PyTorch's should_fold: fold the larger operand's batch into mm/mv rows?"""
+    da, db = a._data.ndim, b._data.ndim
+    a_larger = da >= db
+    d1, d2 = (da, db) if a_larger else (db, da)
+    if not (d1 >= 3 and d2 <= 2):
+        return False
+    if (b if a_larger else a).requires_grad:
+        return True             # the smaller operand's gradient is one mm, not a batch summed afterwards
+    if da == 2:
+        return False
+    x = a._data if a_larger else np.swapaxes(b._data, -1, -2)
+    if x.size == 0:
+        return True
+    shp, st = x.shape, x.strides
+    return all(st[i] == st[i + 1] * shp[i + 1] for i in range(d1 - 2))
+
+
+def _prod(shape):
+    n = 1
+    for s in shape:
+        n *= s
+    return n
+
+
+def _infer_size(a, b):
+    """Broadcast two batch shapes (PyTorch's infer_size, with its message)."""
+    n = max(len(a), len(b))
+    out = []
+    for i in range(n):
+        sa = a[i - n + len(a)] if i - n + len(a) >= 0 else 1
+        sb = b[i - n + len(b)] if i - n + len(b) >= 0 else 1
+        if sa != sb and sa != 1 and sb != 1:
+            raise RuntimeError(f"The size of tensor a ({sa}) must match the size of tensor b ({sb}) at non-singleton "
+                               f"dimension {i}")
+        out.append(sa if sb == 1 else sb)
+    return tuple(out)
+
+
+def _unsafe_view(t, shape):
+    return _shape.UnsafeView.apply(t, shape=shape)
+
+
+def _squeeze_(t, dim):
+    """PyTorch's in-place squeeze_ of a fresh result (SqueezeBackward4; the result is not a view)."""
+    return _shape.SqueezeInplace.apply(t, shape=t._data.shape[:dim] + t._data.shape[dim + 1:])
+
+
+def _mv(input, vec):
+    _check_dtypes("mv", input, vec)
+    if input._data.shape[1] != vec._data.shape[0]:
+        raise _shape_err(input, vec)
+    return Mv.apply(input, vec)
 
 
 def mm(input, mat2):
@@ -187,13 +298,18 @@ def bmm(input, mat2):
 
 
 def mv(input, vec):
-    return matmul(input, vec)
+    if input._data.ndim != 2 or vec._data.ndim != 1:
+        raise RuntimeError(f"vector + matrix @ vector expected, got 1, {input._data.ndim}, {vec._data.ndim}")
+    return _mv(input, vec)
 
 
 def dot(input, other):
     if input._data.ndim != 1 or other._data.ndim != 1:
         raise RuntimeError(f"1D tensors expected, but got {input._data.ndim}D and {other._data.ndim}D tensors")
-    return matmul(input, other)
+    _check_dtypes("dot", input, other)
+    if input._data.shape[0] != other._data.shape[0]:
+        raise _shape_err(input, other)
+    return Dot.apply(input, other)
 
 
 inner = dot
@@ -202,10 +318,12 @@ inner = dot
 class Addmm(Node, name="AddmmBackward0"):
     save = (1, 2)
     saved_names = ("mat1", "mat2")
+    save_if = ((2,), (1,))          # mat1 for the gradient of mat2, mat2 for that of mat1
     beta = 1
     alpha = 1
 
     def forward(self, bias, a, b):
+        self._bt = _is_t(b)
         out = a @ b
         if self.alpha != 1:
             out *= self.alpha
@@ -240,7 +358,7 @@ class Addmm(Node, name="AddmmBackward0"):
             gbias = g if self.beta == 1 else g * self.beta
         gb = None
         if nf[2][0] is not None:
-            gb = _grad_rhs(a, g, b)
+            gb = _grad_rhs(a, g, self._bt)
             if al != 1:
                 gb = gb * al
         return (gbias if nf[0][0] is not None else None,

@@ -72,11 +72,16 @@ def _softmax_dim(ndim):
     return 0 if ndim in (0, 1, 3) else 1
 
 
-def _softmax_prep(x, dim, dtype):
+_SCALAR = {"float32": "Float", "float64": "Double", "float16": "Half", "int64": "Long", "int32": "Int", "int16": "Short",
+           "int8": "Char", "uint8": "Byte", "bool": "Bool", "bfloat16": "BFloat16"}
+
+
+def _softmax_prep(x, dim, dtype, name="softmax"):
     if dtype is not None:
         x = x.to(dtype)
     elif x._data.dtype.kind != "f":
-        raise RuntimeError(f'"softmax_lastdim_kernel_impl" not implemented for \'{x.dtype.name.capitalize()}\'')
+        raise NotImplementedError(f'"{name}_lastdim_kernel_impl" not implemented for '
+                                  f'\'{_SCALAR.get(x.dtype.name, x.dtype.name)}\'')
     nd = x._data.ndim
     if dim is None:
         dim = _softmax_dim(nd)
@@ -92,7 +97,7 @@ def softmax(input, dim=None, _stacklevel=3, dtype=None):
 
 
 def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
-    x, d = _softmax_prep(input, dim, dtype)
+    x, d = _softmax_prep(input, dim, dtype, "log_softmax")
     return LogSoftmax.apply(x, dim=d)
 
 
@@ -428,7 +433,7 @@ class MaxPool(_PoolGeo, name="MaxPool2DWithIndicesBackward0"):
                 np.copyto(arg, k, where=np.isnan(v))
         return arg, out
 
-    def backward(self, g, _):
+    def backward(self, g):
         (x,) = self.saved_tensors
         return MaxPoolScatter.apply(g, x, arg=self.arg, **self._geo())
 
@@ -486,6 +491,8 @@ class AvgPoolScatter(_PoolGeo, name="AvgPool2DBackwardBackward0"):
 class AdaptiveMaxPool(Node, name="AdaptiveMaxPool2DBackward0"):
     """Max over PyTorch's adaptive regions [floor(i*H/OH), ceil((i+1)*H/OH)); indices flat in H*W."""
     nondiff_outputs = (1,)
+    save = (0,)
+    saved_names = ("self",)
 
     def forward(self, x):
         h, w = x.shape[-2:]
@@ -506,14 +513,16 @@ class AdaptiveMaxPool(Node, name="AdaptiveMaxPool2DBackward0"):
         self.idx, self.in_shape = idx, x.shape
         return out, idx
 
-    def backward(self, g, _):
-        return FlatScatter.apply(g, idx=self.idx, in_shape=self.in_shape)
+    def backward(self, g):
+        (x,) = self.saved_tensors
+        return FlatScatter.apply(g, x, idx=self.idx, in_shape=self.in_shape)
 
 
 class FlatScatter(Node, name="AdaptiveMaxPool2DBackwardBackward0"):
-    """g (..., OH, OW) summed into zeros (..., H, W) at flat spatial indices idx."""
+    """g (..., OH, OW) summed into zeros (..., H, W) at flat spatial indices idx. ``x`` is only a graph
+    edge, as in PyTorch (adaptive_max_pool2d_backward(grad, self, indices) requires grad when self does)."""
 
-    def forward(self, g):
+    def forward(self, g, x=None):
         h, w = self.in_shape[-2:]
         lead = int(np.prod(self.in_shape[:-2]))
         rows = np.arange(lead)[:, None] * (h * w)
@@ -522,7 +531,7 @@ class FlatScatter(Node, name="AdaptiveMaxPool2DBackwardBackward0"):
         return out.astype(g.dtype).reshape(self.in_shape)
 
     def backward(self, gg):
-        return FlatGather.apply(gg, idx=self.idx, in_shape=self.in_shape)
+        return FlatGather.apply(gg, idx=self.idx, in_shape=self.in_shape), None
 
 
 class FlatGather(FlatScatter, name="FlatGatherBackward0"):

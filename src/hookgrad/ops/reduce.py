@@ -1,4 +1,6 @@
 """Reductions: sum, mean, prod, var/std, max/min (with indices), logsumexp, norms, cumsum/cumprod."""
+import builtins
+
 import numpy as np
 
 from .. import _dtype as D
@@ -248,16 +250,47 @@ def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     return Std.apply(input, dims=dims, correction=c, keepdim=keepdim)
 
 
+class VarMean(Node, name="VarMeanBackward0"):
+    """(var, mean) as one node with two outputs; a missing output grad contributes nothing."""
+    save = (0,)
+    saved_names = ("self",)
+    materialize_grads = False
+    _std = False
+
+    def forward(self, x):
+        self.in_shape = x.shape
+        self.n = _count(x.shape, self.dims)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            v = np.asarray(np.var(x, axis=self.dims, ddof=self.correction, keepdims=self.keepdim))
+            m = np.asarray(np.mean(x, axis=self.dims, keepdims=self.keepdim))
+        return (np.sqrt(v) if self._std else v), m
+
+    def backward(self, gv, gm):
+        res = None
+        if gv is not None:
+            res = (Std.backward if self._std else Var.backward)(self, gv)
+        if gm is not None:
+            g = _keep(gm / self.n, self).expand(self.in_shape)
+            res = g if res is None else res + g
+        return res
+
+
+class StdMean(VarMean, name="StdMeanBackward0"):
+    save = (0, -1)
+    saved_names = ("self", "result0")
+    _std = True
+
+
 def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
-    """(var, mean) over the same dims."""
+    """(var, mean) over the same dims: one node with two outputs."""
     dims, c, keepdim = _var_args(input, dim, unbiased, keepdim, correction, "var_mean")
-    return Var.apply(input, dims=dims, correction=c, keepdim=keepdim), mean(input, dims, keepdim)
+    return VarMean.apply(input, dims=dims, correction=c, keepdim=keepdim)
 
 
 def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
-    """(std, mean) over the same dims."""
+    """(std, mean) over the same dims: one node with two outputs."""
     dims, c, keepdim = _var_args(input, dim, unbiased, keepdim, correction, "std_mean")
-    return Std.apply(input, dims=dims, correction=c, keepdim=keepdim), mean(input, dims, keepdim)
+    return StdMean.apply(input, dims=dims, correction=c, keepdim=keepdim)
 
 
 # ------------------------------------------------------------------------ max / min / amax
@@ -276,7 +309,7 @@ class Amax(Node, name="AmaxBackward0"):
         x, out = self.saved_tensors
         mask = x._data == _restore(out._data, self.in_shape, self.dims, self.keepdim)
         mask = mask / mask.sum(axis=self.dims, keepdims=True)
-        return scale(_keep(g, self), mask, x)
+        return scale(_keep(g, self), mask)     # PyTorch's mask is a comparison: no link to x
 
 
 class Amin(Amax, name="AminBackward0"):
@@ -299,6 +332,9 @@ class MaxDim(Node, name="MaxBackward0"):
 
     def forward(self, x):
         self.in_shape = x.shape
+        if not x.ndim:                      # a 0-dim input: the value itself, index 0
+            self.idx = None
+            return x.copy(), np.zeros((), np.int64)
         d = self.dim
         idx = self.arg(x, axis=d, keepdims=True)
         self.idx = idx
@@ -307,14 +343,166 @@ class MaxDim(Node, name="MaxBackward0"):
             vals, idx = vals.squeeze(d), idx.squeeze(d)
         return vals, idx
 
-    def backward(self, g, _):
+    def backward(self, g):
         from .index import ScatterAddGrad
+        if self.idx is None:
+            return g.clone()
         g = g if self.keepdim else g.unsqueeze(self.dim)
         return ScatterAddGrad.apply(g, index=self.idx, dim=self.dim, shape=self.in_shape, unique=True)
 
 
 class MinDim(MaxDim, name="MinBackward0"):
     arg = staticmethod(np.argmin)
+
+
+# value-selecting reductions along one dim: (values, indices), one node whose only output is the
+# values (the indices are no output of the node); `arg` picks one index per row (keepdims)
+def _lower_median_arg(x, axis, keepdims=True, skipnan=False):
+    srt = np.argsort(x, axis=axis, kind="stable")          # NaNs sort last
+    nan = np.isnan(x)
+    cnt = x.shape[axis] - (nan.sum(axis=axis, keepdims=True) if skipnan else 0)
+    pos = np.maximum((cnt - 1) // 2, 0) if skipnan else np.full((1,) * x.ndim, (x.shape[axis] - 1) // 2)
+    idx = np.take_along_axis(srt, np.broadcast_to(pos, srt.shape[:axis] + (1,) + srt.shape[axis + 1:]), axis)
+    if not skipnan:     # a row with a NaN: its median is NaN, at the row's first NaN
+        anynan = nan.any(axis=axis, keepdims=True)
+        if anynan.any():
+            idx = np.where(anynan, np.argmax(nan, axis=axis, keepdims=True), idx)
+    return idx
+
+
+class MedianDim(MaxDim, name="MedianBackward1"):
+    def arg(self, x, axis, keepdims):
+        return _lower_median_arg(x, axis)
+
+
+class NanmedianDim(MaxDim, name="NanmedianBackward1"):
+    def arg(self, x, axis, keepdims):
+        return _lower_median_arg(x, axis, skipnan=True)
+
+
+class Kthvalue(MaxDim, name="KthvalueBackward0"):
+    def arg(self, x, axis, keepdims):
+        return np.take(np.argsort(x, axis=axis, kind="stable"), [self.k - 1], axis=axis)
+
+
+class Mode(MaxDim, name="ModeBackward0"):
+    """The most frequent value (the smallest among equally frequent ones), at its last occurrence."""
+
+    def arg(self, x, axis, keepdims):
+        xm = np.moveaxis(x, axis, -1)
+        rows = xm.reshape(-1, xm.shape[-1])
+        out = np.empty(rows.shape[0], np.int64)
+        for r, row in enumerate(rows):
+            vals, counts = np.unique(row, return_counts=True)      # sorted; NaNs last
+            v = vals[np.argmax(counts)]
+            hit = np.flatnonzero((row == v) | (np.isnan(row) & np.isnan(v)))
+            out[r] = hit[-1]
+        return np.expand_dims(out.reshape(xm.shape[:-1]), axis)
+
+
+class MedianAll(Node, name="MedianBackward0"):
+    """The lower median of all elements (NaN if any); the gradient is shared by the elements equal to it."""
+    save = (0, -1)
+    saved_names = ("self", "result")
+    skipnan = False
+
+    def forward(self, x):
+        flat = x.reshape(-1)
+        if flat.size == 0:
+            return np.asarray(np.nan, x.dtype)
+        return np.asarray(flat[_lower_median_arg(flat, 0, skipnan=self.skipnan)[0]])
+
+    def backward(self, g):
+        x, out = self.saved_tensors
+        xd, od = x._data, out._data
+        mask = (xd == od) | (np.isnan(xd) & np.isnan(od))
+        return scale(g, mask / builtins.max(int(mask.sum()), 1), x)
+
+
+class NanmedianAll(MedianAll, name="NanmedianBackward0"):
+    skipnan = True
+
+
+def _select_fn(name, dim_cls, all_cls=None, k_arg=False):
+    rt = getattr(return_types, name)
+
+    def fn(input, *args, **kw):
+        if k_arg:
+            k, dim, keepdim = _args3(args, kw, ("k", "dim", "keepdim"), (None, -1, False))
+        else:
+            dim, keepdim = _args3(args, kw, ("dim", "keepdim"), (None if all_cls else -1, False))[:2]
+        if dim is None:
+            return all_cls.apply(input)
+        d = _reduce_dim(name, input, dim)
+        params = {}
+        if k_arg:
+            n = input._data.shape[d] if input._data.ndim else 1
+            if not 1 <= k <= n:
+                raise RuntimeError(f"kthvalue(): selected number k out of range for dimension {d}")
+            params["k"] = k
+        return rt(*dim_cls.apply(input, dim=d, keepdim=keepdim, **params))
+    fn.__name__ = name
+    return fn
+
+
+def _args3(args, kw, names, defaults):
+    vals = list(args) + [kw.pop(n) if n in kw else d for n, d in zip(names[len(args):], defaults[len(args):])]
+    if kw:
+        raise TypeError(f"got an unexpected keyword argument '{next(iter(kw))}'")
+    return vals + [None] * (3 - len(vals))
+
+
+median = _select_fn("median", MedianDim, MedianAll)
+nanmedian = _select_fn("nanmedian", NanmedianDim, NanmedianAll)
+kthvalue = _select_fn("kthvalue", Kthvalue, k_arg=True)
+mode = _select_fn("mode", Mode)
+median.__doc__ = "median(input): the lower median; median(input, dim, keepdim): (values, indices)."
+nanmedian.__doc__ = "median ignoring NaNs."
+kthvalue.__doc__ = "kthvalue(input, k, dim=-1, keepdim=False): the k-th smallest values and their indices."
+mode.__doc__ = "mode(input, dim=-1, keepdim=False): the most frequent values and their (last) indices."
+
+
+class Cummax(Node, name="CummaxBackward0"):
+    """(values, indices) of the running max along dim (ties and NaNs: the latest); the gradient is
+    summed back at the indices."""
+    nondiff_outputs = (1,)
+    save = (0,)
+    saved_names = ("self",)
+    acc = np.maximum
+
+    def forward(self, x):
+        d = self.dim
+        if not x.ndim:
+            self.idx = np.zeros((), np.int64)
+            return x.copy(), self.idx
+        v = self.acc.accumulate(x, axis=d) if x.size else x.copy()
+        hit = (x == v) | (np.isnan(x) & np.isnan(v))
+        ar = np.arange(x.shape[d]).reshape((-1,) + (1,) * (x.ndim - d - 1))
+        idx = np.maximum.accumulate(np.where(hit, ar, 0), axis=d) if x.size else np.zeros(x.shape, np.int64)
+        self.idx = idx = idx.astype(np.int64)
+        return v, idx
+
+    def backward(self, g):
+        from .index import ScatterAddGrad
+        if not self.idx.ndim:
+            return g.clone()
+        return ScatterAddGrad.apply(g, index=self.idx, dim=self.dim, shape=self.idx.shape)
+
+
+class Cummin(Cummax, name="CumminBackward0"):
+    acc = np.minimum
+
+
+def cummax(input, dim):
+    """Running maximum along dim and the index where it was attained."""
+    d = wrap_dim(dim, input._data.ndim)
+    return return_types.cummax(*Cummax.apply(input, dim=d))
+
+
+def cummin(input, dim):
+    """Running minimum along dim and the index where it was attained."""
+    d = wrap_dim(dim, input._data.ndim)
+    return return_types.cummin(*Cummin.apply(input, dim=d))
 
 
 def _reduce_dim(name, input, dim):
@@ -340,8 +528,6 @@ def _minmax(name, all_cls, dim_cls, binary_fn):
                                    "the reduction dim with the 'dim' argument.")
             return all_cls.apply(input, dims=tuple(range(input._data.ndim)))
         d = _reduce_dim(name, input, dim)
-        if not input._data.ndim:
-            return rt(dim_cls.apply(input.reshape(1), dim=0, keepdim=False)[0].reshape(()), Tensor._make(np.asarray(0)))
         return rt(*dim_cls.apply(input, dim=d, keepdim=keepdim))
     fn.__name__ = name
     fn.__doc__ = (f"{name}(input): the {name}imum (ties share the gradient); {name}(input, dim, keepdim): a "
@@ -385,10 +571,42 @@ argmax = _arg("argmax", np.argmax)
 argmin = _arg("argmin", np.argmin)
 
 
+class Aminmax(Node, name="AminmaxBackward0"):
+    """(min, max) as one node with two outputs; tied extrema share each gradient evenly."""
+    save = (0, -1, -2)                  # self, output 0 (min), output 1 (max)
+    saved_names = ("self", "min", "max")
+    materialize_grads = False
+
+    def forward(self, x):
+        self.in_shape = x.shape
+        return (np.asarray(np.min(x, axis=self.dims, keepdims=self.keepdim)),
+                np.asarray(np.max(x, axis=self.dims, keepdims=self.keepdim)))
+
+    def backward(self, gmin, gmax):
+        x, lo, hi = self.saved_tensors
+        res = None
+        for g, out in ((gmin, lo), (gmax, hi)):
+            if g is not None:
+                mask = x._data == _restore(out._data, self.in_shape, self.dims, self.keepdim)
+                gx = scale(_keep(g, self), mask / mask.sum(axis=self.dims, keepdims=True))   # no link to x (PyTorch)
+                res = gx if res is None else res + gx
+        return res
+
+
 def aminmax(input, *, dim=None, keepdim=False):
-    """(min, max) named tuple over dim (all by default)."""
-    return return_types.aminmax(amin(input, () if dim is None else dim, keepdim),
-                                amax(input, () if dim is None else dim, keepdim))
+    """(min, max) named tuple over dim (all by default): one node with two outputs."""
+    x = input._data
+    if dim is None:
+        if x.size == 0:
+            raise RuntimeError("aminmax(): cannot compute aminmax over an empty dimension as the operation has "
+                               "no identity.")
+        dims = tuple(range(x.ndim))
+    else:
+        d = wrap_dim(dim, x.ndim)
+        if x.ndim and x.shape[d] == 0:
+            raise IndexError(f"aminmax: Expected reduction dim {d} to have non-zero size.")
+        dims = (d,) if x.ndim else ()
+    return return_types.aminmax(*Aminmax.apply(input, dims=dims, keepdim=keepdim))
 
 
 # --------------------------------------------------------------------------------- logsumexp
@@ -541,6 +759,9 @@ class Sort(Node, name="SortBackward0"):
 
     def forward(self, x):
         self.in_shape = x.shape
+        if not x.ndim:                      # a 0-dim input: the value itself, index 0
+            self.idx = None
+            return x.copy(), np.zeros((), np.int64)
         d = self.dim
         if self.descending:
             idx = np.flip(np.argsort(np.flip(x, d), axis=d, kind="stable"), d)
@@ -552,21 +773,32 @@ class Sort(Node, name="SortBackward0"):
         self.idx = idx
         return np.take_along_axis(x, idx, d), idx.astype(np.int64)
 
-    def backward(self, g, _):
+    def backward(self, g):
         from .index import ScatterAddGrad
+        if self.idx is None:
+            return g.clone()
         return ScatterAddGrad.apply(g, index=self.idx, dim=self.dim, shape=self.in_shape, unique=True)
+
+
+class SortStable(Sort, name="SortBackward1"):
+    """sort(..., stable=...): PyTorch's other overload (same formula)."""
 
 
 class Topk(Sort, name="TopkBackward0"):
     pass
 
 
-def sort(input, dim=-1, descending=False, stable=False):
-    """Sorted values and their original indices along dim (stable)."""
-    if not input._data.ndim:
-        return return_types.sort(input.clone(), Tensor._make(np.asarray(0)))
+def sort(input, dim=-1, descending=False, stable=None):
+    """Sorted values and their original indices along dim (always stable here); giving ``stable``
+    selects PyTorch's other overload (grad_fn SortBackward1)."""
     d = wrap_dim(dim, input._data.ndim)
-    return return_types.sort(*Sort.apply(input, dim=d, descending=descending, k=None))
+    cls = Sort if stable is None else SortStable
+    return return_types.sort(*cls.apply(input, dim=d, descending=descending, k=None))
+
+
+def msort(input):
+    """sort along dim 0 (values only)."""
+    return sort(input, 0)[0]
 
 
 def argsort(input, dim=-1, descending=False, stable=False):
@@ -581,6 +813,4 @@ def topk(input, k, dim=-1, largest=True, sorted=True):
     n = input._data.shape[d] if nd else 1
     if not 0 <= k <= n:
         raise RuntimeError("selected index k out of range")
-    if not nd:
-        return return_types.topk(input.clone(), Tensor._make(np.asarray(0)))
     return return_types.topk(*Topk.apply(input, dim=d, descending=largest, k=k))

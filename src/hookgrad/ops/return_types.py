@@ -1,6 +1,6 @@
 """torch.return_types: named tuples returned by max(dim), sort, topk, ... (``values``, ``indices``)."""
 
-__all__ = ["max", "min", "sort", "topk", "kthvalue", "median", "mode", "cummax", "cummin", "aminmax"]
+__all__ = ["max", "min", "sort", "topk", "kthvalue", "median", "nanmedian", "mode", "frexp", "cummax", "cummin", "aminmax"]
 
 
 class _StructSeq(tuple):
@@ -37,6 +37,8 @@ sort = _make("sort")
 topk = _make("topk")
 kthvalue = _make("kthvalue")
 median = _make("median")
+nanmedian = _make("nanmedian")
+frexp = _make("frexp", ("mantissa", "exponent"))
 mode = _make("mode")
 cummax = _make("cummax")
 cummin = _make("cummin")

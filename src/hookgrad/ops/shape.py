@@ -8,14 +8,13 @@ from ..autograd.graph import Node
 from ..autograd.grad_mode import _state
 from ._dispatch import wrap_dim, dims_of
 from ._inplace import make_view
+from .._creation import int_list
 
 _new = object.__new__
 
 
-def _shape_arg(shape):
-    if len(shape) == 1 and isinstance(shape[0], (tuple, list, Size)):
-        shape = tuple(shape[0])
-    return tuple(int(s) for s in shape)
+def _shape_arg(shape, fname="view", argname="size"):
+    return int_list(shape, fname, argname, overloaded=fname == "view")
 
 
 def _infer(shape, numel, src_shape):
@@ -27,7 +26,7 @@ def _infer(shape, numel, src_shape):
     for s in shape:
         if s != -1:
             if s < 0:
-                raise RuntimeError(f"invalid shape dimension {s}")
+                raise RuntimeError(f"invalid shape dimension {s} at index {shape.index(s)} of shape {shape}")
             known *= s
     if neg:
         if known == 0 or numel % known:
@@ -69,24 +68,31 @@ class Reshape(View, name="ViewBackward0"):
         return x.reshape(_infer(self.shape, x.size, x.shape))
 
 
+class ReshapeAlias(Reshape, name="ReshapeAliasBackward0"):
+    """reshape of a non-contiguous tensor whose strides allow a view (PyTorch's _reshape_alias)."""
+
+
 class UnsafeView(Reshape, name="UnsafeViewBackward0"):
-    pass
+    """A reshape whose result is not a view (PyTorch's _unsafe_view: after a copy, or of a fresh result)."""
 
 
 def view(self, *shape):
-    if len(shape) == 1 and not isinstance(shape[0], (int, tuple, list, Size)):
+    if len(shape) == 1 and not isinstance(shape[0], (int, np.integer, tuple, list, Size, Tensor, float, str, type(None))):
         return self.to(shape[0])  # view(dtype)
     shape = _shape_arg(shape)
     return make_view(View.apply(self, shape=shape), self, lambda t: t.view(shape))
 
 
 def reshape(self, *shape):
-    shape = _shape_arg(shape)
-    if shape == self._data.shape:
-        return make_view(Alias.apply(self), self, lambda t: t.reshape(shape))
-    cls = Reshape if self._data.flags.c_contiguous else UnsafeView
-    out = cls.apply(self, shape=shape)
-    return make_view(out, self, lambda t: t.reshape(shape))
+    shape = _shape_arg(shape, "reshape", "shape")
+    x = self._data
+    if x.flags.c_contiguous:
+        cls = Reshape          # PyTorch: a contiguous tensor is viewed (ViewBackward0)
+    elif _viewable(x, _infer(shape, x.size, x.shape)):
+        cls = ReshapeAlias
+    else:                      # PyTorch: _unsafe_view(clone(contiguous)): a copy, not a view
+        return UnsafeView.apply(Clone.apply(self), shape=shape)
+    return make_view(cls.apply(self, shape=shape), self, lambda t: t.reshape(shape))
 
 
 class Alias(Node, name="AliasBackward0"):
@@ -146,7 +152,7 @@ class Expand(Node, name="ExpandBackward0"):
 
 
 def expand(self, *sizes):
-    sizes = _shape_arg(sizes)
+    sizes = _shape_arg(sizes, "expand")
     shp = self._data.shape
     if len(sizes) < len(shp):
         raise RuntimeError(f"expand(torch.{self.dtype._legacy}{{{list(shp)}}}, size={list(sizes)}): the number of sizes "
@@ -200,7 +206,7 @@ class SumToSize(Node, name="SumBackward1"):
 
 
 def sum_to_size(self, *size):
-    size = _shape_arg(size)
+    size = _shape_arg(size, "sum_to_size")
     if self._data.shape == size:
         return self
     try:
@@ -223,7 +229,7 @@ class Permute(Node, name="PermuteBackward0"):
 
 class Transpose(Node, name="TransposeBackward0"):
     def forward(self, x):
-        return np.swapaxes(x, self.d0, self.d1)
+        return np.swapaxes(x, self.d0, self.d1) if x.ndim else x.view()
 
     def backward(self, g):
         return g.transpose(self.d0, self.d1)
@@ -233,7 +239,7 @@ class Transpose(Node, name="TransposeBackward0"):
 
 
 def permute(self, *dims):
-    dims = _shape_arg(dims)
+    dims = _shape_arg(dims, "permute", "dims")
     nd = self._data.ndim
     if len(dims) != nd:
         raise RuntimeError(f"permute(sparse_coo): number of dimensions in the tensor input does not match the length of "
@@ -246,8 +252,6 @@ def permute(self, *dims):
 
 def transpose(self, dim0, dim1):
     nd = self._data.ndim
-    if nd == 0:
-        return make_view(Alias.apply(self), self, lambda t: t.view(()))
     d0, d1 = wrap_dim(dim0, nd), wrap_dim(dim1, nd)
     return make_view(Transpose.apply(self, d0=d0, d1=d1), self, lambda t: t.transpose(d0, d1))
 
@@ -273,8 +277,17 @@ def _t_replay(x):
 
 
 class TNode(Transpose, name="TBackward0"):
-    pass
+    """t(): its own inverse, for 0-d, 1-d and 2-d tensors."""
     d0, d1 = 0, 1
+
+    def forward(self, x):
+        return x.T
+
+    def backward(self, g):
+        return g.t()
+
+    def backward_np(self, g):
+        return g.T
 
 
 def T(self):
@@ -323,6 +336,10 @@ class _SqueezeDim(Squeeze, name="SqueezeBackward1"):
 
 class _SqueezeDims(Squeeze, name="SqueezeBackward2"):
     pass
+
+
+class SqueezeInplace(Squeeze, name="SqueezeBackward4"):
+    """squeeze_(dim) of a fresh result inside a composite (matmul of a vector and a matrix)."""
 
 
 def unsqueeze(self, dim):
@@ -447,7 +464,7 @@ class Flip(Node, name="FlipBackward0"):
 
 def flip(self, *dims):
     """Reverse the order of elements along the given dims."""
-    dims = _shape_arg(dims)
+    dims = _shape_arg(dims, "flip", "dims")
     dims = tuple(wrap_dim(d, self._data.ndim) for d in dims)
     return Flip.apply(self, dims=dims)
 
@@ -495,7 +512,7 @@ class Repeat(Node, name="RepeatBackward0"):
 
 
 def repeat(self, *sizes):
-    reps = _shape_arg(sizes)
+    reps = _shape_arg(sizes, "repeat", "repeats")
     if len(reps) < self._data.ndim:
         raise RuntimeError("Number of dimensions of repeat dims can not be smaller than number of dimensions of tensor")
     return Repeat.apply(self, reps=reps)
@@ -503,7 +520,7 @@ def repeat(self, *sizes):
 
 def tile(self, *dims):
     """repeat(), with dims left-padded with 1s to the tensor's rank."""
-    dims = _shape_arg(dims)
+    dims = _shape_arg(dims, "tile", "dims")
     if len(dims) < self._data.ndim:
         dims = (1,) * (self._data.ndim - len(dims)) + dims
     return repeat(self, dims)

@@ -229,6 +229,7 @@ class BackwardHookFunctionBackward(Node, name="BackwardHookFunctionBackward"):
     _bw_hook = None
     _is_output = False
     _all_diff = True          # False when some wrapped tensor does not require grad (no edge)
+    _nondiff_slots = True     # a custom Function: non-differentiable outputs keep their grad slot
     _forbid_inplace = _INPLACE_VIEW_ERROR
 
     def forward(self, *arrays):

@@ -201,32 +201,7 @@ class DataLoader:
         return self.collate_fn(ds[indices])
 
     def __iter__(self):
-        if self._is_iterable:
-            from .sampler import _random_int64
-            self._base_seed = _random_int64(self.generator)
-            return self._iter_iterable()
-        sampler_iter = iter(self._index_sampler)
-        from .sampler import _random_int64
-        self._base_seed = _random_int64(self.generator)   # consumed like PyTorch's iterator does
-        return (self._fetch(idx) for idx in sampler_iter)
-
-    def _iter_iterable(self):
-        it = iter(self.dataset)
-        if not self._auto_collation:
-            for x in it:
-                yield self.collate_fn(x)
-            return
-        while True:
-            batch = []
-            for x in it:
-                batch.append(x)
-                if len(batch) == self.batch_size:
-                    break
-            if not batch or (self.drop_last and len(batch) < self.batch_size):
-                return
-            yield self.collate_fn(batch)
-            if len(batch) < self.batch_size:
-                return
+        return _SingleProcessIter(self)
 
     def __len__(self):
         if self._is_iterable:
@@ -236,3 +211,44 @@ class DataLoader:
                 length = length // self.batch_size if self.drop_last else math.ceil(length / self.batch_size)
             return length
         return len(self._index_sampler)
+
+
+class _SingleProcessIter:
+    """PyTorch's single-process iterator: each __next__ takes the next indices and fetches that batch, so an
+    exception from __getitem__, the dataset's iterator or collate_fn propagates and the following next()
+    goes on with the following batch (a generator would be finished by the exception)."""
+
+    def __init__(self, loader):
+        from .sampler import _random_int64
+        self._loader = loader
+        self._sampler_iter = iter(loader._index_sampler)
+        self._base_seed = loader._base_seed = _random_int64(loader.generator)   # consumed as PyTorch's iterator does
+        self._dataset_iter = iter(loader.dataset) if loader._is_iterable else None
+        self._ended = False
+
+    def __iter__(self):
+        return self
+
+    def __len__(self):
+        return len(self._loader)
+
+    def __next__(self):
+        loader = self._loader
+        index = next(self._sampler_iter)
+        if self._dataset_iter is None:
+            return loader._fetch(index)
+        if self._ended:
+            raise StopIteration
+        if loader._auto_collation:
+            data = []
+            for _ in index:
+                try:
+                    data.append(next(self._dataset_iter))
+                except StopIteration:
+                    self._ended = True
+                    break
+            if not data or (loader.drop_last and len(data) < len(index)):
+                raise StopIteration
+        else:
+            data = next(self._dataset_iter)
+        return loader.collate_fn(data)
