@@ -231,7 +231,7 @@ def _finish(data, dtype, requires_grad, device=None):
     if requires_grad:
         if data.dtype.kind != "f":
             raise RuntimeError("Only Tensors of floating point and complex dtype can require gradients")
-        t.requires_grad = True
+        t._requires_grad = True
     if _state.inference:
         t.__dict__["_inference"] = True
     return t
@@ -262,8 +262,12 @@ def _infer_dtype(data):
             kinds.add("float")
         elif isinstance(x, complex):
             raise TypeError("hookgrad does not support complex numbers")
+        elif isinstance(x, str):
+            if x is data:
+                raise TypeError("new(): invalid data type 'str'")
+            raise ValueError("too many dimensions 'str'")
         else:
-            raise TypeError(f"new(): invalid data type '{type(x).__name__}'")
+            raise RuntimeError(f"Could not infer dtype of {type(x).__name__}")
     if "float" in kinds:
         return D.get_default_dtype()
     if not kinds:
@@ -543,11 +547,31 @@ def bernoulli(input, p=None, *, generator=None):
 
 
 def multinomial(input, num_samples, replacement=False, *, generator=None):
-    p = input._data.astype(np.float64)
+    d = input._data
+    if d.dtype.kind != "f":
+        raise RuntimeError(f"multinomial only supports floating-point dtypes for input, got: {input.dtype._legacy}")
+    if d.ndim not in (1, 2):
+        raise RuntimeError("prob_dist must be 1 or 2 dim")
+    if num_samples <= 0:
+        raise RuntimeError("cannot sample n_sample <= 0 samples")
+    if not replacement and num_samples > d.shape[-1]:
+        raise RuntimeError("cannot sample n_sample > prob_dist.size(-1) samples without replacement")
+    p = d.astype(np.float64)
+    if not np.isfinite(p).all() or (p < 0).any():
+        raise RuntimeError("probability tensor contains either `inf`, `nan` or element < 0")
+    if (p.sum(-1) <= 0).any():
+        raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")
     rng = _rng(generator)
 
     def one(row):
         row = row / row.sum()
+        if not replacement and np.count_nonzero(row) < num_samples:
+            # the non-zero entries first (exponential race), then the zero ones in random order, as PyTorch
+            with np.errstate(divide="ignore"):
+                keys = np.where(row > 0, rng.exponential(size=len(row)) / row, np.inf)
+            keys[row == 0] = np.inf
+            order = np.lexsort((rng.random(len(row)), keys))
+            return order[:num_samples]
         return rng.choice(len(row), size=num_samples, replace=replacement, p=row)
     if p.ndim == 1:
         return Tensor._make(one(p).astype(np.int64))

@@ -86,7 +86,7 @@ def _check_device(d):
 
 class Tensor:
     """A multi-dimensional array with autograd support, API-compatible with torch.Tensor."""
-    __slots__ = ("_data", "requires_grad", "grad_fn", "_output_nr", "_vc", "__weakref__", "__dict__")
+    __slots__ = ("_data", "_requires_grad", "grad_fn", "_output_nr", "_vc", "__weakref__", "__dict__")
     # rarely-set state lives in the instance __dict__ only once set; these are the defaults
     _grad = None
     _backward_hooks = None
@@ -96,6 +96,7 @@ class Tensor:
     _retains_grad = False
     _view_fn = None
     _creation = None          # views: "no_grad" / "inference" when made there (PyTorch's CreationMeta)
+    _lazy_rg = False          # views compute requires_grad (PyTorch: own flag, grad_fn or the base's)
 
     __array_priority__ = 1000
 
@@ -114,11 +115,22 @@ class Tensor:
             data[...] = 0
         _init(self, data, False, None, 0, None)
 
+    # NOTE: the flag lives in the slot ``_requires_grad``: code inside hookgrad reads and writes the slot
+    # (a property costs ~4x a slot read on CPython 3.11, and ops read the flag of every input); the public
+    # property checks what a user sets, as PyTorch does
+    @property
+    def requires_grad(self):
+        return self._requires_grad
+
+    @requires_grad.setter
+    def requires_grad(self, value):
+        _set_requires_grad(self, value)
+
     @staticmethod
     def _make(data, requires_grad=False, grad_fn=None, output_nr=0, vc=None):
         t = object.__new__(Tensor)
         t._data = data
-        t.requires_grad = requires_grad
+        t._requires_grad = requires_grad
         t.grad_fn = grad_fn
         t._output_nr = output_nr
         t._vc = vc if vc is not None else [0]
@@ -260,7 +272,7 @@ class Tensor:
                                "var_no_grad = var.detach().")
         if requires_grad and self._data.dtype.kind != "f":
             raise RuntimeError("only Tensors of floating point dtype can require gradients")
-        self.requires_grad = requires_grad
+        self._requires_grad = requires_grad
         return self
 
     def _grad_accumulator(self):
@@ -286,7 +298,7 @@ class Tensor:
                                "buckets, and hence detach_() cannot be called on these gradients. To fix this error, please "
                                "refer to the Optimizer.zero_grad() function in torch/optim/optimizer.py as the solution.")
         self.grad_fn = None
-        self.requires_grad = False
+        self._requires_grad = False
         self._output_nr = 0
         return self
 
@@ -462,9 +474,25 @@ _NOT_DEEPCOPIED = frozenset(("_grad", "_backward_hooks", "_post_accumulate_grad_
                              "_view_fn", "_retains_grad", "_creation", "_attr_ver", "_index"))
 
 
+def _set_requires_grad(t, value):
+    """``t.requires_grad = value`` with PyTorch's checks: a bool, on a leaf, and only float (or complex) tensors
+    can require grad. (Setting the flag on a non-leaf would cut it out of the graph.)"""
+    if type(value) is not bool:
+        raise RuntimeError("requires_grad must be a bool")
+    if t.grad_fn is not None:
+        msg = "you can only change requires_grad flags of leaf variables."
+        if not value:
+            msg += (" If you want to use a computed variable in a subgraph that doesn't require differentiation use "
+                    "var_no_grad = var.detach().")
+        raise RuntimeError(msg)
+    if value and t._data.dtype.kind not in "fc":
+        raise RuntimeError("only Tensors of floating point and complex dtype can require gradients")
+    t._requires_grad = value
+
+
 def _init(t, data, requires_grad, grad_fn, output_nr, vc):
     t._data = data
-    t.requires_grad = requires_grad
+    t._requires_grad = requires_grad
     t.grad_fn = grad_fn
     t._output_nr = output_nr
     t._vc = vc if vc is not None else [0]
@@ -472,7 +500,7 @@ def _init(t, data, requires_grad, grad_fn, output_nr, vc):
 
 def _rebuild(data, requires_grad):
     t = Tensor._make(data)
-    t.requires_grad = requires_grad
+    t._requires_grad = requires_grad
     t._backward_hooks = HookDict()
     return t
 

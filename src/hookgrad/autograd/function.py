@@ -251,7 +251,7 @@ def _wrap_outputs(ctx, args, outputs):
         if id(o) in nondiff:
             if id(o) in input_ids:
                 o = o.detach()
-            o.requires_grad = False
+            o._requires_grad = False
             result.append(o)
             continue
         if id(o) in input_ids:    # an input returned as-is: the output is a view of it
@@ -265,7 +265,7 @@ def _wrap_outputs(ctx, args, outputs):
         if o.grad_fn is not None or o.requires_grad:   # a tensor from outside forward: alias it
             o = T._make(o._data, True, ctx, i, o._vc)
         else:
-            o.requires_grad = True
+            o._requires_grad = True
             o.grad_fn = ctx
             o._output_nr = i
         result.append(o)

@@ -18,7 +18,7 @@ def _T():
 
 def _zeros_like(t, requires_grad=False):
     z = _T()._make(np.zeros(t._data.shape, t._data.dtype))
-    z.requires_grad = requires_grad
+    z._requires_grad = requires_grad
     return z
 
 

@@ -120,7 +120,7 @@ def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=T
     for t in tupled:
         if isinstance(t, T):
             c = T._make(np.array(t._data, copy=True, order="C"))
-            c.requires_grad = t.requires_grad
+            c._requires_grad = t.requires_grad
             work.append(c)
         else:
             work.append(t)

@@ -20,6 +20,7 @@ import numpy as np
 from sys import getrefcount as _getrefcount
 
 from .. import _dtype as D
+from .._errors import NUMPY_ERRORS as _NUMPY_ERRORS, from_numpy as _from_numpy
 from ..utils.hooks import add_hook, RemovableHandle, HookDict, hook_name
 from .grad_mode import _state
 
@@ -378,28 +379,36 @@ class Node:
         if params:
             node.__dict__.update(params)
         T = Tensor
-        if len(args) == 2:
-            a, b = args
-            ta = isinstance(a, T)
-            tb = isinstance(b, T)
-            out = node.forward(a._data if ta else a, b._data if tb else b)
-            rec = (ta and a.requires_grad) or (tb and b.requires_grad)
-        elif len(args) == 1:
-            a = args[0]
-            if isinstance(a, T):
-                out = node.forward(a._data)
-                rec = a.requires_grad
+        try:
+            if len(args) == 2:
+                a, b = args
+                ta = isinstance(a, T)
+                tb = isinstance(b, T)
+                out = node.forward(a._data if ta else a, b._data if tb else b)
+                # the slot, or for a view (``_lazy_rg``) the computed flag: see Tensor.requires_grad
+                rec = ((ta and (a._requires_grad or a._lazy_rg and a.requires_grad))
+                       or (tb and (b._requires_grad or b._lazy_rg and b.requires_grad)))
+            elif len(args) == 1:
+                a = args[0]
+                if isinstance(a, T):
+                    out = node.forward(a._data)
+                    rec = a._requires_grad or a._lazy_rg and a.requires_grad
+                else:
+                    out = node.forward(a)
+                    rec = False
             else:
-                out = node.forward(a)
+                out = node.forward(*[a._data if isinstance(a, T) else a for a in args])
                 rec = False
-        else:
-            out = node.forward(*[a._data if isinstance(a, T) else a for a in args])
-            rec = False
-            if _state.enabled:
-                for a in args:
-                    if isinstance(a, T) and a.requires_grad:
-                        rec = True
-                        break
+                if _state.enabled:
+                    for a in args:
+                        if isinstance(a, T) and a.requires_grad:
+                            rec = True
+                            break
+        except _NUMPY_ERRORS as e:          # NumPy's own error: PyTorch's type, naming the op
+            err = _from_numpy(op_name(cls).lower(), e)
+            if err is None:
+                raise
+            raise err from None
         if type(out) is not _ndarray:
             out = tuple(o if type(o) is _ndarray else _asarray(o) for o in out) if type(out) is tuple else _asarray(out)
         if rec and _state.enabled:
@@ -411,7 +420,7 @@ class Node:
             return tuple(T._make(o) for o in out)
         t = _new(T)
         t._data = out
-        t.requires_grad = False
+        t._requires_grad = False
         t.grad_fn = None
         t._output_nr = 0
         t._vc = [0]
@@ -424,7 +433,7 @@ class Node:
         edges = []
         meta = []
         for a in args:
-            if isinstance(a, T) and a.requires_grad:
+            if isinstance(a, T) and (a._requires_grad or a._lazy_rg and a.requires_grad):
                 gf = a.grad_fn
                 if gf is None:
                     ref = a._grad_acc
@@ -464,7 +473,7 @@ class Node:
         else:
             res = first = _new(T)
             res._data = out
-            res.requires_grad = True
+            res._requires_grad = True
             res.grad_fn = self
             res._output_nr = 0
             res._vc = [0]
@@ -697,6 +706,11 @@ class Node:
     # ---- public Node API ----
     def name(self):
         return type(self).__name__
+
+    def _sequence_nr(self):
+        """The creation order the engine runs nodes by (latest first); AccumulateGrad: UINT64_MAX."""
+        s = self._seq
+        return 18446744073709551615 if s == _MAX_SEQ else s
 
     @property
     def metadata(self):
@@ -1055,7 +1069,7 @@ def record1(node, a, out):
     node._seq = next(_seq)
     res = _new(Tensor)
     res._data = out
-    res.requires_grad = True
+    res._requires_grad = True
     res.grad_fn = node
     res._output_nr = 0
     res._vc = vc = [0]
@@ -1091,7 +1105,7 @@ def record2(cls, a, b, out):
     node._seq = next(_seq)
     res = _new(Tensor)
     res._data = out
-    res.requires_grad = True
+    res._requires_grad = True
     res.grad_fn = node
     res._output_nr = 0
     res._vc = [0]

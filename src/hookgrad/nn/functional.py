@@ -176,8 +176,7 @@ def tanhshrink(input):
 
 
 def threshold(input, threshold, value, inplace=False):
-    out = where(input > threshold, input, value)
-    return input.copy_(out) if inplace else out
+    return E.threshold(input, threshold, value, inplace=inplace)
 
 
 def prelu(input, weight):

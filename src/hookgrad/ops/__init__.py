@@ -144,11 +144,11 @@ def _fast_binary(cls, general, ufunc):
                 raise broadcast_error(self._data.shape, other._data.shape) from None
             if type(out) is not ndarray:
                 out = np.asarray(out)
-            if (self.requires_grad or other.requires_grad) and _state.enabled:
+            if (self._requires_grad or other._requires_grad or self._lazy_rg and self.requires_grad) and _state.enabled:
                 return record2(cls, self, other, out)
             t = new(Tensor)
             t._data = out
-            t.requires_grad = False
+            t._requires_grad = False
             t.grad_fn = None
             t._output_nr = 0
             t._vc = [0]
@@ -176,7 +176,7 @@ def _fast_unary(cls, general):
             out = node.forward(self._data)
             if type(out) is not ndarray:
                 out = np.asarray(out)
-            if self.requires_grad and _state.enabled:
+            if (self._requires_grad or self._lazy_rg and self.requires_grad) and _state.enabled:
                 return record1(node, self, out)
             return make(out)
         return general(self)

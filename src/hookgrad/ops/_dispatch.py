@@ -2,6 +2,7 @@
 import numpy as np
 
 from .. import _dtype as D
+from .._errors import broadcast_error  # noqa: F401  (re-exported: ops raise it from here)
 from .._tensor import Tensor, _wrap_dim
 from ..autograd.grad_mode import _state
 
@@ -63,18 +64,6 @@ def binary(cls, a, b, float_only=False, **params):
     if isinstance(a, (list, tuple)) or isinstance(b, (list, tuple)) or isinstance(a, np.ndarray):
         return binary(cls, as_tensor_arg(a), as_tensor_arg(b), float_only, **params)
     raise TypeError(f"unsupported operand types {type(a).__name__} and {type(b).__name__}")
-
-
-def broadcast_error(sa, sb):
-    """PyTorch's error for shapes that do not broadcast (naming the first mismatch from the right)."""
-    n = max(len(sa), len(sb))
-    a = (1,) * (n - len(sa)) + tuple(sa)
-    b = (1,) * (n - len(sb)) + tuple(sb)
-    for i in range(n - 1, -1, -1):
-        if a[i] != b[i] and a[i] != 1 and b[i] != 1:
-            return RuntimeError(f"The size of tensor a ({a[i]}) must match the size of tensor b ({b[i]}) at "
-                                f"non-singleton dimension {i} (hookgrad: shapes {list(sa)} and {list(sb)})")
-    return RuntimeError(f"shapes {list(sa)} and {list(sb)} do not broadcast")
 
 
 def _scalar_result(t, s, float_only):

@@ -3,7 +3,7 @@ import numpy as np
 
 from .._tensor import Tensor
 from ..autograd import graph as _graph
-from ..autograd.graph import Node
+from ..autograd.graph import Node, SavedTensor
 from ..autograd.grad_mode import _state
 
 _LEAF = "a leaf Variable that requires grad is being used in an in-place operation."
@@ -61,14 +61,30 @@ def inplace_apply(self, cls, args, params):
         old = Tensor._make(self._data.copy() if saves_self else self._data, node is not None, node, 0)
         out = _apply(cls, old, args, params)
         _write(self, out._data)
+        _share_saved_result(out, self)
         _rebase_view(self, base, out)
         return self
     old = Tensor._make(self._data.copy() if saves_self else self._data, self.requires_grad, self.grad_fn,
                        self._output_nr)
     out = _apply(cls, old, args, params)
     _write(self, out._data)
+    _share_saved_result(out, self)
     _rebase(self, out.grad_fn, 0)
     return self
+
+
+def _share_saved_result(out, self):
+    """The op's result saved for backward (relu_, exp_, sigmoid_... save their output) IS ``self`` after the
+    write, as in PyTorch: it shares self's version counter, at the version the write left, so a later
+    in-place change of self (or of a view of it) makes backward raise instead of using a stale value."""
+    gf = out.grad_fn
+    if gf is None:
+        return
+    ovc = out._vc
+    for s in gf._saved:
+        if type(s) is SavedTensor and s._vc is ovc:
+            s._vc = vc = self._vc
+            s._version = vc[0]
 
 
 def _apply(cls, x, args, params):
@@ -115,7 +131,7 @@ def _rebase(self, grad_fn, output_nr):
         old._unregister_retain_grad(self._output_nr)
     self.grad_fn = grad_fn
     self._output_nr = output_nr
-    self.requires_grad = True
+    self._requires_grad = True
     if self._backward_hooks is not None:
         # hooks registered before the in-place op stay on the old node (spec 2.9)
         self._backward_hooks = None
@@ -176,9 +192,9 @@ def _as_strided_node(view, base):
 
 
 _GF = Tensor.__dict__["grad_fn"]
-_RG = Tensor.__dict__["requires_grad"]
+_RG = Tensor.__dict__["_requires_grad"]           # the slot (Tensor.requires_grad is the checking property)
 _gf_get, _gf_set = _GF.__get__, _GF.__set__
-_rg_get, _rg_set = _RG.__get__, _RG.__set__
+_rg_get, _rg_set = _RG.__get__, Tensor.__dict__["requires_grad"].fset
 
 
 def _refresh(view, gf):
@@ -226,6 +242,7 @@ class _View(Tensor):
     grad_fn/requires_grad are computed; plain tensors keep slot attributes on the hot path)."""
     __slots__ = ()
     _attr_ver = None
+    _lazy_rg = True
     _plain_repr = True        # prints as tensor(...), like Tensor
     grad_fn = property(_view_grad_fn, _gf_set)
     requires_grad = property(_view_requires_grad, _rg_set)

@@ -85,10 +85,12 @@ class Mul(Node, name="MulBackward0"):
         return np.multiply(x, y) if dt is None else np.multiply(x, y, dtype=dt)
 
     def backward(self, g):
+        # NOTE: PyTorch's generated backward computes the inputs' formulas in alphabetical order of
+        # their names (other before self); that order is the creation order of a create_graph graph
         x, y = self.saved_tensors
         nf = self.next_functions
-        return (g * y if nf[0][0] is not None else None,
-                g * x if nf[1][0] is not None else None)
+        gy = g * x if nf[1][0] is not None else None
+        return (g * y if nf[0][0] is not None else None), gy
 
     def backward_np(self, g):
         x, y = self._saved_pair()
@@ -110,8 +112,8 @@ class Div(Node, name="DivBackward0"):
     def backward(self, g):
         x, y = self.saved_tensors
         nf = self.next_functions
+        gy = -g * ((x / y) / y) if nf[1][0] is not None else None     # other first (alphabetical)
         gx = g / y if nf[0][0] is not None else None
-        gy = -g * x / (y * y) if nf[1][0] is not None else None
         return gx, gy
 
     def backward_np(self, g):
@@ -136,11 +138,11 @@ class Pow(Node, name="PowBackward1"):
         x, y, out = self.saved_tensors
         nf = self.next_functions
         gx = gy = None
-        if nf[0][0] is not None:
-            gx = g * y * _where(y == 0, 0.0, x ** (y - 1)) if isinstance(y, Tensor) else \
-                (g * 0.0 if y == 0 else g * (y * x ** (y - 1)))
-        if nf[1][0] is not None:
+        if nf[1][0] is not None:        # exponent before self (alphabetical, as PyTorch)
             gy = g * _where((x == 0) & (y >= 0), 0.0, out * x.log())
+        if nf[0][0] is not None:
+            gx = _where(y == 0, 0.0, g * (y * x ** (y - 1))) if isinstance(y, Tensor) else \
+                (g * 0.0 if y == 0 else g * (y * x ** (y - 1)))
         return gx, gy
 
 
@@ -216,8 +218,8 @@ class Minimum(Node, name="MinimumBackward0"):
         tie = np.equal(a, b) * 0.5          # ties split the gradient evenly (as PyTorch)
         nf = self.next_functions
         # PyTorch's formula masks with comparisons: the gradient does not depend on x or y
-        return (scale(g, lt(a, b) + tie) if nf[0][0] is not None else None,
-                scale(g, gt(a, b) + tie) if nf[1][0] is not None else None)
+        gy = scale(g, gt(a, b) + tie) if nf[1][0] is not None else None     # other first
+        return (scale(g, lt(a, b) + tie) if nf[0][0] is not None else None), gy
 
 
 class Maximum(Minimum, name="MaximumBackward0"):
@@ -234,8 +236,8 @@ class Atan2(Node, name="Atan2Backward0"):
 
     def backward(self, g):
         x, y = self.saved_tensors
-        r = g / (x * x + y * y)
-        return r * y, -r * x
+        recip = (x * x + y * y).reciprocal()        # PyTorch's atan2_backward
+        return g * y * recip, g * -x * recip
 
 
 # ----------------------------------------------------------------------------------- unary
@@ -478,6 +480,23 @@ class Abs(Unary, name="AbsBackward0"):
         return scale(g, np.sign(x._data), x)
 
 
+class Threshold(Unary, name="ThresholdBackward0"):
+    """x if x > threshold else value; PyTorch's threshold_backward(grad, self, threshold) links self."""
+    threshold = 0
+    value = 0
+
+    def forward(self, x):
+        return np.where(x > self.threshold, x, self.value).astype(x.dtype, copy=False)
+
+    def backward(self, g):
+        (x,) = self.saved_tensors
+        return scale(g, x._data > self.threshold, x)
+
+
+class ThresholdInplace(Threshold, name="ThresholdBackward1"):
+    pass
+
+
 class Relu(Node, name="ReluBackward0"):
     save = (-1,)
     saved_names = ("result",)
@@ -629,10 +648,10 @@ class ClampT(Node, name="ClampBackward0"):
         if hi is not None:
             m = m & np.less_equal(x, hi)
         glo = ghi = None
+        if hi is not None and nf[2][0] is not None:             # max, min, self (alphabetical)
+            ghi = scale(g, np.greater(x, hi) | (False if lo is None else np.less(hi, lo)))
         if lo is not None and nf[1][0] is not None:
             glo = scale(g, np.less(x, lo) & (True if hi is None else np.less(lo, hi)))
-        if hi is not None and nf[2][0] is not None:
-            ghi = scale(g, np.greater(x, hi) | (False if lo is None else np.less(hi, lo)))
         return (scale(g, m) if nf[0][0] is not None else None), glo, ghi
 
 
@@ -705,7 +724,9 @@ class Fmax(Node, name="FmaxBackward0"):
         x, y = self.saved_tensors
         a, b = x._data, y._data
         m = (np.greater_equal(a, b) if self.op is np.fmax else np.less_equal(a, b)) | np.isnan(b)
-        return scale(g, m), scale(g, ~m)
+        nf = self.next_functions
+        gy = scale(g, ~m) if nf[1][0] is not None else None      # other first
+        return (scale(g, m) if nf[0][0] is not None else None), gy
 
 
 class Fmin(Fmax, name="FminBackward0"):
@@ -728,7 +749,11 @@ class DivRound(ZeroGrad, name="DivBackward2"):
         return q if self.mode == "floor" else q + ((q < 0) & (q * y != x))    # round toward zero
 
     def backward(self, g):
-        return g * 0, None
+        # PyTorch: zeros_like(grad) for both inputs (no graph)
+        nf = self.next_functions
+        z = Tensor._make(np.zeros_like(g._data))
+        return (z if nf[0][0] is not None else None,
+                Tensor._make(np.zeros_like(g._data)) if nf[1][0] is not None else None)
 
 
 def _check_int_div(y):
@@ -807,7 +832,9 @@ class Lerp(Node, name="LerpBackward0"):
         return np.add(x, self.w * np.subtract(e, x), dtype=self.dt or x.dtype)
 
     def backward(self, g):
-        return g * (1 - self.w), g * self.w
+        nf = self.next_functions
+        ge = g * self.w if nf[1][0] is not None else None      # end first (alphabetical)
+        return (g * (1 - self.w) if nf[0][0] is not None else None), ge
 
 
 class LerpT(Node, name="LerpBackward1"):
@@ -822,8 +849,9 @@ class LerpT(Node, name="LerpBackward1"):
     def backward(self, g):
         x, e, w = self.saved_tensors
         nf = self.next_functions
-        return (g * (1 - w) if nf[0][0] is not None else None, g * w if nf[1][0] is not None else None,
-                g * (e - x) if nf[2][0] is not None else None)
+        ge = g * w if nf[1][0] is not None else None            # end, self, weight (alphabetical)
+        gx = g * (1 - w) if nf[0][0] is not None else None
+        return gx, ge, (g * (e - x) if nf[2][0] is not None else None)
 
 
 # -------------------------------------------------------------------------- public functions
@@ -886,6 +914,13 @@ def round(input, *, decimals=0):
     if decimals:
         return RoundDecimals.apply(input, decimals=decimals)
     return Round.apply(input)
+
+
+def threshold(input, threshold, value, inplace=False):
+    """x if x > threshold else value."""
+    if inplace:
+        return apply_inplace(input, ThresholdInplace, threshold=threshold, value=value)
+    return Threshold.apply(input, threshold=threshold, value=value)
 
 
 def relu(input, inplace=False):

@@ -277,8 +277,8 @@ class Where(Node, name="WhereBackward0"):
     def backward(self, g):
         nf = self.next_functions
         c = self.cond
-        return (None, scale(g, c) if nf[1][0] is not None else None,
-                scale(g, ~c) if nf[2][0] is not None else None)
+        go = scale(g, ~c) if nf[2][0] is not None else None     # other before self (alphabetical)
+        return None, (scale(g, c) if nf[1][0] is not None else None), go
 
 
 def where(condition, input=None, other=None):

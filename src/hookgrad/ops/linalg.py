@@ -60,8 +60,8 @@ class Mm(Node, name="MmBackward0"):
     def backward(self, g):
         a, b = self.saved_tensors
         nf = self.next_functions
-        return (g.mm(b.t()) if nf[0][0] is not None else None,
-                a.t().mm(g) if nf[1][0] is not None else None)
+        gb = a.t().mm(g) if nf[1][0] is not None else None     # mat2 before self (alphabetical, as PyTorch)
+        return (g.mm(b.t()) if nf[0][0] is not None else None), gb
 
     def backward_np(self, g):
         a, b = self.saved_arrays()
@@ -76,6 +76,8 @@ class Matmul(Node, name="MatmulBackward0"):
     save = (0, 1)
     saved_names = ("self", "other")
     save_if = ((1,), (0,))
+
+    _rhs_first = False
 
     def forward(self, a, b):
         return np.matmul(a, b)
@@ -97,18 +99,20 @@ class Matmul(Node, name="MatmulBackward0"):
             gg = gg.unsqueeze(-2)
         if b1:
             gg = gg.unsqueeze(-1)
-        if nf[0][0] is not None:
-            ga = gg.matmul(bb.transpose(-1, -2))
-            if a1:
-                ga = ga.squeeze(-2)
-            sa = self._in_meta[0][0]
-            ga = ga.sum_to_size(sa) if ga.shape != sa else ga
-        if nf[1][0] is not None:
-            gb = aa.transpose(-1, -2).matmul(gg)
-            if b1:
-                gb = gb.squeeze(-1)
-            sb = self._in_meta[1][0]
-            gb = gb.sum_to_size(sb) if gb.shape != sb else gb
+        # PyTorch computes the formulas in alphabetical order of the inputs' names: bmm's mat2 before self
+        for k in ((1, 0) if self._rhs_first else (0, 1)):
+            if k == 0 and nf[0][0] is not None:
+                ga = gg.matmul(bb.transpose(-1, -2))
+                if a1:
+                    ga = ga.squeeze(-2)
+                sa = self._in_meta[0][0]
+                ga = ga.sum_to_size(sa) if ga.shape != sa else ga
+            if k == 1 and nf[1][0] is not None:
+                gb = aa.transpose(-1, -2).matmul(gg)
+                if b1:
+                    gb = gb.squeeze(-1)
+                sb = self._in_meta[1][0]
+                gb = gb.sum_to_size(sb) if gb.shape != sb else gb
         return ga, gb
 
     def backward_np(self, g):
@@ -149,6 +153,7 @@ class Mv(Matmul, name="MvBackward0"):
 
 class Bmm(Matmul, name="BmmBackward0"):
     saved_names = ("self", "mat2")
+    _rhs_first = True
 
 
 def _shape_err(a, b):
@@ -336,9 +341,8 @@ class Addmm(Node, name="AddmmBackward0"):
     def backward(self, g):
         a, b = self.saved_tensors
         nf = self.next_functions
-        gbias = g if self.beta == 1 else g * self.beta
-        ga = gb = None
-        if nf[1][0] is not None:
+        ga = gb = gbias = None
+        if nf[1][0] is not None:        # mat1, mat2, self (alphabetical, as PyTorch)
             ga = g.mm(b.t())
             if self.alpha != 1:
                 ga = ga * self.alpha
@@ -346,7 +350,9 @@ class Addmm(Node, name="AddmmBackward0"):
             gb = a.t().mm(g)
             if self.alpha != 1:
                 gb = gb * self.alpha
-        return (gbias if nf[0][0] is not None else None), ga, gb
+        if nf[0][0] is not None:
+            gbias = g if self.beta == 1 else g * self.beta
+        return gbias, ga, gb
 
     def backward_np(self, g):
         a, b = self._saved_pair()
@@ -391,6 +397,9 @@ def addmm(input, mat1, mat2, *, beta=1, alpha=1):
 
 
 def outer(input, vec2):
+    for name, t in (("self", input), ("vec2", vec2)):
+        if t.dim() != 1:
+            raise RuntimeError(f"outer: Expected 1-D argument {name}, but got {t.dim()}-D")
     return input.unsqueeze(1) * vec2.unsqueeze(0)
 
 

@@ -23,6 +23,15 @@ def _need(node, i):
     return node.next_functions[i][0] is not None
 
 
+def _zero_grad(node, i):
+    """PyTorch's ``zeros_like(self)`` for an input a backward kernel takes only for its shape (the ``self``
+    of max_pool2d_with_indices_backward, nll_loss_backward...): a zero tensor, no graph; None if unneeded."""
+    if node.next_functions[i][0] is None:
+        return None
+    shape, dt = node._in_meta[i]
+    return Tensor._make(np.zeros(shape, dt))
+
+
 # ------------------------------------------------------------------------------ softmax
 class Softmax(Node, name="SoftmaxBackward0"):
     save = (-1,)
@@ -447,7 +456,7 @@ class MaxPoolScatter(_PoolGeo, name="MaxPool2DWithIndicesBackwardBackward0"):
         return self._scatter(lambda k, o: np.multiply(g, arg == k, out=o), g.shape, g.dtype)
 
     def backward(self, gg):
-        return MaxPoolGather.apply(gg, arg=self.arg, **self._geo()), None
+        return MaxPoolGather.apply(gg, arg=self.arg, **self._geo()), _zero_grad(self, 1)
 
 
 class MaxPoolGather(_PoolGeo, name="MaxPoolGatherBackward0"):
@@ -485,7 +494,7 @@ class AvgPoolScatter(_PoolGeo, name="AvgPool2DBackwardBackward0"):
         return self._scatter(lambda k, o: gd if o is None else np.copyto(o, gd), g.shape, g.dtype)
 
     def backward(self, gg):
-        return AvgPool.apply(gg, div=self.div, **self._geo()), None
+        return AvgPool.apply(gg, div=self.div, **self._geo()), _zero_grad(self, 1)
 
 
 class AdaptiveMaxPool(Node, name="AdaptiveMaxPool2DBackward0"):
@@ -531,7 +540,7 @@ class FlatScatter(Node, name="AdaptiveMaxPool2DBackwardBackward0"):
         return out.astype(g.dtype).reshape(self.in_shape)
 
     def backward(self, gg):
-        return FlatGather.apply(gg, idx=self.idx, in_shape=self.in_shape), None
+        return FlatGather.apply(gg, idx=self.idx, in_shape=self.in_shape), _zero_grad(self, 1)
 
 
 class FlatGather(FlatScatter, name="FlatGatherBackward0"):
@@ -735,7 +744,7 @@ class ScaleGrad(Node, name="NllLossBackwardBackward0"):
         return np.multiply(g, self.f, dtype=self.f.dtype)
 
     def backward(self, gg):
-        return ScaleGrad.apply(gg, f=self.f), None
+        return ScaleGrad.apply(gg, f=self.f), _zero_grad(self, 1)
 
 
 # --------------------------------------------------------------------- Tensor methods

@@ -416,7 +416,8 @@ class MedianAll(Node, name="MedianBackward0"):
         x, out = self.saved_tensors
         xd, od = x._data, out._data
         mask = (xd == od) | (np.isnan(xd) & np.isnan(od))
-        return scale(g, mask / builtins.max(int(mask.sum()), 1), x)
+        # PyTorch's evenly_distribute_backward: zeros masked_fill'ed with grad / count (no link to x)
+        return scale(g, mask / builtins.max(int(mask.sum()), 1))
 
 
 class NanmedianAll(MedianAll, name="NanmedianBackward0"):

@@ -95,17 +95,6 @@ def reshape(self, *shape):
     return make_view(cls.apply(self, shape=shape), self, lambda t: t.reshape(shape))
 
 
-class Alias(Node, name="AliasBackward0"):
-    def forward(self, x):
-        return x.view()
-
-    def backward(self, g):
-        return g
-
-    def backward_np(self, g):
-        return g
-
-
 def flatten(self, start_dim=0, end_dim=-1):
     nd = self._data.ndim
     if nd == 0:
@@ -213,7 +202,15 @@ def sum_to_size(self, *size):
         np.broadcast_shapes(size, self._data.shape)
     except ValueError:
         raise RuntimeError(f"size {{{list(size)}}} is not expandable to size {{{list(self.shape)}}}.") from None
-    return SumToSize.apply(self, shape=size)
+    if not (self.requires_grad and _state.enabled):
+        return SumToSize.apply(self, shape=size)
+    # PyTorch's at::sum_to: a keepdim sum over the leading and broadcast dims (SumBackward1), then a
+    # view dropping the leading dims (ViewBackward0): the nodes a create_graph gradient is made of
+    shape = self._data.shape
+    lead = len(shape) - len(size)
+    axes = tuple(range(lead)) + tuple(i + lead for i, s in enumerate(size) if s == 1 and shape[i + lead] != 1)
+    r = self.sum(axes, keepdim=True) if axes else self
+    return r.view(size) if lead else r
 
 
 class Permute(Node, name="PermuteBackward0"):
@@ -307,14 +304,25 @@ class Squeeze(Node, name="SqueezeBackward0"):
         return x.reshape(self.shape)
 
     def backward(self, g):
-        return g.reshape(self.in_shape)
+        # PyTorch's unsqueeze_to: one unsqueeze per removed size-1 dim, in ascending order
+        ins, out = self.in_shape, self.shape
+        j = 0
+        for i, n in enumerate(ins):
+            if j < len(out) and out[j] == n:       # greedy: the squeezed dims are the unmatched 1s
+                j += 1
+            else:
+                g = g.unsqueeze(i)
+        return g
 
     def backward_np(self, g):
         return g.reshape(self.in_shape)
 
 
 class Unsqueeze(Squeeze, name="UnsqueezeBackward0"):
-    pass
+    def backward(self, g):
+        out, ins = self.shape, self.in_shape
+        d = next(i for i in range(len(out)) if out[i] == 1 and out[:i] + out[i + 1:] == ins)
+        return g.squeeze(d)         # PyTorch: grad.squeeze(dim)
 
 
 def squeeze(self, dim=None):

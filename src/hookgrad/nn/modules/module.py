@@ -313,7 +313,7 @@ class BackwardHook:
                     node._out_meta = [(d.shape, _NP_TO_DT[d.dtype])]
                     out = _new(Tensor)                 # Tensor._make(d, True, node, 0, t._vc), inlined
                     out._data = d
-                    out.requires_grad = True
+                    out._requires_grad = True
                     out.grad_fn = node
                     out._output_nr = 0
                     out._vc = t._vc

@@ -1,0 +1,94 @@
+"""PyTorch's exceptions for errors that NumPy raises inside an op.
+
+Arguments are checked where PyTorch checks them (in the public functions); this is the net under
+that: an exception NumPy raises while an op's forward runs (shapes that do not broadcast, an axis out
+of range, a dtype no ufunc loop takes, an integer division by zero) reaches the user as PyTorch's
+exception type with a message that names the op, never as NumPy's own. The converted exception is
+also an instance of the original built-in base (ValueError, IndexError, ...), so that code inside
+hookgrad that catches NumPy's error to build a more precise message keeps working.
+"""
+import linecache
+import re
+
+import numpy as np
+
+_PKG_DIR = __file__.rsplit("_errors.py", 1)[0]
+_NP_DIR = np.__file__.rsplit("__init__.py", 1)[0]
+NUMPY_ERRORS = (ValueError, IndexError, TypeError, ZeroDivisionError, ArithmeticError)
+_DUAL = {}
+
+
+def _dual(torch_type, original):
+    """An exception class named as PyTorch's type that is also ``original``'s built-in base."""
+    base = next(k for k in type(original).__mro__ if k.__module__ == "builtins")
+    if issubclass(torch_type, base):
+        return torch_type
+    key = (torch_type, base)
+    cls = _DUAL.get(key)
+    if cls is None:
+        cls = _DUAL[key] = type(torch_type.__name__, (torch_type, base), {"__module__": "builtins"})
+    return cls
+
+
+def broadcast_error(sa, sb):
+    """PyTorch's error for shapes that do not broadcast (naming the first mismatch from the right)."""
+    n = max(len(sa), len(sb))
+    a = (1,) * (n - len(sa)) + tuple(sa)
+    b = (1,) * (n - len(sb)) + tuple(sb)
+    for i in range(n - 1, -1, -1):
+        if a[i] != b[i] and a[i] != 1 and b[i] != 1:
+            return RuntimeError(f"The size of tensor a ({a[i]}) must match the size of tensor b ({b[i]}) at "
+                                f"non-singleton dimension {i} (hookgrad: shapes {list(sa)} and {list(sb)})")
+    return RuntimeError(f"shapes {list(sa)} and {list(sb)} do not broadcast")
+
+
+def _raised_by_hookgrad(e):
+    """True when ``e`` comes from a ``raise`` statement in hookgrad's own code (a deliberate error)."""
+    tb = e.__traceback__
+    if tb is None:
+        return False
+    while tb.tb_next is not None:
+        tb = tb.tb_next
+    code = tb.tb_frame.f_code
+    if not code.co_filename.startswith(_PKG_DIR):
+        return False
+    return linecache.getline(code.co_filename, tb.tb_lineno).lstrip().startswith("raise")
+
+
+def _shapes(text):
+    return [tuple(int(d) for d in s.split(",") if d.strip()) for s in re.findall(r"\(([\d, ]*)\)", text)]
+
+
+def from_numpy(op, e):
+    """PyTorch's exception for ``e``, raised by NumPy while running ``op`` (a name such as ``"lerp"``),
+    or None when ``e`` is one of hookgrad's deliberate errors (re-raise it unchanged)."""
+    if _raised_by_hookgrad(e):
+        return None
+    msg = str(e)
+    where = f" (hookgrad: in {op}, NumPy said: {msg})"
+    if isinstance(e, np.exceptions.AxisError):
+        m = re.search(r"axis (-?\d+) is out of bounds for array of dimension (\d+)", msg)
+        if m:
+            d, n = int(m.group(1)), max(int(m.group(2)), 1)
+            return _dual(IndexError, e)(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], "
+                                        f"but got {d})")
+        return _dual(IndexError, e)(f"Dimension out of range{where}")
+    if isinstance(e, ValueError) and "could not be broadcast" in msg:
+        shapes = _shapes(msg.split("shapes", 1)[-1]) if "shapes" in msg else []
+        for i in range(len(shapes)):
+            for j in range(i + 1, len(shapes)):
+                try:
+                    np.broadcast_shapes(shapes[i], shapes[j])
+                except ValueError:
+                    err = str(broadcast_error(shapes[i], shapes[j]))
+                    return _dual(RuntimeError, e)(err[:-1] + f", in {op})" if err.endswith(")") else err)
+        return _dual(RuntimeError, e)(f"{op}(): shapes do not broadcast{where}")
+    if isinstance(e, IndexError):
+        return _dual(IndexError, e)(msg.replace("axis", "dimension"))
+    if type(e).__module__.startswith("numpy") and isinstance(e, TypeError):     # no ufunc loop for the dtype
+        return _dual(NotImplementedError, e)(f'"{op}" not implemented for these dtypes{where}')
+    if isinstance(e, TypeError):
+        return None                  # Python's own argument errors: PyTorch raises TypeError too
+    if isinstance(e, ZeroDivisionError):
+        return _dual(RuntimeError, e)(f"ZeroDivisionError{where}")
+    return _dual(RuntimeError, e)(f"{op}(): invalid arguments{where}")
