@@ -40,7 +40,8 @@ from .ops.shape import (reshape, flatten, unflatten, permute, transpose, swapaxe
                         diagonal, diag, diag_embed, trace)
 from .ops.join import (cat, concat, concatenate, stack, hstack, vstack, dstack, row_stack, column_stack, split, chunk,
                        tensor_split, hsplit, vsplit, dsplit, unbind, atleast_1d, atleast_2d)
-from .ops.index import (gather, scatter, scatter_add, index_select, select, index_add, masked_fill, masked_select, take)
+from .ops.index import (gather, scatter, scatter_add, index_select, select, index_add, masked_fill, masked_select, take,
+                        index_copy, masked_scatter)
 from .ops.elementwise import selu, celu, relu6, hardtanh
 from .ops import linalg_ns as linalg, return_types
 from .ops.index import (where, eq, ne, lt, le, gt, ge, not_equal, less, less_equal, greater, greater_equal,

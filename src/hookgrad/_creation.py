@@ -597,52 +597,74 @@ def _fill_check(self):
     check_inplace(self)
 
 
-def _fill(self, values):
-    """Write values into self, bumping the version. Under grad mode a leaf requiring grad refuses."""
-    _fill_check(self)
-    if not self._data.flags.writeable:
-        raise RuntimeError("unsupported operation: more than one element of the written-to tensor refers to a single "
-                           "memory location. Please clone() the tensor before performing the operation.")
-    self._data[...] = values
-    self._vc[0] += 1
-    if self.grad_fn is not None and _state.enabled:
-        # the value no longer depends on the graph (PyTorch records FillBackward / ZeroBackward)
-        from .ops._inplace import _rebase
-        from .ops.elementwise import ZeroGrad
-        node = _Fill.__new__(_Fill)
-        out = node._record((Tensor._make(self._data, True, self.grad_fn, self._output_nr),), self._data)
-        _rebase(self, out.grad_fn, 0)
-    return self
+def _fill(self, values, cls=None, value=None):
+    """Write values into self as an in-place op whose gradient is zero (PyTorch's FillBackward2,
+    ZeroBackward0, NormalBackward0, ...): rebase, views (CopySlices) and versions as any in-place op."""
+    from .ops._inplace import inplace_apply
+    args = () if value is None else (value,)
+    return inplace_apply(self, cls or _FillRandom, args, {"_v": values})
 
 
 from .autograd.graph import Node as _Node  # noqa: E402
 
 
-class _Fill(_Node, name="FillBackward0"):
+class _Fill(_Node, name="FillBackward2"):
+    """x.fill_(value) & co.: the new values do not depend on x (its gradient is zeros, as PyTorch's
+    zeros_like(grad)); fill_ with a 0-dim tensor (FillBackward3) gives that tensor the gradient's sum."""
+    _overlap_ok = True          # PyTorch writes a constant even where elements share memory (expand)
+
+    def forward(self, x, *value):
+        v = value[0] if value else self._v
+        return np.broadcast_to(np.asarray(v).astype(x.dtype, copy=False), x.shape)
+
     def backward(self, g):
-        return g * 0
+        z = Tensor._make(np.zeros_like(g._data))
+        return (z, g.sum()) if len(self.next_functions) > 1 else z
+
+
+class _Zero(_Fill, name="ZeroBackward0"):
+    pass
+
+
+class _FillT(_Fill, name="FillBackward3"):
+    _overlap_ok = False
+
+
+class _FillRandom(_Fill, name="FillBackward0"):
+    _overlap_ok = False
+
+
+_RANDOM_NODES = {n: type(n, (_FillRandom,), {}, name=n) for n in (
+    "NormalBackward0", "UniformBackward0", "RandomBackward0", "RandomBackward1", "RandomBackward2",
+    "BernoulliBackward1", "BernoulliBackward2", "ExponentialBackward0")}
 
 
 def fill_(self, value):
-    v = value.item() if isinstance(value, Tensor) else value
-    return _fill(self, v)
+    if isinstance(value, Tensor):
+        if value._data.ndim:
+            raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor with {value._data.ndim} "
+                               "dimensions.")
+        return _fill(self, None, _FillT, value)
+    return _fill(self, value, _Fill)
 
 
 def zero_(self):
-    return _fill(self, 0)
+    return _fill(self, 0, _Zero)
 
 
 def normal_(self, mean=0.0, std=1.0, *, generator=None):
     d = self._data
-    return _fill(self, _gen(generator)._normal(d.size, d.dtype, mean, std).reshape(d.shape))
+    return _fill(self, _gen(generator)._normal(d.size, d.dtype, mean, std).reshape(d.shape), _RANDOM_NODES["NormalBackward0"])
 
 
 def uniform_(self, a=0.0, b=1.0, *, generator=None):
     d = self._data
-    return _fill(self, (_gen(generator)._uniform01(d.size, d.dtype) * (b - a) + a).reshape(d.shape))
+    return _fill(self, (_gen(generator)._uniform01(d.size, d.dtype) * (b - a) + a).reshape(d.shape),
+                 _RANDOM_NODES["UniformBackward0"])
 
 
 def random_(self, from_=0, to=None, *, generator=None):
+    kind = 0 if to is not None else 1 if from_ else 2
     if to is None:
         if from_:
             from_, to = 0, from_
@@ -651,17 +673,18 @@ def random_(self, from_=0, to=None, *, generator=None):
             to = 2 ** 24 + 1 if k == np.float32 else 2 ** 53 + 1 if k == np.float64 else \
                 int(np.iinfo(k).max) + 1 if k.kind in "iu" else 2
     d = self._data
-    return _fill(self, _gen(generator)._randint(from_, to, d.size).reshape(d.shape))
+    return _fill(self, _gen(generator)._randint(from_, to, d.size).reshape(d.shape), _RANDOM_NODES[f"RandomBackward{kind}"])
 
 
 def bernoulli_(self, p=0.5, *, generator=None):
     d = self._data
     prob = p._data if isinstance(p, Tensor) else p
-    return _fill(self, _gen(generator)._uniform01(d.size, np.float64).reshape(d.shape) < prob)
+    return _fill(self, _gen(generator)._uniform01(d.size, np.float64).reshape(d.shape) < prob,
+                 _RANDOM_NODES["BernoulliBackward1" if isinstance(p, Tensor) else "BernoulliBackward2"])
 
 
 def exponential_(self, lambd=1.0, *, generator=None):
-    return _fill(self, _rng(generator).exponential(1.0 / lambd, self._data.shape))
+    return _fill(self, _rng(generator).exponential(1.0 / lambd, self._data.shape), _RANDOM_NODES["ExponentialBackward0"])
 
 
 def copy_(self, src, non_blocking=False):
@@ -679,6 +702,9 @@ def copy_(self, src, non_blocking=False):
 
 
 class _Copy(_Node, name="CopyBackwards"):
+    def name(self):
+        return "torch::autograd::CopyBackwards"
+
     def forward(self, x, src):
         self.src_dtype = src.dtype
         return np.broadcast_to(src, x.shape).astype(x.dtype)

@@ -92,3 +92,59 @@ def from_numpy(op, e):
     if isinstance(e, ZeroDivisionError):
         return _dual(RuntimeError, e)(f"ZeroDivisionError{where}")
     return _dual(RuntimeError, e)(f"{op}(): invalid arguments{where}")
+
+
+# ------------------------------------------------------------------ argument checks shared by ops
+def type_name(x):
+    """The type name PyTorch's argument parser prints (``float``, ``NoneType``, ``numpy.float64``, ``Tensor``)."""
+    t = type(x)
+    if any(k.__name__ == "Tensor" and k.__module__.startswith("hookgrad") for k in t.__mro__):
+        return "Tensor"
+    return t.__name__ if t.__module__ == "builtins" else f"{t.__module__}.{t.__name__}"
+
+
+def not_tensor(fname, x, argname="input", pos=1):
+    """PyTorch's TypeError for a non-Tensor where its signature takes a Tensor."""
+    return TypeError(f"{fname}(): argument '{argname}' (position {pos}) must be Tensor, not {type_name(x)}")
+
+
+def not_number(fname, x, argname, pos=None):
+    """PyTorch's TypeError for a non-number where its signature takes a Scalar."""
+    at = f" (position {pos})" if pos else ""
+    return TypeError(f"{fname}(): argument '{argname}'{at} must be Number, not {type_name(x)}")
+
+
+def is_number(x):
+    import numbers
+    return isinstance(x, (numbers.Number, np.generic)) and not isinstance(x, (str, bytes))
+
+
+def scalar_name(dt):
+    """PyTorch's ScalarType name of a hookgrad dtype or NumPy dtype (``Long``, ``Bool``, ``Float``)."""
+    from . import _dtype as D
+    if not isinstance(dt, D.dtype):
+        dt = D._NP_TO_DT[np.dtype(dt)]
+    return dt._legacy[:-len("Tensor")]
+
+
+def not_implemented_for(kernel, dt):
+    """PyTorch's NotImplementedError for a kernel without a loop for the dtype."""
+    return NotImplementedError(f'"{kernel}" not implemented for \'{scalar_name(dt)}\'')
+
+
+def float_kernel(t, kernel):
+    """Raise PyTorch's NotImplementedError when a float-only kernel gets a tensor of another dtype."""
+    if t._data.dtype.kind != "f":
+        raise not_implemented_for(kernel, t._data.dtype)
+
+
+# PyTorch built without CUDA (the oracle) raises AssertionError for a CUDA device; hookgrad's error is that
+# type and also the RuntimeError it raises for every other device it does not have.
+NoCuda = type("AssertionError", (AssertionError, RuntimeError), {"__module__": "builtins"})
+
+
+def no_device(dv):
+    if str(dv).startswith("cuda"):
+        return NoCuda(f"Torch not compiled with CUDA enabled (hookgrad runs on the CPU only; device '{dv}' is not "
+                      "available)")
+    return RuntimeError(f"hookgrad runs on the CPU only; device '{dv}' is not available")

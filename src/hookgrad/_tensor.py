@@ -81,7 +81,8 @@ def _check_device(d):
         return
     dv = d if isinstance(d, device) else device(str(d)) if not isinstance(d, int) else device("cpu")
     if dv.type != "cpu":
-        raise RuntimeError(f"hookgrad runs on the CPU only; device '{dv}' is not available")
+        from ._errors import no_device
+        raise no_device(dv)
 
 
 class Tensor:
@@ -408,9 +409,13 @@ class Tensor:
         return bool(self._data)
 
     def __float__(self):
+        if self._data.size != 1:
+            raise ValueError("only one element tensors can be converted to Python scalars")
         return float(self.item())
 
     def __int__(self):
+        if self._data.size != 1:
+            raise ValueError("only one element tensors can be converted to Python scalars")
         return int(self.item())
 
     def __index__(self):

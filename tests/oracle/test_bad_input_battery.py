@@ -92,8 +92,8 @@ CASES = {
  "prod_dim_oob": lambda L: L.ones(3).prod(-3),
 }
 
-# torch's behaviour here is not reproduced yet (each listed in the closing note of issue 9)
-KNOWN = {"avgpool_int", "mse_int", "pad_neg_big", "interp_bad", "unfold_bad", "view_dtype_bad"}
+# torch's behaviour here is not reproduced yet (none left; round 2 is tests/oracle/test_bad_input_modules.py)
+KNOWN = set()
 
 
 def _run(lib, fn):

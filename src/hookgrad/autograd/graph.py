@@ -697,8 +697,6 @@ class Node:
                 for s in saved:
                     if type(s) is SavedTensor:
                         s.free()
-                if self.save_if is not None:        # what was not saved reads None, not "freed"
-                    self._unsaved = [s is None for s in saved]
             self._saved = ()                         # drop the references (memory goes now)
             self._versions = None
             self._freed = True
@@ -774,8 +772,8 @@ class Node:
                                  f"'{'_raw_saved_' if raw else '_saved_'}{key}'")
         i = names.index(key)
         if self._freed:
-            unsaved = self.__dict__.get("_unsaved")
-            if unsaved is None or not unsaved[i]:
+            # an entry that was never saved (save_if: its gradient was not needed) reads None, not "freed"
+            if self.save_if is None or self._save_mask()[i]:
                 raise RuntimeError(_FREED)
             return _NoneSaved() if raw else None
         s = self._saved[i] if self._saved else None
@@ -1040,7 +1038,7 @@ def register_multi_grad_hook(tensors, fn, *, mode="all"):
 
 def _edge(t):
     """(edge, input meta) of a tensor argument: where its gradient goes, and its shape and dtype."""
-    if not t.requires_grad:
+    if not (t._requires_grad or t._lazy_rg and t.requires_grad):
         return _NO_EDGE, None
     gf = t.grad_fn
     if gf is None:

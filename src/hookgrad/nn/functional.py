@@ -10,6 +10,7 @@ from .. import _creation as C
 from ..ops import elementwise as E, nn as N
 from ..ops.index import Where
 from ..ops.linalg import addmm, matmul
+from .._errors import float_kernel, not_implemented_for, scalar_name
 
 _int = (int, np.integer)
 
@@ -195,8 +196,20 @@ def glu(input, dim=-1):
     return input[pre + (slice(0, n // 2),)] * input[pre + (slice(n // 2, n),)].sigmoid()
 
 
-softmax = N.softmax
-log_softmax = N.log_softmax
+def _method_of(input, name):
+    """F.softmax & co. call ``input.<name>(...)``: a non-Tensor fails as that attribute lookup fails."""
+    if not isinstance(input, Tensor):
+        raise AttributeError(f"'{type(input).__name__}' object has no attribute '{name}'")
+
+
+def softmax(input, dim=None, _stacklevel=3, dtype=None):
+    _method_of(input, "softmax")
+    return N.softmax(input, dim, dtype=dtype)
+
+
+def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
+    _method_of(input, "log_softmax")
+    return N.log_softmax(input, dim, dtype=dtype)
 
 
 def softmin(input, dim=None, _stacklevel=3, dtype=None):
@@ -540,6 +553,14 @@ def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
 def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
                divisor_override=None):
     geo = _pool_geo("avg", input, kernel_size, stride, padding, 1, ceil_mode)
+    if divisor_override is not None and divisor_override == 0:
+        raise RuntimeError("divisor must be not zero")
+    dk = input._data.dtype
+    if dk.kind != "f":              # PyTorch's kernel takes int64 too: the mean truncated toward zero
+        if dk != np.int64:
+            raise not_implemented_for("avg_pool2d", dk)
+        return avg_pool2d(input.double(), kernel_size, stride, padding, ceil_mode, count_include_pad,
+                          divisor_override).trunc().long()
     if divisor_override:
         div = np.asarray(divisor_override, input._data.dtype)
     else:
@@ -616,6 +637,7 @@ def _adaptive_matrix(size, o, dtype):
 
 def adaptive_avg_pool2d(input, output_size):
     oh, ow = _adaptive_sizes(input, output_size, 2)
+    float_kernel(input, "adaptive_avg_pool2d")
     h, w = input.shape[-2:]
     if (oh, ow) == (1, 1):
         return input.mean((-2, -1), keepdim=True)
@@ -642,17 +664,34 @@ def adaptive_max_pool1d(input, output_size, return_indices=False):
 
 
 # ---------------------------------------------------------------------------- normalization
+def _norm_params(fname, kernel, input, params):
+    """PyTorch's checks of a normalisation's input and per-channel/feature tensors: a Tensor input, float
+    dtype (kernel: the name in PyTorch's NotImplementedError), and each (name, tensor, numel) of the right size."""
+    _tensor_arg(input, fname, "input", 1)
+    for name, t, n in params:
+        if t is not None and t.numel() != n:
+            raise RuntimeError(f"{name} should contain {n} elements not {t.numel()}")
+    float_kernel(input, kernel)
+
+
 def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1, eps=1e-5):
+    _tensor_arg(input, "batch_norm", "input", 1)
+    if input.dim() < 2:          # PyTorch reads the channel count as 0 (or fails to read size(1))
+        if running_mean is not None:
+            raise RuntimeError(f"running_mean should contain 0 elements not {running_mean.numel()}")
+        raise IndexError("Dimension out of range (expected to be in range of [-1, 0], but got 1)")
     x = input._data
     c = x.shape[1]
+    _norm_params("batch_norm", "batch_norm", input, (("running_mean", running_mean, c), ("running_var", running_var, c),
+                                                     ("weight", weight, c), ("bias", bias, c)))
     axes = (0,) + tuple(range(2, x.ndim))
     pshape = (1, c) + (1,) * (x.ndim - 2)
     if training:
-        n = x.size // c
-        if n <= 1:
+        n = x.size // c if c else 0
+        if math.prod((x.shape[0],) + x.shape[2:]) == 1:        # PyTorch's _verify_batch_size
             raise ValueError(f"Expected more than 1 value per channel when training, got input size {input.shape}")
         mean, invstd, var = N.norm_stats(x, axes, eps)
-        if running_mean is not None:
+        if running_mean is not None and x.size:
             m = momentum
             rm, rv = running_mean._data, running_var._data
             rm *= 1 - m
@@ -670,12 +709,20 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
 
 
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
-    ns = (normalized_shape,) if isinstance(normalized_shape, _int) else tuple(normalized_shape)
+    _tensor_arg(input, "layer_norm", "input", 1)
+    ns = C.int_list(normalized_shape, "layer_norm", "normalized_shape", 2, varargs=False) \
+        if not isinstance(normalized_shape, _int) or isinstance(normalized_shape, bool) else None
+    if ns is None:
+        raise TypeError(f"layer_norm(): argument 'normalized_shape' (position 2) must be tuple of ints, not "
+                        f"{C._tname(normalized_shape)}")
     x = input._data
     k = len(ns)
     if tuple(x.shape[x.ndim - k:]) != ns or x.ndim < k:
         raise RuntimeError(f"Given normalized_shape={list(ns)}, expected input with shape [*, "
                            f"{', '.join(map(str, ns))}], but got input of size{list(x.shape)}")
+    if any(t is not None and t._data.dtype != x.dtype for t in (weight, bias)):
+        raise RuntimeError("mixed dtype (CPU): all inputs must share same datatype.")
+    float_kernel(input, "LayerNormKernelImpl")
     axes = tuple(range(x.ndim - k, x.ndim))
     mean, invstd, _ = N.norm_stats(x, axes, eps)
     args = (input, weight, bias)
@@ -684,11 +731,15 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
 
 
 def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
+    _tensor_arg(input, "group_norm", "input", 1)
+    if input.dim() < 2:
+        raise RuntimeError(f"Expected at least 2 dimensions for input tensor but received {input.dim()}")
     x = input._data
     n, c = x.shape[:2]
     if c % num_groups:
         raise RuntimeError(f"Expected number of channels in input to be divisible by num_groups, but got input of "
                            f"shape {list(x.shape)} and num_groups={num_groups}")
+    float_kernel(input, "GroupNormKernelImpl")
     sshape = (n, num_groups, -1)
     mean, invstd, _ = N.norm_stats(x.reshape(sshape), (2,), eps)
     args = (input, weight, bias)
@@ -738,6 +789,8 @@ def _dropout(input, p, training, inplace, mshape):
     if not training or p == 0:
         return input
     dt = input._data.dtype
+    if dt.kind != "f" and p < 1:
+        raise RuntimeError(f"result type Float can't be cast to the desired output type {scalar_name(dt)}")
     # PyTorch's CPU kernel: mask.bernoulli_(1 - p), i.e. one 53-bit uniform per element, kept if < 1 - p
     n = 1
     for d in mshape:
@@ -788,6 +841,10 @@ def alpha_dropout(input, p=0.5, training=False, inplace=False):
 
 
 def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, scale_grad_by_freq=False, sparse=False):
+    _tensor_arg(input, "embedding", "indices", 2)
+    _tensor_arg(weight, "embedding", "weight", 1)
+    if weight.dim() != 2:
+        raise RuntimeError("'weight' must be 2-D")
     idx = input._data
     if idx.dtype.kind not in "iu":
         raise RuntimeError(f"Expected tensor for argument #1 'indices' to have one of the following scalar types: Long, "
@@ -828,6 +885,10 @@ _PAD_MODES = {"reflect": "reflect", "replicate": "edge", "circular": "wrap"}
 
 
 def pad(input, pad, mode="constant", value=None):
+    _tensor_arg(input, "pad", "input", 1)
+    pad = C.int_list(pad, "pad", "pad", 2, varargs=False)
+    if value is not None and not isinstance(value, (numbers.Number, np.generic)):
+        raise TypeError(f"pad(): argument 'value' (position 4) must be float, not {C._tname(value)}")
     if len(pad) % 2:
         raise RuntimeError("Padding length must be divisible by 2")
     nd = input.dim()
@@ -838,17 +899,37 @@ def pad(input, pad, mode="constant", value=None):
     for i in range(len(pad) // 2):
         pairs[nd - 1 - i] = (int(pad[2 * i]), int(pad[2 * i + 1]))
     if mode == "constant":
+        if any(input.shape[d] + a + b < 0 for d, (a, b) in enumerate(pairs)):
+            raise RuntimeError("narrow(): length must be non-negative.")
         return N.ConstantPad.apply(input, pads=tuple(pairs), value=0 if value is None else value)
     if mode not in _PAD_MODES:
         raise NotImplementedError(f"Unrecognised padding mode {mode}")
+    if value is not None and value != 0:
+        raise RuntimeError(f'Padding mode "{mode}" doesn\'t take in value argument')
+    k = len(pad) // 2
+    if not (k <= 3 and k + 1 <= nd <= k + 2):
+        raise NotImplementedError(f"Padding size {len(pad)} is not supported for {nd}D input tensor.\n"
+                                  "Supported combinations for non-constant padding:\n"
+                                  "  - 2D or 3D input: padding size = 2 (pads last dimension)\n"
+                                  "  - 3D or 4D input: padding size = 4 (pads last 2 dimensions)\n"
+                                  "  - 4D or 5D input: padding size = 6 (pads last 3 dimensions)")
+    for d, (a, b) in enumerate(pairs):
+        n = input.shape[d]
+        if mode == "reflect" and (a >= n or b >= n):
+            raise RuntimeError(f"Argument #4: Padding size should be less than the corresponding input dimension, "
+                               f"but got: padding ({a}, {b}) at dimension {d} of input {list(input.shape)}")
+        if mode == "circular" and (a > n or b > n):
+            raise RuntimeError("Padding value causes wrapping around more than once.")
+        if n + a + b < 1 and (a or b):
+            name = "WHD"[nd - 1 - d]
+            raise RuntimeError(f"input ({name}: {n}) is too small. Calculated output {name}: {n + a + b}")
     out = input
     for d, (a, b) in enumerate(pairs):
         if a or b:
             n = input.shape[d]
-            if mode == "reflect" and (a >= n or b >= n):
-                raise RuntimeError(f"Argument #4: Padding size should be less than the corresponding input dimension, "
-                                   f"but got: padding ({a}, {b}) at dimension {d} of input {list(input.shape)}")
-            idx = np.pad(np.arange(n), (a, b), mode=_PAD_MODES[mode])
+            src = np.arange(n)
+            idx = np.pad(src, (max(a, 0), max(b, 0)), mode=_PAD_MODES[mode])
+            idx = idx[max(-a, 0):len(idx) - max(-b, 0)]         # a negative pad crops
             out = out[(slice(None),) * d + (_T(idx),)]
     return out
 
@@ -870,8 +951,15 @@ def _interp_matrix(n_in, n_out, scale, align_corners, dtype):
     return _T(m.astype(dtype))
 
 
+_INTERP_MODES = {"nearest": "compute_indices_weights_nearest", "nearest-exact": "compute_indices_weights_nearest",
+                 "linear": "compute_indices_weights_linear", "bilinear": "upsample_bilinear2d_channels_last",
+                 "bicubic": "compute_indices_weights_cubic", "trilinear": "compute_indices_weights_linear",
+                 "area": "adaptive_avg_pool2d", "lanczos": "lanczos"}
+
+
 def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None, recompute_scale_factor=None,
                 antialias=False):
+    _tensor_arg(input, "interpolate", "input", 1)
     n = input.dim() - 2
     if mode in ("nearest", "area", "nearest-exact") and align_corners is not None:
         raise ValueError("align_corners option can only be set with the interpolating modes: linear | bilinear | "
@@ -881,12 +969,35 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     if size is not None and scale_factor is not None:
         raise ValueError("only one of size or scale_factor should be defined")
     in_sz = input.shape[2:]
+    if n < 1 or n > 3 or mode not in _INTERP_MODES:
+        raise NotImplementedError(f"Input Error: Only 3D, 4D and 5D input Tensors supported (got {input.dim()}D) for "
+                                  f"the modes: nearest | linear | bilinear | bicubic | trilinear | lanczos | area | "
+                                  f"nearest-exact (got {mode})")
     if size is not None:
+        if isinstance(size, (list, tuple)) and len(size) != n:
+            raise ValueError(f"Input and output must have the same number of spatial dimensions, but got input with "
+                             f"spatial dimensions of {list(in_sz)} and output size of {size}. Please provide input "
+                             "tensor in (N, C, d1, d2, ...,dK) format and output size in (o1, o2, ...,oK) format.")
         out_sz = _tup(size, n, "size")
-        scales = [i / o for i, o in zip(in_sz, out_sz)]
     else:
+        if isinstance(scale_factor, (list, tuple)) and len(scale_factor) != n:
+            raise ValueError(f"Input and scale_factor must have the same number of spatial dimensions, but got input "
+                             f"with spatial dimensions of {list(in_sz)} and scale_factor of shape {scale_factor}. "
+                             "Please provide input tensor in (N, C, d1, d2, ...,dK) format and scale_factor in "
+                             "(s1, s2, ...,sK) format.")
         sf = [float(scale_factor)] * n if isinstance(scale_factor, numbers.Number) else [float(f) for f in scale_factor]
         out_sz = tuple(int(math.floor(i * f)) for i, f in zip(in_sz, sf))
+    if min(out_sz) <= 0 or min(in_sz) <= 0:
+        names = "DHW"[3 - n:]
+        fmt = lambda v: ", ".join(f"{a}: {b}" for a, b in zip(names, v))     # noqa: E731
+        raise RuntimeError(f"Input and output sizes should be greater than 0, but got input ({fmt(in_sz)})"
+                           f"{' and' if n == 1 else ''} output ({fmt(out_sz)})")
+    dk = input._data.dtype
+    if dk.kind != "f" and not (dk == np.uint8 and mode in ("nearest", "nearest-exact", "bilinear")):
+        raise not_implemented_for(_INTERP_MODES[mode], dk)
+    if size is not None:
+        scales = [i / o for i, o in zip(in_sz, out_sz)]
+    else:
         scales = [i / o for i, o in zip(in_sz, out_sz)] if recompute_scale_factor else [1.0 / f for f in sf]
     if mode == "area":
         return adaptive_avg_pool2d(input, out_sz) if n == 2 else adaptive_avg_pool1d(input, out_sz)
@@ -942,8 +1053,16 @@ def _size_warn(input, target):
                       "same size.", stacklevel=3)
 
 
+def _loss_kernel(input, target, kernel):
+    """A pointwise loss kernel (mse_cpu, ...) runs at the promoted dtype of input and target, float only."""
+    if input._data.dtype.kind != "f" and target._data.dtype.kind != "f":
+        from .. import _dtype as D
+        raise not_implemented_for(kernel, D.result_type_of([input, target]))
+
+
 def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
     _size_warn(input, target)
+    _loss_kernel(input, target, "mse_cpu")
     d = input - target
     loss = d * d
     if weight is not None:
@@ -961,6 +1080,7 @@ def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", wei
 
 def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
     _size_warn(input, target)
+    _loss_kernel(input, target, "smooth_l1_cpu")
     if beta < 0:
         raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
     z = (input - target).abs()
@@ -970,6 +1090,7 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
 
 def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
     _size_warn(input, target)
+    _loss_kernel(input, target, "huber_cpu")
     if delta <= 0:
         raise RuntimeError("huber_loss does not support non-positive values for delta.")
     z = (input - target).abs()

@@ -3,15 +3,18 @@ import numpy as np
 from .._tensor import Tensor
 from . import elementwise as E, shape as S, reduce as R, linalg as L, index as I, join as J
 from . import nn as _nn_ops  # noqa: F401  (installs its own Tensor methods)
-from ._inplace import inplace_apply
+from ._inplace import inplace_apply, check_overlap, resize_ as _resize_, resize_as_ as _resize_as_
 from ._dispatch import as_tensor_arg, _scalar_result
 from .. import _creation as C
+from .._errors import is_number
 
 
 def _via(fn):
     """In-place form of an out-of-place Tensor function: ``x.op_(*a)`` computes ``op(x, *a)`` and writes it
     into x (the op's node becomes x's grad_fn; versions and views follow PyTorch's rebase rules)."""
     def method(self, *a, **k):
+        if a:
+            check_overlap(self, a)
         return inplace_apply(self, I._Via, (), {"f": lambda t: fn(t, *a, **k)})
     method.__name__ = getattr(fn, "__name__", "op") + "_"
     return method
@@ -100,11 +103,13 @@ _METHODS.update({
     "split_with_sizes": lambda s, split_sizes, dim=0: J.split(s, list(split_sizes), dim),
     "hsplit": J.hsplit, "vsplit": J.vsplit, "dsplit": J.dsplit, "msort": R.msort, "median": R.median,
     "nanmedian": R.nanmedian, "kthvalue": R.kthvalue, "mode": R.mode, "cummax": R.cummax, "cummin": R.cummin,
-    "narrow": S.narrow, "tril": S.tril, "triu": S.triu, "diagonal": S.diagonal, "diag": S.diag,
+    "narrow": S.narrow, "unfold": S.unfold, "tril": S.tril, "triu": S.triu, "diagonal": S.diagonal, "diag": S.diag,
     "diag_embed": S.diag_embed, "trace": S.trace,
     "gather": I.gather, "scatter": I.scatter, "scatter_add": I.scatter_add, "index_select": I.index_select, "select": I.select,
     "index_add": I.index_add, "masked_fill": I.masked_fill, "masked_select": I.masked_select, "take": I.take,
     "masked_fill_": I.masked_fill_, "scatter_": I.scatter_, "scatter_add_": I.scatter_add_, "index_add_": I.index_add_,
+    "index_copy": I.index_copy, "index_copy_": I.index_copy_, "masked_scatter": I.masked_scatter,
+    "masked_scatter_": I.masked_scatter_, "resize_": _resize_, "resize_as_": _resize_as_,
     "fix": E.trunc, "clamp_min": E.clamp_min, "clamp_max": E.clamp_max,
     "var_mean": None, "hstack": None, "vecdot": None,
 })
@@ -142,6 +147,8 @@ def _fast_binary(cls, general, ufunc):
                 out = ufunc(self._data, other._data)
             except ValueError:
                 raise broadcast_error(self._data.shape, other._data.shape) from None
+            except TypeError:           # no loop for the dtype (bool - bool): the general path's error
+                return general(self, other)
             if type(out) is not ndarray:
                 out = np.asarray(out)
             if (self._requires_grad or other._requires_grad or self._lazy_rg and self.requires_grad) and _state.enabled:
@@ -192,9 +199,22 @@ _FAST = {"__add__": (E.Add, E.add, np.add), "__sub__": (E.Sub, E.sub, np.subtrac
          "__mul__": (E.Mul, E.mul, np.multiply), "mul": (E.Mul, E.mul, np.multiply)}
 
 
+def _cmp_dunder(fn):
+    """``tensor < other``: a Tensor or a number; anything else is NotImplemented (Python then raises TypeError,
+    or for == and != compares identity), as PyTorch's dunders do."""
+    def method(self, other):
+        if isinstance(other, (Tensor, np.ndarray)) or is_number(other):
+            return fn(self, other)
+        return NotImplemented
+    method.__name__ = fn.__name__
+    return method
+
+
 def _install():
     for name, fn in _METHODS.items():
         setattr(Tensor, name, fn)
+    for name in ("__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__"):
+        setattr(Tensor, name, _cmp_dunder(_METHODS[name]))
     for name, (cls, general, ufunc) in _FAST.items():
         setattr(Tensor, name, _fast_binary(cls, general, ufunc))
     for name, (cls, general) in _FAST_UNARY.items():

@@ -19,6 +19,9 @@ def dims_of(dim, ndim):
         return tuple(range(ndim))
     if isinstance(dim, (int, np.integer)):
         return (_wrap_dim(int(dim), ndim),)
+    if isinstance(dim, (str, bytes)) or not all(isinstance(d, (int, np.integer)) for d in dim):
+        raise TypeError(f"received an invalid combination of arguments - got (dim={type(dim).__name__}), but "
+                        "expected a dim: int or tuple of ints")
     return tuple(sorted(_wrap_dim(int(d), ndim) for d in dim))
 
 

@@ -1,4 +1,6 @@
 """In-place application of any primitive, with PyTorch's rebase and version-counter semantics."""
+import weakref
+
 import numpy as np
 
 from .._tensor import Tensor
@@ -16,9 +18,25 @@ _INFERENCE_VIEW = ("A view was created in inference mode and {} modified inplace
 _DIRECT, _INDIRECT = "is being", "its base or another view of its base has been"
 
 
+_MULTI_VIEW = (" This view is the output of a function that returns multiple views. Such functions do not allow the "
+               "output views to be modified inplace. You should replace the inplace operation by an out-of-place one.")
+
+
 def _view_error(view, how):
-    msg = _INFERENCE_VIEW if view._creation == "inference" else _NO_GRAD_VIEW
-    return RuntimeError(msg.format(how))
+    """PyTorch's handle_view_on_rebase: the error for an in-place change of a view whose CreationMeta is not
+    the default ("no_grad", "inference", or "multi": an output of a multi-view op such as split, or a view of one)."""
+    c = view._creation
+    gf = _gf_get(view)          # the grad_fn the view was given (not regenerated)
+    where = f"Output {view._output_nr} of {_graph._short_name(gf)}" if gf is not None else None
+    if c == "multi" and where is not None:
+        return RuntimeError(f"{where} is a view and {how} modified inplace." + _MULTI_VIEW)
+    prefix = f"{where} is a view of a view which was created in" if where is not None else "A view was created in"
+    if c == "inference":
+        return RuntimeError(f"{prefix} inference mode and {how} modified inplace in normal mode.")
+    msg = f"{prefix} no_grad mode and {how} modified inplace with grad mode enabled."
+    if c == "multi":
+        return RuntimeError(msg + _MULTI_VIEW)
+    return RuntimeError(msg + _NO_GRAD_VIEW[_NO_GRAD_VIEW.index(" Given"):])
 
 
 def check_inplace(self):
@@ -42,13 +60,52 @@ def check_inplace(self):
             raise RuntimeError(hook if type(hook) is str else hook(self))     # str, or a method (node, view)
 
 
+_PARTIAL = ("unsupported operation: some elements of the input tensor and the written-to tensor refer to a single "
+            "memory location. Please clone() the tensor before performing the operation.")
+_INTERNAL = ("unsupported operation: more than one element of the written-to tensor refers to a single memory location. "
+             "Please clone() the tensor before performing the operation.")
+
+
+def _dense(a):
+    """PyTorch's is_non_overlapping_and_dense: the elements tile one contiguous block (in some dim order)."""
+    expected = a.itemsize
+    for st, n in sorted((abs(st), n) for n, st in zip(a.shape, a.strides) if n != 1):
+        if st != expected:
+            return False
+        expected *= n
+    return True
+
+
+def check_overlap(self, others):
+    """PyTorch's assert_no_partial_overlap between the written-to tensor and each input: an input that is
+    not the same memory layout but shares part of its memory (dense tensors; bounds, as PyTorch) raises."""
+    sd = self._data
+    for o in others:
+        if not isinstance(o, Tensor) or o is self:
+            continue
+        od = o._data
+        if od is sd or (od.base is None and sd.base is None) or not sd.size or not od.size:
+            continue
+        if not (_dense(sd) and _dense(od)) or not np.may_share_memory(sd, od):
+            continue
+        a0 = sd.__array_interface__["data"][0] + min(0, *(st * (n - 1) for n, st in zip(sd.shape, sd.strides)))
+        b0 = od.__array_interface__["data"][0] + min(0, *(st * (n - 1) for n, st in zip(od.shape, od.strides)))
+        a1, b1 = a0 + sd.nbytes, b0 + od.nbytes
+        if a0 == b0 and a1 == b1 and sd.strides == od.strides and sd.shape == od.shape:
+            continue            # the same elements (FULL overlap): allowed
+        if a0 < b1 and b0 < a1:
+            raise RuntimeError(_PARTIAL)
+
+
 def inplace_apply(self, cls, args, params):
     check_inplace(self)
+    if args:
+        check_overlap(self, args)
     record = _state.enabled and (self.requires_grad or any(isinstance(a, Tensor) and a.requires_grad for a in args)
                                  or (self._base is not None and self._base.requires_grad))
     if not record:
         out = _apply(cls, self, args, params)
-        _write(self, out._data)
+        _write(self, out._data, cls)
         return self
     saves_self = 0 in cls.save
     if type(self) is _View:
@@ -60,14 +117,20 @@ def inplace_apply(self, cls, args, params):
         node = _as_strided_node(self, base) if base.requires_grad else None
         old = Tensor._make(self._data.copy() if saves_self else self._data, node is not None, node, 0)
         out = _apply(cls, old, args, params)
-        _write(self, out._data)
-        _share_saved_result(out, self)
-        _rebase_view(self, base, out)
+        _write(self, out._data, cls)
+        shared = _share_saved_result(out, self)
+        _rebase_view(self, base, out, node)
+        if shared:
+            # PyTorch's SavedVariable(is_inplace_on_view): the saved result's grad_fn is the view's new
+            # grad_fn while that node lives, else the op's node
+            asn = weakref.ref(_gf_get(self))
+            for st in shared:
+                st._node_ref = (lambda a, o: lambda: a() or o())(asn, st._node_ref)
         return self
     old = Tensor._make(self._data.copy() if saves_self else self._data, self.requires_grad, self.grad_fn,
                        self._output_nr)
     out = _apply(cls, old, args, params)
-    _write(self, out._data)
+    _write(self, out._data, cls)
     _share_saved_result(out, self)
     _rebase(self, out.grad_fn, 0)
     return self
@@ -79,12 +142,15 @@ def _share_saved_result(out, self):
     in-place change of self (or of a view of it) makes backward raise instead of using a stale value."""
     gf = out.grad_fn
     if gf is None:
-        return
+        return None
     ovc = out._vc
+    shared = []
     for s in gf._saved:
         if type(s) is SavedTensor and s._vc is ovc:
             s._vc = vc = self._vc
             s._version = vc[0]
+            shared.append(s)
+    return shared
 
 
 def _apply(cls, x, args, params):
@@ -102,7 +168,7 @@ def _apply(cls, x, args, params):
         raise
 
 
-def _write(self, data):
+def _write(self, data, cls=None):
     sd = self._data
     if data.dtype != sd.dtype and not np.can_cast(data.dtype, sd.dtype, "same_kind"):
         raise RuntimeError(f"result type {_tname(data.dtype)} can't be cast to the desired output type {_tname(sd.dtype)}")
@@ -113,10 +179,38 @@ def _write(self, data):
             raise RuntimeError(f"output with shape {list(sd.shape)} doesn't match the broadcast shape "
                                f"{list(np.broadcast_shapes(data.shape, sd.shape))}") from None
     if not sd.flags.writeable:
-        raise RuntimeError("unsupported operation: more than one element of the written-to tensor refers to a single "
-                           "memory location. Please clone() the tensor before performing the operation.")
+        sd = _writable(sd, getattr(cls, "_overlap_ok", False))
     np.copyto(sd, data, casting="unsafe")
     self._vc[0] += 1
+
+
+def _writable(a, overlap_ok):
+    """Where to write a read-only array: a view of writable memory (NumPy marks views of an expand read-only).
+    PyTorch refuses to write where elements share memory (a stride 0), except a constant (fill_, zero_...)."""
+    internal = any(st == 0 and n > 1 for n, st in zip(a.shape, a.strides))
+    w = _writable_alias(a) if overlap_ok or not internal else None
+    if w is None:
+        raise RuntimeError(_INTERNAL)
+    return w
+
+
+class _Interface:
+    def __init__(self, iface, owner):
+        self.__array_interface__ = iface
+        self.owner = owner
+
+
+def _writable_alias(a):
+    """A writable array over the memory of ``a``, a read-only broadcast (expand) of a writable array (PyTorch lets
+    fill_/zero_ write a constant through elements that share memory); None if the memory is not writable."""
+    b = a.base
+    while isinstance(b, np.ndarray) and not b.flags.writeable:
+        b = b.base
+    if not isinstance(b, np.ndarray):
+        return None
+    iface = dict(a.__array_interface__)
+    iface["data"] = (iface["data"][0], False)
+    return np.asarray(_Interface(iface, b))
 
 
 def _tname(npdt):
@@ -140,20 +234,52 @@ def _rebase(self, grad_fn, output_nr):
 
 
 class CopySlices(Node, name="CopySlices"):
-    """The base's new history after an in-place op on one of its views: the gradient outside the view
-    goes to the base's previous history, the gradient of the view's region to the op's result."""
+    """The base's new history after an in-place op on one of its views (PyTorch's CopySlices): the op's
+    own node ``fn`` is folded inside it, as in PyTorch (not a node of the graph; its hooks do not run), so
+    next_functions = (base's previous history, fn's edges to the op's other inputs). Backward: the gradient
+    outside the view goes to the base's previous history; fn's gradient for the view's previous value
+    replaces the view's region, fn's other gradients go to its other inputs. ``fn`` None: an op composed
+    of several nodes is kept as the second edge (the view's region of the gradient flows into it)."""
+
+    fn = None
 
     def name(self):
         return "torch::autograd::CopySlices"
 
+    def _inner(self, gs):
+        fn = self.fn
+        if fn is False:             # released (PyTorch drops fn after a pass: a second one raises)
+            raise RuntimeError(_graph._FREED)
+        if fn is None:
+            return [None, gs]
+        return fn._run_backward([gs])
+
     def backward(self, g):
-        from ..autograd.grad_mode import no_grad
-        gb = g._data.copy()
-        with no_grad():
+        if not _state.enabled:
+            gb = g._data.copy()
             region = self.view_fn(Tensor._make(gb))._data
-        gsrc = Tensor._make(np.array(region, copy=True))
-        region[...] = 0
-        return Tensor._make(gb), gsrc
+            res = self._inner(Tensor._make(np.array(region, copy=True)))
+            if not region.flags.writeable:
+                region = _writable(region, False)
+            r0 = res[0]
+            region[...] = 0 if r0 is None else r0._data
+            return (Tensor._make(gb), *res[1:])
+        # create_graph: the same with Tensor ops, so that the gradient is itself differentiable
+        result = g.clone()
+        gs = self.view_fn(result)
+        res = self._inner(gs.clone())
+        r0 = res[0]
+        if r0 is None:
+            gs.zero_()
+        else:
+            gs.copy_(r0)
+        return (result, *res[1:])
+
+    def _release(self):
+        Node._release(self)
+        if self.fn:
+            self.fn._release()
+        self.fn = False
 
 
 class AsStrided(Node, name="AsStridedBackward0"):
@@ -251,16 +377,24 @@ class _View(Tensor):
 _View.__name__ = _View.__qualname__ = "Tensor"
 
 
-def _rebase_view(view, base, out):
-    """In-place op on a view: the base gets a CopySlices node; the view is regenerated from it."""
-    node = CopySlices.__new__(CopySlices)
-    node.view_fn = view._view_fn
+def _rebase_view(view, base, out, node):
+    """In-place op on a view: the base gets a CopySlices node; the view is regenerated from it. ``node``: the
+    history the op saw for the view's previous value (None if the base does not require grad)."""
+    cs = CopySlices.__new__(CopySlices)
+    cs.view_fn = view._view_fn
     e, m = _graph._edge(base)
-    oe, om = _graph._edge(out)
-    node.next_functions = (e, oe)
-    node._in_meta = (m, om)
-    node._seq = next(_graph._seq)
-    _rebase(base, node, 0)
+    fn = out.grad_fn
+    if fn is not None and fn.next_functions and fn.next_functions[0][0] is node:
+        cs.fn = fn
+        cs.next_functions = (e, *fn.next_functions[1:])
+        cs._in_meta = (m, *fn._in_meta[1:])
+    else:
+        oe, om = _graph._edge(out)
+        cs.next_functions = (e, oe)
+        cs._in_meta = (m, om)
+    cs._seq = next(_graph._seq)
+    cs._saved = [None]          # (non-empty: the engine releases it after a pass, see _release)
+    _rebase(base, cs, 0)
     _set_history(view, _as_strided_node(view, base))
 
 
@@ -280,8 +414,8 @@ def make_view(out, src, fn):
         inner = src._view_fn
         out._base = base
         out._view_fn = lambda t: fn(inner(t))
-        creation = src._creation
-    if not _state.enabled:
+        creation = src._creation          # a view of a view keeps its CreationMeta (PyTorch's propagate_creation_meta)
+    if not _state.enabled and creation != "inference":
         creation = "inference" if _state.inference else "no_grad"
     out.__class__ = _View
     if creation is not None:
@@ -289,3 +423,33 @@ def make_view(out, src, fn):
     out._vc = vc = src._vc
     out._attr_ver = vc[0]
     return out
+
+
+def resize_(self, *sizes, memory_format=None):
+    """Give the tensor a new shape, keeping its first elements in row-major order (new elements are zeros where
+    PyTorch leaves them uninitialised). Not differentiable: PyTorch refuses it on a tensor that requires grad."""
+    from .._creation import int_list
+    shape = tuple(int_list(sizes, "resize_"))
+    if self.requires_grad:
+        raise RuntimeError("cannot resize variables that require grad")
+    if any(s < 0 for s in shape):
+        raise RuntimeError("numel: integer multiplication overflow")
+    d = self._data
+    n = int(np.prod(shape, dtype=np.int64))
+    if shape != d.shape:
+        flat = d.reshape(-1)
+        if n <= flat.size and d.flags.c_contiguous:
+            new = flat[:n].reshape(shape)       # still the same memory (as PyTorch when the storage is big enough)
+        else:
+            new = np.zeros(n, d.dtype)
+            k = min(n, flat.size)
+            new[:k] = flat[:k]
+            new = new.reshape(shape)
+        self._data = new
+        self.__dict__.pop("_index", None)
+    self._vc[0] += 1
+    return self
+
+
+def resize_as_(self, the_template, memory_format=None):
+    return resize_(self, *the_template._data.shape)

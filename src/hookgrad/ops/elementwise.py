@@ -10,6 +10,7 @@ import numpy as np
 from .._tensor import Tensor
 from ..autograd.graph import Node
 from ._dispatch import binary, apply_inplace
+from .._errors import not_tensor, not_number, is_number, not_implemented_for, float_kernel
 
 _ZEROS = {}
 
@@ -870,16 +871,29 @@ def _out(r, out):
     return r
 
 
-def _unary(cls, float_only=True, doc=None):
+def _unary(cls, float_only=True, doc=None, kernel=None):
+    """The public function of a unary primitive. kernel: for an op that has no loop for bool, the name of
+    PyTorch's kernel (its NotImplementedError), or the RuntimeError PyTorch raises instead."""
+    name = cls.__name__.replace("Backward0", "").lower()
     if float_only:
         def fn(input, *, out=None):
-            r = cls.apply(input if input._data.dtype.kind == "f" else _float_input(input))
+            try:
+                k = input._data.dtype.kind
+            except AttributeError:
+                raise not_tensor(name, input) from None
+            r = cls.apply(input if k == "f" else _float_input(input))
             return r if out is None else _out(r, out)
     else:
         def fn(input, *, out=None):
+            try:
+                k = input._data.dtype.kind
+            except AttributeError:
+                raise not_tensor(name, input) from None
+            if k == "b" and kernel is not None:
+                raise type(kernel)(*kernel.args) if isinstance(kernel, Exception) else not_implemented_for(kernel, input._data.dtype)
             r = cls.apply(input)
             return r if out is None else _out(r, out)
-    fn.__name__ = cls.__name__.replace("Backward0", "").lower()
+    fn.__name__ = name
     fn.__doc__ = doc or f"Elementwise {fn.__name__} (differentiable; grad_fn {cls.__name__})."
     return fn
 
@@ -899,19 +913,36 @@ tanh = _unary(Tanh)
 sigmoid = _unary(Sigmoid)
 erf = _unary(Erf)
 reciprocal = _unary(Reciprocal)
-neg = negative = _unary(Neg, False)
-abs = absolute = _unary(Abs, False)
-sign = _unary(Sign, False)
+neg = negative = _unary(Neg, False, kernel=RuntimeError(
+    "Negation, the `-` operator, on a bool tensor is not supported. If you are trying to invert a mask, use the `~` "
+    "or `logical_not()` operator instead."))
+abs = absolute = _unary(Abs, False, kernel="abs_cpu")
+_sign = _unary(Sign, False)
+
+
+def sign(input, *, out=None):
+    """-1, 0 or 1 by the sign of each element (a bool tensor is its own sign)."""
+    if isinstance(input, Tensor) and input._data.dtype.kind == "b":
+        return _out(Tensor._make(input._data.copy()), out)
+    return _sign(input, out=out)
 floor = _unary(Floor, False)
 ceil = _unary(Ceil, False)
 trunc = fix = _unary(Trunc, False)
 frac = _unary(Frac, False)
-silu = _unary(Silu)
+_silu = _unary(Silu)
+
+
+def silu(input, *, out=None):
+    """x * sigmoid(x)."""
+    _act(input, "silu", "silu_cpu")
+    return _silu(input, out=out)
 
 
 def round(input, *, decimals=0):
     """Round half to even; ``decimals`` rounds to that many decimal places."""
     if decimals:
+        if isinstance(input, Tensor) and input._data.dtype.kind != "f":
+            raise not_implemented_for("round_cpu", input._data.dtype)
         return RoundDecimals.apply(input, decimals=decimals)
     return Round.apply(input)
 
@@ -923,8 +954,27 @@ def threshold(input, threshold, value, inplace=False):
     return Threshold.apply(input, threshold=threshold, value=value)
 
 
+def _act(input, fname, kernel, numbers=(), bool_error=None):
+    """PyTorch's argument checks of an activation: a Tensor input, Number parameters ((name, value, position)
+    triples) and the dtypes its kernel has loops for: kernel is the float-only kernel's name; for kernels
+    that take integers too, kernel is None and bool_error the RuntimeError's text PyTorch raises for bool."""
+    if not isinstance(input, Tensor):
+        raise not_tensor(fname, input)
+    for name, v, pos in numbers:
+        if not is_number(v):
+            raise not_number(fname, v, name, pos)
+    k = input._data.dtype.kind
+    if k != "f":
+        if kernel is not None:
+            raise not_implemented_for(kernel, input._data.dtype)
+        if k == "b":
+            raise RuntimeError(bool_error)
+
+
 def relu(input, inplace=False):
     """max(x, 0)."""
+    if type(input) is not Tensor or input._data.dtype.kind == "b":
+        _act(input, "relu", None, bool_error="Boolean inputs not supported for relu")
     if inplace:
         return apply_inplace(input, Relu)
     return Relu.apply(input)
@@ -934,16 +984,19 @@ def gelu(input, approximate="none"):
     """Gaussian error linear unit; ``approximate='tanh'`` uses the tanh approximation."""
     if approximate not in ("none", "tanh"):
         raise RuntimeError("approximate argument must be either none or tanh.")
+    _act(input, "gelu", "GeluKernelImpl")
     return Gelu.apply(input, approximate=approximate)
 
 
 def softplus(input, beta=1.0, threshold=20.0):
     """log(1 + exp(beta x)) / beta, linear above ``threshold``."""
+    _act(input, "softplus", "softplus_cpu", (("beta", beta, 2), ("threshold", threshold, 3)))
     return Softplus.apply(input, beta=beta, threshold=threshold)
 
 
 def elu(input, alpha=1.0, inplace=False):
     """x if x > 0 else alpha (exp(x) - 1)."""
+    _act(input, "elu", "elu_cpu", (("alpha", alpha, 2),))
     if inplace:
         return apply_inplace(input, Elu, alpha=alpha)
     return Elu.apply(input, alpha=alpha)
@@ -951,6 +1004,7 @@ def elu(input, alpha=1.0, inplace=False):
 
 def selu(input, inplace=False):
     """Scaled ELU with the self-normalising constants."""
+    _act(input, "selu", "elu_cpu")
     kw = dict(alpha=1.6732632423543772848170429916717, scale=1.0507009873554804934193349852946)
     return apply_inplace(input, Elu, **kw) if inplace else Elu.apply(input, **kw)
 
@@ -964,12 +1018,14 @@ class Celu(Elu, name="CeluBackward0"):
 
 def celu(input, alpha=1.0, inplace=False):
     """max(0, x) + min(0, alpha (exp(x / alpha) - 1))."""
+    _act(input, "celu", "elu_cpu", (("alpha", alpha, 2),))
     kw = dict(alpha=alpha, input_scale=1.0 / alpha)
     return apply_inplace(input, Celu, **kw) if inplace else Celu.apply(input, **kw)
 
 
 def leaky_relu(input, negative_slope=0.01, inplace=False):
     """x if x > 0 else negative_slope * x."""
+    _act(input, "leaky_relu", "leaky_relu_cpu", (("negative_slope", negative_slope, 2),))
     if inplace:
         return apply_inplace(input, LeakyRelu, negative_slope=negative_slope)
     return LeakyRelu.apply(input, negative_slope=negative_slope)
@@ -1018,6 +1074,8 @@ def clamp_max(input, max):
 
 def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
     """clamp(x, min_val, max_val) whose gradient is zero at the bounds."""
+    _act(input, "hardtanh", None, (("min_val", min_val, 2), ("max_val", max_val, 3)),
+         bool_error="Bool inputs not supported for hardtanh")
     if inplace:
         return apply_inplace(input, Hardtanh, lo=min_val, hi=max_val, strict=True)
     return Hardtanh.apply(input, lo=min_val, hi=max_val)
@@ -1028,14 +1086,31 @@ def relu6(input, inplace=False):
     return hardtanh(input, 0.0, 6.0, inplace)
 
 
+def _check_alpha(fname, input, other, alpha):
+    """PyTorch's checks of add/sub's ``alpha``: a Number, integral for integral tensors, bool only for bool."""
+    if not is_number(alpha):
+        raise not_number(fname, alpha, "alpha")
+    ts = [t for t in (input, other) if isinstance(t, Tensor)]
+    from .. import _dtype as D
+    dt = D.result_type_of(ts, [t for t in (input, other) if not isinstance(t, Tensor)]) if ts else None
+    if dt is not None and not dt.is_floating_point and isinstance(alpha, (float, np.floating)):
+        raise RuntimeError("For integral input tensors, argument alpha must not be a floating point number.")
+    if dt is not None and dt.name != "bool" and isinstance(alpha, (bool, np.bool_)):
+        raise RuntimeError("Boolean alpha only supported for Boolean results.")
+
+
 def add(input, other, *, alpha=1, out=None):
     """input + alpha * other, with broadcasting and type promotion."""
+    if alpha != 1 or type(alpha) is not int:
+        _check_alpha("add", input, other, alpha)
     r = binary(Add, input, other, alpha=alpha) if alpha != 1 else binary(Add, input, other)
     return r if out is None else _out(r, out)
 
 
 def sub(input, other, *, alpha=1, out=None):
     """input - alpha * other."""
+    if alpha != 1 or type(alpha) is not int:
+        _check_alpha("sub", input, other, alpha)
     if isinstance(input, Tensor) and input._data.dtype == np.bool_ and isinstance(other, Tensor) \
             and other._data.dtype == np.bool_:
         raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or "
@@ -1099,7 +1174,12 @@ def remainder(input, other):
 
 def fmod(input, other):
     """C-style modulus (sign of the dividend)."""
+    if isinstance(input, Tensor) and input._data.dtype.kind in "iub" and isinstance(other, (int, np.integer)) \
+            and not isinstance(other, bool) and other == 0:
+        raise RuntimeError("ZeroDivisionError")
     if isinstance(other, Tensor):
+        if isinstance(input, Tensor) and input._data.dtype.kind in "iub" and other._data.dtype.kind in "iub":
+            _check_int_div(other._data)
         return binary(FmodT, input, other)
     return binary(Fmod, input, other)
 
@@ -1147,23 +1227,34 @@ def square(input):
     return pow(input, 2)
 
 
+def _two_tensors(fname, input, other):
+    if not isinstance(input, Tensor):
+        raise not_tensor(fname, input)
+    if not isinstance(other, Tensor):
+        raise not_tensor(fname, other, "other", 2)
+
+
 def minimum(input, other):
     """Elementwise minimum (ties split the gradient)."""
+    _two_tensors("minimum", input, other)
     return binary(Minimum, input, other)
 
 
 def maximum(input, other):
     """Elementwise maximum (ties split the gradient)."""
+    _two_tensors("maximum", input, other)
     return binary(Maximum, input, other)
 
 
 def fmax(input, other):
     """Elementwise maximum ignoring NaN."""
+    _two_tensors("fmax", input, other)
     return binary(Fmax, input, other)
 
 
 def fmin(input, other):
     """Elementwise minimum ignoring NaN."""
+    _two_tensors("fmin", input, other)
     return binary(Fmin, input, other)
 
 
@@ -1187,18 +1278,22 @@ def lerp(input, end, weight):
 
 
 def hardsigmoid(input, inplace=False):
+    _act(input, "hardsigmoid", "hardsigmoid_cpu")
     return relu6(input + 3) / 6
 
 
 def hardswish(input, inplace=False):
+    _act(input, "hardswish", "hardswish_cpu")
     return input * relu6(input + 3) / 6
 
 
 def mish(input, inplace=False):
+    _act(input, "mish", "mish_cpu")
     return input * tanh(softplus(input))
 
 
 def logsigmoid(input):
+    _act(input, "log_sigmoid", "log_sigmoid_cpu")
     return -softplus(-input)
 
 

@@ -8,7 +8,8 @@ from .._tensor import Tensor
 from ..autograd.graph import Node
 from ._dispatch import binary, as_tensor_arg
 from ._inplace import make_view, inplace_apply
-from ._dispatch import wrap_dim
+from ._dispatch import wrap_dim, dims_of, broadcast_error
+from .._errors import not_implemented_for
 from .elementwise import scale
 
 
@@ -130,6 +131,18 @@ def getitem(self, idx):
     """Tensor indexing as PyTorch's applySlicing: one select / slice / unsqueeze view per index (full
     slices skipped), then one IndexBackward0 for the tensor, list and bool indices; plain ``x[:]`` or
     ``x[...]`` is an alias."""
+    result, adv = _slicing(self, idx, False)
+    if adv:
+        last = max(adv)
+        return Index.apply(result, idx=tuple(adv.get(k, _ALL) for k in range(last + 1)), basic=False)
+    if result is self:
+        return make_view(Alias.apply(self, idx=(Ellipsis,), basic=True), self, lambda t: t[...])
+    return result
+
+
+def _slicing(self, idx, setting):
+    """PyTorch's applySlicing: the views for the basic indices (select / slice / unsqueeze; full slices are
+    skipped, except a lone slice when getting) and {dim: array} of the advanced indices left for them."""
     items = idx if isinstance(idx, tuple) else (idx,)
     np_idx, basic = _convert_index(idx)
     spec = 0
@@ -158,7 +171,8 @@ def getitem(self, idx):
             dim += 1
         elif isinstance(i, slice):
             n = shape[dim]
-            if i.indices(n) != (0, n, 1) or i.step not in (None, 1) or items is not idx:   # a lone slice stays
+            if i.indices(n) != (0, n, 1) or i.step not in (None, 1) or (items is not idx and not setting):
+                # (a lone slice stays a view in getitem)
                 result = _step(result, Slice, (_ALL,) * dim + (i,))
             dim += 1
         else:
@@ -166,12 +180,7 @@ def getitem(self, idx):
             if not -n <= i < n:
                 raise IndexError(f"index {i} is out of bounds for dimension {real_dim} with size {n}")
             result = _step(result, Select, (_ALL,) * dim + (i, Ellipsis))
-    if adv:
-        last = max(adv)
-        return Index.apply(result, idx=tuple(adv.get(k, _ALL) for k in range(last + 1)), basic=False)
-    if result is self:
-        return make_view(Alias.apply(self, idx=(Ellipsis,), basic=True), self, lambda t: t[...])
-    return result
+    return result, adv
 
 
 def _step(x, cls, np_idx):
@@ -223,14 +232,48 @@ class CopySlicesSet(IndexPut, name="CopySlices"):
 
 
 def setitem(self, idx, value):
+    """PyTorch's set_item: views for the basic indices, then index_put_ on the view with the advanced ones
+    (IndexPutBackward0, inside CopySlices when there were views) or else copy_ / fill_ of the view
+    (CopyBackwards / FillBackward3, inside CopySlices): the errors and the graph are the in-place op's."""
     np_idx, basic = _convert_index(idx)
-    if isinstance(value, (list, tuple)):
-        value = as_tensor_arg(value)
-    if isinstance(value, Tensor) and value._data.dtype != self._data.dtype:
-        value = value.to(self.dtype)
     if isinstance(value, Tensor):
         _check_setitem_shape(self, np_idx, basic, value)
-    inplace_apply(self, CopySlicesSet, (value,), {"idx": np_idx})
+    elif isinstance(value, (bool, int, float)):
+        value = Tensor._make(np.asarray(value, self._data.dtype))
+    elif isinstance(value, complex):
+        raise RuntimeError(f"value cannot be converted to type {self._data.dtype.name.rstrip('0123456789')} without "
+                           "overflow")
+    else:
+        t = type(value)
+        tn = t.__qualname__ if t.__module__ == "builtins" else f"{t.__module__.split('.')[0]}.{t.__qualname__}"
+        raise TypeError(f"can't assign a {tn} to a {self.type()}")
+    target, adv = _slicing(self, idx, True)
+    vs = value._data.shape
+    lead = 0
+    while lead < len(vs) and vs[lead] == 1:
+        lead += 1
+    if adv:
+        if value._data.dtype != self._data.dtype:
+            raise RuntimeError(f"Index put requires the source and destination dtypes match, got "
+                               f"{_legacy(self._data.dtype)} for the destination and {_legacy(value._data.dtype)} "
+                               "for the source.")
+        if lead:
+            value = value.view(vs[lead:])
+        last = max(adv)
+        inplace_apply(target, IndexPut, (value,), {"idx": tuple(adv.get(k, _ALL) for k in range(last + 1))})
+        return
+    ts = target._data.shape
+    if vs == ts:
+        target.copy_(value)
+    elif not vs:
+        target.fill_(value)
+    else:
+        value = value.view(vs[lead:])
+        target.copy_(value if value._data.shape == ts else value.expand(ts))
+
+
+def _legacy(npdt):
+    return D.from_numpy_dtype(npdt)._legacy.replace("Tensor", "")
 
 
 def _check_setitem_shape(self, np_idx, basic, value):
@@ -345,8 +388,9 @@ def _bitwise(npfn, name):
     def fn(input, other):
         a = input._data if isinstance(input, Tensor) else input
         b = other._data if isinstance(other, Tensor) else other
-        if isinstance(a, np.ndarray) and a.dtype.kind == "f" or isinstance(b, np.ndarray) and b.dtype.kind == "f":
-            raise RuntimeError(f'"{name}_cpu" not implemented for \'Float\'')
+        for x in (a, b):
+            if isinstance(x, np.ndarray) and x.dtype.kind == "f":
+                raise not_implemented_for(f"{name}_cpu", x.dtype)
         return Tensor._make(np.asarray(npfn(a, b)))
     return fn
 
@@ -390,11 +434,13 @@ def equal(input, other):
 
 
 def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+    _bcast_check(input, other)
     return bool(np.allclose(input._data, other._data, rtol=rtol, atol=atol, equal_nan=equal_nan))
 
 
 def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
     o = other._data if isinstance(other, Tensor) else other
+    _bcast_check(input, other)
     return Tensor._make(np.isclose(input._data, o, rtol=rtol, atol=atol, equal_nan=equal_nan))
 
 
@@ -409,16 +455,24 @@ def argwhere(input):
     return nonzero(input)
 
 
+def _bcast_check(a, b):
+    if isinstance(a, Tensor) and isinstance(b, Tensor):
+        try:
+            np.broadcast_shapes(a._data.shape, b._data.shape)
+        except ValueError:
+            raise broadcast_error(a._data.shape, b._data.shape) from None
+
+
 def any(input, dim=None, keepdim=False):
     if dim is None:
         return Tensor._make(np.asarray(np.any(input._data)))
-    return Tensor._make(np.any(input._data, axis=dim, keepdims=keepdim))
+    return Tensor._make(np.any(input._data, axis=dims_of(dim, input._data.ndim), keepdims=keepdim))
 
 
 def all(input, dim=None, keepdim=False):
     if dim is None:
         return Tensor._make(np.asarray(np.all(input._data)))
-    return Tensor._make(np.all(input._data, axis=dim, keepdims=keepdim))
+    return Tensor._make(np.all(input._data, axis=dims_of(dim, input._data.ndim), keepdims=keepdim))
 
 
 # ------------------------------------------------------------------ gather / scatter / select
@@ -652,7 +706,8 @@ def index_add(input, dim, index, source, *, alpha=1):
     n = input._data.shape[d]
     if ia.size and (ia.min() < 0 or ia.max() >= n):
         bad = ia[(ia < 0) | (ia >= n)][0]
-        raise RuntimeError(f"index {bad} is out of bounds for dimension {d} with size {n}")
+        raise IndexError(f"index out of range in self (hookgrad: index {bad} is out of bounds for dimension {d} "
+                         f"with size {n})")
     if source._data.dtype != input._data.dtype:
         raise RuntimeError(f"index_add_(): self ({input.dtype}) and source ({source.dtype}) must have the same "
                            "scalar type")
@@ -662,8 +717,8 @@ def index_add(input, dim, index, source, *, alpha=1):
 class MaskedFill(Node, name="MaskedFillBackward0"):
     """x with the masked positions set to a value (number: grad only to x; 0-dim tensor: grad sums)."""
 
-    def forward(self, x, v):
-        return np.where(self.mask, np.asarray(v, x.dtype), x)
+    def forward(self, x, *v):        # a number is the ``fill`` parameter (no edge), a 0-dim tensor an input
+        return np.where(self.mask, np.asarray(v[0] if v else self.fill, x.dtype), x)
 
     def backward(self, g):
         nf = self.next_functions
@@ -707,7 +762,7 @@ def masked_fill(input, mask, value):
         if value._data.dtype != input._data.dtype:
             value = value.to(input.dtype)
         return MaskedFillT.apply(input, value, mask=m)
-    return MaskedFill.apply(input, value, mask=m)
+    return MaskedFill.apply(input, mask=m, fill=value)
 
 
 def _size_mismatch(sa, sb):
@@ -783,7 +838,12 @@ def take(input, index):
 
 # ----------------------------------------------------------------------------- in-place forms
 def masked_fill_(self, mask, value):
-    return inplace_apply(self, _Via, (), {"f": lambda t: masked_fill(t, mask, value)})
+    if not self._data.flags.writeable and 0 in self._data.strides:
+        import warnings
+        warnings.warn("Use of masked_fill_ on expanded tensors is deprecated. Please clone() the tensor before performing "
+                      "this operation. This also applies to advanced indexing e.g. tensor[mask] = scalar", UserWarning,
+                      stacklevel=2)
+    return inplace_apply(self, _ViaConst, (), {"f": lambda t: masked_fill(t, mask, value)})
 
 
 def scatter_(self, dim, index, src=None, *, value=None, reduce=None):
@@ -805,3 +865,122 @@ class _Via:
     @staticmethod
     def apply(x, f):
         return f(x)
+
+
+# ------------------------------------------------------------------ index_copy / masked_scatter
+class IndexCopy(Node, name="IndexCopyBackward0"):
+    """x with the slices at ``index`` along ``dim`` replaced by source's (self: grad with those slices zeroed;
+    source: grad's slices at index)."""
+
+    def forward(self, x, src):
+        out = x.copy()
+        out[(slice(None),) * self.dim + (self.index,)] = src
+        return out
+
+    def backward(self, g):
+        nf = self.next_functions
+        gx = gs = None
+        if nf[0][0] is not None:
+            gx = IndexCopy.apply(g, Tensor._make(np.zeros(1, g._data.dtype)), index=self.index, dim=self.dim)
+        if nf[1][0] is not None:
+            gs = IndexSelect.apply(g, index=self.index, dim=self.dim)
+        return gx, gs
+
+
+def index_copy(input, dim, index, source):
+    """A copy of input with source's slices along dim written at index (IndexCopyBackward0)."""
+    xd, sd, ia = input._data, source._data, index._data
+    nd = xd.ndim
+    d = wrap_dim(dim, max(nd, 1))
+    if ia.ndim > 1:
+        raise IndexError(f"index_copy_(): Index should have dimension 1 or 0 (got {ia.ndim})")
+    if ia.dtype != np.int64:
+        raise RuntimeError(f"index_copy_(): Expected a long tensor for index, but got {_TNAME[ia.dtype.name]}")
+    ia = ia.reshape(-1)
+    ss = sd.shape if sd.ndim else (1,)
+    xs = xd.shape if nd else (1,)
+    if len(ss) != len(xs) or builtins.any(a != b for k, (a, b) in enumerate(zip(xs, ss)) if k != d):
+        for k, (a, b) in enumerate(zip(xs, ss)):
+            if k != d and a != b:
+                break
+        else:
+            k, a, b = d, None, None
+        raise RuntimeError("index_copy_(): Source/destination tensor must have same slice shapes. Destination slice "
+                           f"shape: {a} at dimension {k} and source slice shape: {b} at dimension {k}.")
+    if ia.size != ss[d]:
+        raise IndexError(f"index_copy_(): Number of indices ({ia.size}) should be equal to source.size(dim) ({ss[d]})")
+    if sd.dtype != xd.dtype:
+        raise RuntimeError(f"index_copy_(): self and source expected to have the same dtype, but got (self) "
+                           f"{_TNAME[xd.dtype.name]} and (source) {_TNAME[sd.dtype.name]}")
+    bad = ia[(ia < 0) | (ia >= xs[d])]
+    if bad.size:
+        raise IndexError(f"index_copy_(): index {int(bad[0])} is out of bounds for dimension {d} with size {xs[d]}")
+    if not nd:
+        return IndexCopy.apply(input.reshape(1), source.reshape(1), index=ia, dim=0).reshape(())
+    return IndexCopy.apply(input, source, index=ia, dim=d)
+
+
+def index_copy_(self, dim, index, source):
+    return inplace_apply(self, _Via, (), {"f": lambda t: index_copy(t, dim, index, source)})
+
+
+class MaskedScatter(Node, name="MaskedScatterBackward0"):
+    """x with its masked positions taking source's first elements in order (self: grad zeroed at the mask;
+    source: grad's masked elements, then zeros, in source's shape)."""
+
+    def forward(self, x, src):
+        out = x.copy()
+        k = int(self.mask.sum())
+        out[self.mask] = src.reshape(-1)[:k]
+        self.src_shape = src.shape
+        return out
+
+    def backward(self, g):
+        nf = self.next_functions
+        gx = gs = None
+        if nf[0][0] is not None:
+            gx = MaskedFill.apply(g, mask=self.mask, fill=0.0)
+        if nf[1][0] is not None:
+            from .join import cat
+            sel = MaskedSelect.apply(g, mask=self.mask)
+            n = int(np.prod(self.src_shape))
+            pad = n - sel._data.shape[0]
+            if pad:
+                sel = cat([sel, Tensor._make(np.zeros(pad, g._data.dtype))])
+            gs = sel.reshape(self.src_shape)
+        return gx, gs
+
+
+def masked_scatter(input, mask, source):
+    """Copy source's elements, in order, into input where mask (broadcast) is True (MaskedScatterBackward0)."""
+    if mask._data.dtype != np.bool_:
+        raise RuntimeError(f"masked_scatter_ only supports boolean masks, but got mask with dtype "
+                           f"{_TNAME[mask._data.dtype.name]}")
+    if source._data.dtype != input._data.dtype:
+        raise RuntimeError(f"masked_scatter: expected self and source to have same dtypes but got"
+                           f"{_TNAME[input._data.dtype.name]} and {_TNAME[source._data.dtype.name]}")
+    try:
+        shape = np.broadcast_shapes(mask._data.shape, input._data.shape)
+    except ValueError:
+        raise _size_mismatch(mask._data.shape, input._data.shape) from None
+    m = np.broadcast_to(mask._data, shape)
+    if int(m.sum()) > source._data.size:
+        raise RuntimeError("Number of elements of source < number of ones in mask")
+    x = input if input._data.shape == shape else input.expand(shape)
+    return MaskedScatter.apply(x, source, mask=m)
+
+
+def masked_scatter_(self, mask, source):
+    if mask._data.dtype == np.bool_:
+        try:
+            if np.broadcast_shapes(mask._data.shape, self._data.shape) != self._data.shape:
+                raise ValueError
+        except ValueError:
+            raise _size_mismatch(mask._data.shape, self._data.shape) from None
+    return inplace_apply(self, _Via, (), {"f": lambda t: masked_scatter(t, mask, source)})
+
+
+class _ViaConst(_Via):
+    """_Via for an op that writes a constant (masked_fill_): PyTorch lets it write through elements that share
+    memory (an expanded tensor)."""
+    _overlap_ok = True

@@ -186,7 +186,11 @@ class Unbind(Node, name="UnbindBackward0"):
 
 
 def _views(outs, src, replay):
-    return tuple(make_view(o, src, (lambda i: lambda t: replay(t)[i])(i)) for i, o in enumerate(outs))
+    outs = tuple(make_view(o, src, (lambda i: lambda t: replay(t)[i])(i)) for i, o in enumerate(outs))
+    for o in outs:      # PyTorch's CreationMeta::MULTI_OUTPUT_NODE, inherited by views of these views
+        if o._base is not None and o._creation is None:
+            o._creation = "multi"
+    return outs
 
 
 def split(tensor, split_size_or_sections, dim=0):

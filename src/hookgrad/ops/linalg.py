@@ -29,6 +29,9 @@ def _is_t(b):
 
 def _check_dtypes(name, a, b):
     da, db = a._data.dtype, b._data.dtype
+    if da == db and da.kind == "b" and name in ("mm", "matmul", "addmm"):
+        from .._errors import not_implemented_for
+        raise not_implemented_for("addmm_impl_cpu_", da)
     if da != db:
         if name == "bmm":
             raise RuntimeError(f"expected scalar type {_scalar_name(da)} but found {_scalar_name(db)}")
@@ -391,6 +394,12 @@ def addmm(input, mat1, mat2, *, beta=1, alpha=1):
         if (input.requires_grad or mat1.requires_grad or mat2.requires_grad) and _state.enabled:
             return node._record((input, mat1, mat2), out)
         return Tensor._make(out)
+    if a.dtype != b.dtype:
+        raise RuntimeError(f"mat1 and mat2 must have the same dtype, but got {_scalar_name(a.dtype)} and "
+                           f"{_scalar_name(b.dtype)}")
+    if input._data.dtype != b.dtype:
+        raise RuntimeError(f"self and mat2 must have the same dtype, but got {_scalar_name(input._data.dtype)} and "
+                           f"{_scalar_name(b.dtype)}")
     if beta == 1 and alpha == 1:
         return Addmm.apply(input, mat1, mat2)
     return Addmm.apply(input, mat1, mat2, beta=beta, alpha=alpha)

@@ -86,9 +86,12 @@ _SCALAR = {"float32": "Float", "float64": "Double", "float16": "Half", "int64": 
 
 
 def _softmax_prep(x, dim, dtype, name="softmax"):
+    if not isinstance(x, Tensor):
+        from .._errors import not_tensor
+        raise not_tensor(name, x)
     if dtype is not None:
         x = x.to(dtype)
-    elif x._data.dtype.kind != "f":
+    if x._data.dtype.kind != "f":
         raise NotImplementedError(f'"{name}_lastdim_kernel_impl" not implemented for '
                                   f'\'{_SCALAR.get(x.dtype.name, x.dtype.name)}\'')
     nd = x._data.ndim

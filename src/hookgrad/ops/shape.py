@@ -78,9 +78,29 @@ class UnsafeView(Reshape, name="UnsafeViewBackward0"):
 
 def view(self, *shape):
     if len(shape) == 1 and not isinstance(shape[0], (int, np.integer, tuple, list, Size, Tensor, float, str, type(None))):
-        return self.to(shape[0])  # view(dtype)
+        return view_dtype(self, shape[0])
     shape = _shape_arg(shape)
     return make_view(View.apply(self, shape=shape), self, lambda t: t.view(shape))
+
+
+def view_dtype(self, dtype):
+    """Tensor.view(dtype): the same bytes read as another dtype, sharing the version counter (as in PyTorch,
+    not an autograd view: no _base, no grad); a different element size rescales the last dimension."""
+    from .. import _dtype as D
+    from .._errors import scalar_name
+    if not isinstance(dtype, D.dtype):
+        raise TypeError(f"view(): argument 'dtype' must be torch.dtype, not {type(dtype).__name__}")
+    x = self._data
+    a, b = x.dtype.itemsize, dtype.np.itemsize
+    if a != b:
+        what = f"to view {scalar_name(x.dtype)} as {scalar_name(dtype.np)} (different element sizes)"
+        if x.ndim == 0:
+            raise RuntimeError(f"self.dim() cannot be 0 {what}")
+        if x.shape[-1] != 1 and x.strides[-1] != a:
+            raise RuntimeError(f"self.stride(-1) must be 1 {what}, but got {x.strides[-1] // a}")
+        if b > a and x.shape[-1] % (b // a):
+            raise RuntimeError(f"self.size(-1) must be divisible by {b // a} {what}, but got {x.shape[-1]}")
+    return Tensor._make(x.view(dtype.np), vc=self._vc)
 
 
 def reshape(self, *shape):
@@ -333,6 +353,9 @@ def squeeze(self, dim=None):
         cls = Squeeze
     else:
         ds = dims_of(dim, nd) if nd else ()
+        if len(set(ds)) != len(ds):
+            d = next(d for d in ds if ds.count(d) > 1)
+            raise RuntimeError(f"dim {d} appears multiple times in the list of dims")
         new = tuple(s for i, s in enumerate(shp) if not (i in ds and s == 1))
         cls = _SqueezeDim if isinstance(dim, int) else _SqueezeDims
     return make_view(cls.apply(self, shape=new), self, lambda t: t.squeeze(dim))
@@ -455,7 +478,8 @@ def cpu(self, *a, **k):
 
 
 def cuda(self, *a, **k):
-    raise RuntimeError("hookgrad runs on the CPU only (no CUDA backend)")
+    from .._errors import no_device
+    raise no_device("cuda")
 
 
 def type_as(self, other):
@@ -499,6 +523,10 @@ def roll(self, shifts, dims=None):
         shifts = tuple(int(s) for s in shifts)
     if isinstance(dims, list):
         dims = tuple(dims)
+    ns = len(shifts) if isinstance(shifts, tuple) else 1
+    nd = 0 if dims is None else len(dims) if isinstance(dims, tuple) else 1
+    if ns != nd and not (dims is None and ns == 1):
+        raise RuntimeError(f"shifts and dimensions must align. shifts: {ns}, dims:{nd}")
     return Roll.apply(self, shifts=shifts, dims=dims)
 
 
@@ -672,6 +700,10 @@ def trace(input):
 def narrow(input, dim, start, length):
     """A view of ``length`` elements along dim from ``start``."""
     nd = input._data.ndim
+    if nd == 0:
+        raise RuntimeError("narrow() cannot be applied to a 0-dim tensor.")
+    if length < 0:
+        raise RuntimeError("narrow(): length must be non-negative.")
     d = wrap_dim(dim, nd)
     n = input._data.shape[d]
     start = int(start)
@@ -682,3 +714,24 @@ def narrow(input, dim, start, length):
     if start + length > n:
         raise RuntimeError(f"start ({start}) + length ({length}) exceeds dimension size ({n}).")
     return input[(slice(None),) * d + (slice(start, start + length),)]
+
+
+def unfold(self, dimension, size, step):
+    """Tensor.unfold: every window of ``size`` elements along ``dimension``, ``step`` apart, as a new last
+    dimension (computed by indexing, so its grad_fn is IndexBackward0 rather than PyTorch's UnfoldBackward0)."""
+    x = self._data
+    nd = x.ndim
+    d = wrap_dim(dimension, nd)
+    n = x.shape[d] if nd else 1
+    if size < 0:
+        raise RuntimeError(f"size is {size} but must be >= 0")
+    if size > n:
+        raise RuntimeError(f"maximum size for tensor at dimension {d} is {n} but size is {size}")
+    if step <= 0:
+        raise RuntimeError(f"step is {step} but must be > 0")
+    if nd == 0:
+        return self.reshape(1)
+    count = (n - size) // step + 1
+    idx = np.arange(count)[:, None] * step + np.arange(size)[None, :]
+    out = self[(slice(None),) * d + (Tensor._make(idx),)]
+    return out.movedim(d + 1, -1) if d + 1 != nd else out

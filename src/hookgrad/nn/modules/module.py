@@ -1383,6 +1383,10 @@ class Module:
         return self.train(False)
 
     def requires_grad_(self, requires_grad=True):
+        if not isinstance(requires_grad, bool):     # checked before any parameter changes
+            from ..._errors import type_name
+            raise TypeError(f"requires_grad_(): argument 'requires_grad' (position 1) must be bool, not "
+                            f"{type_name(requires_grad)}")
         for p in self.parameters():
             p.requires_grad_(requires_grad)
         return self
