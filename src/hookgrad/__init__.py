@@ -49,6 +49,7 @@ from .ops.index import (where, eq, ne, lt, le, gt, ge, not_equal, less, less_equ
                         bitwise_not, isnan, isinf, isfinite, isposinf, isneginf, equal, allclose, isclose, nonzero,
                         argwhere, any, all, index_put)
 from . import autograd
+from . import _C
 from .autograd.anomaly_mode import is_anomaly_enabled, is_anomaly_check_nan_enabled, set_anomaly_enabled
 from .autograd import Node as _Node
 from . import utils

@@ -32,13 +32,14 @@ _task_ids = itertools.count()
 
 
 class _GraphTask:
-    __slots__ = ("id", "seen", "needed", "captures")
+    __slots__ = ("id", "seen", "needed", "captures", "node")
 
     def __init__(self, seen, needed, captures):
         self.id = next(_task_ids)
         self.seen = seen
         self.needed = needed
         self.captures = captures
+        self.node = None        # the node being evaluated (torch._C._current_autograd_node)
 
 
 def _current_graph_task_id():
@@ -47,8 +48,17 @@ def _current_graph_task_id():
     return tasks[-1].id if tasks else -1
 
 
+def _current_autograd_node():
+    """The node the engine is evaluating on this thread (its hooks, saved-tensor unpacking, a custom
+    backward), or None outside backward (torch._C._current_autograd_node)."""
+    tasks = _tls.tasks
+    return tasks[-1].node if tasks else None
+
+
 def _will_engine_execute_node(node):
     """Whether the current backward pass will execute (or capture at) ``node`` (torch's rules)."""
+    if not isinstance(node, _g.Node):
+        raise RuntimeError(f"_will_engine_execute_node expects an grad_fn, but got {type(node).__name__}")
     tasks = _tls.tasks
     if not tasks:
         raise RuntimeError("_get_should_execute_nodes should only be called during the backward pass")
@@ -178,7 +188,7 @@ def _run_task(roots, grads, keep_graph, create_graph, inputs, accumulate):
     op_hooks = bool(_g._op_hooks)
     if exec_needed is None and anomaly is None and not create_graph:
         try:
-            executed = _run_arrays(first, first_buf, deps, op_hooks)
+            executed = _run_arrays(first, first_buf, deps, task, op_hooks)
         finally:
             _state.enabled = prev
             tasks.pop()
@@ -191,6 +201,7 @@ def _run_task(roots, grads, keep_graph, create_graph, inputs, accumulate):
     try:
         while ready:
             fn = pop(ready)[2]
+            task.node = fn
             buf = buffers.pop(fn)
             if exec_needed is not None:
                 need = exec_needed.get(fn, False)
@@ -212,10 +223,11 @@ def _run_task(roots, grads, keep_graph, create_graph, inputs, accumulate):
                 pre = fn._pre_hooks
                 if pre:
                     buf = _run_pre_hooks(pre, buf, fn)
+                had = not not fn._post_hooks
                 outs = fn._run_backward(buf)
                 post = fn._post_hooks
                 if post:
-                    outs = _run_post_hooks(post, outs, buf, fn)
+                    outs = _run_post_hooks(post, outs, buf if had else (), fn)
             if fn._saved:
                 executed.append(fn)
             # -- dispatch --
@@ -253,7 +265,7 @@ def _run_task(roots, grads, keep_graph, create_graph, inputs, accumulate):
     return captured
 
 
-def _run_arrays(first, first_buf, deps, op_hooks=False):
+def _run_arrays(first, first_buf, deps, task, op_hooks=False):
     """The plain ``backward()`` loop (no create_graph, no inputs=, no anomaly mode): input buffers
     hold NumPy arrays, and Tensors are built only where a hook or a Tensor-level backward needs
     them. Same order and hook steps as the general loop. Returns the executed nodes."""
@@ -271,11 +283,14 @@ def _run_arrays(first, first_buf, deps, op_hooks=False):
             pending = None
         else:
             fn = pop(ready)[2]
+        task.node = fn
         buf = buffers.pop(fn)
         if op_hooks:
             outs = _run_op_hooked_arrays(fn, buf, _make)
         elif fn._np and not fn._hooked:
             outs = fn._np_run(buf)
+            if fn._post_hooks:      # registered while the node ran (by an unpack hook)
+                outs = _late_post_hooks(fn, outs, _make)
         else:
             outs = _run_hooked_arrays(fn, buf, _make)
         if fn._saved:
@@ -328,22 +343,45 @@ def _run_hooked_arrays(fn, buf, make):
         if a is not None:
             if hooks:
                 buf[slot] = run_tensor_hooks(hooks, make(a))._data
-            return fn._np_run(buf)
+            if fn._pre_hooks is None and fn._post_hooks is None:
+                outs = fn._np_run(buf)
+                if fn._post_hooks:      # registered while the node ran (by an unpack hook)
+                    outs = _late_post_hooks(fn, outs, make)
+                return outs
+            # a tensor hook registered node hooks: they run now, as in PyTorch
+            return _node_steps(fn, [None if a is None else make(a) for a in buf], make, False)
     tbuf = [None if a is None else make(a) for a in buf]
     acc = type(fn) is _g.AccumulateGrad
     if acc:
         buf[0] = None   # the Tensor alone holds the gradient now: AccumulateGrad may take it as .grad
     if fn._hooked:
         tbuf = _tensor_pre_hooks(fn, tbuf)
+    return _node_steps(fn, tbuf, make, acc)
+
+
+def _node_steps(fn, tbuf, make, acc):
+    """Steps 3-5 of the array loop on Tensors: pre-hooks, the node, post-hooks; arrays out."""
     pre = fn._pre_hooks
     if pre:
         tbuf = _run_pre_hooks(pre, tbuf, fn)
     post = fn._post_hooks
     if fn._np and not post and not acc:
-        return fn._np_run([None if t is None else t._data for t in tbuf])
+        outs = fn._np_run([None if t is None else t._data for t in tbuf])
+        if fn._post_hooks:
+            outs = _late_post_hooks(fn, outs, make)
+        return outs
+    had = not not post
     outs = fn._run_backward(tbuf)
+    post = fn._post_hooks
     if post:
-        outs = _run_post_hooks(post, outs, tbuf, fn)
+        outs = _run_post_hooks(post, outs, tbuf if had else (), fn)
+    return [None if o is None else o._data for o in outs]
+
+
+def _late_post_hooks(fn, outs, make):
+    """Post-hooks registered while their node ran (e.g. by an unpack hook through
+    _current_autograd_node): PyTorch runs them, with an empty grad_outputs (it kept no inputs)."""
+    outs = _run_post_hooks(fn._post_hooks, [None if o is None else make(o) for o in outs], (), fn)
     return [None if o is None else o._data for o in outs]
 
 
@@ -357,6 +395,7 @@ def _run_node(fn, buf, task=None):
     pre = fn._pre_hooks
     if pre:
         buf = _run_pre_hooks(pre, buf, fn)
+    had = not not fn._post_hooks
     outs = fn._run_backward(buf)
     if task is not None and task.needed is not None and fn._masks_unneeded:
         needed, caps = task.needed, task.captures
@@ -364,7 +403,7 @@ def _run_node(fn, buf, task=None):
                 for (nxt, _), g in zip(fn.next_functions, outs)]
     post = fn._post_hooks
     if post:
-        outs = _run_post_hooks(post, outs, buf, fn)
+        outs = _run_post_hooks(post, outs, buf if had else (), fn)
     return outs
 
 

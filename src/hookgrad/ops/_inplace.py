@@ -20,14 +20,24 @@ _DIRECT, _INDIRECT = "is being", "its base or another view of its base has been"
 
 _MULTI_VIEW = (" This view is the output of a function that returns multiple views. Such functions do not allow the "
                "output views to be modified inplace. You should replace the inplace operation by an out-of-place one.")
+_CUSTOM_VIEW = (" This view was created inside a custom Function (or because an input was returned as-is) and the "
+                "autograd logic to handle view+inplace would override the custom backward associated with the custom "
+                "Function, leading to incorrect gradients. This behavior is forbidden. You can fix this by cloning the "
+                "output of the custom Function.")
 
 
 def _view_error(view, how):
     """PyTorch's handle_view_on_rebase: the error for an in-place change of a view whose CreationMeta is not
-    the default ("no_grad", "inference", or "multi": an output of a multi-view op such as split, or a view of one)."""
+    the default ("no_grad", "inference", "multi": an output of a multi-view op such as split, or a view of one,
+    "custom": an output of a custom Function that is one of its inputs)."""
     c = view._creation
     gf = _gf_get(view)          # the grad_fn the view was given (not regenerated)
     where = f"Output {view._output_nr} of {_graph._short_name(gf)}" if gf is not None else None
+    if c == "custom":           # an input returned by a custom Function (e.g. a full backward hook's identity)
+        if where is not None:
+            return RuntimeError(f"{where} is a view and {how} modified inplace." + _CUSTOM_VIEW)
+        return RuntimeError(f"A view was created in no_grad mode and {how} modified inplace with grad mode "
+                            "enabled." + _CUSTOM_VIEW)
     if c == "multi" and where is not None:
         return RuntimeError(f"{where} is a view and {how} modified inplace." + _MULTI_VIEW)
     prefix = f"{where} is a view of a view which was created in" if where is not None else "A view was created in"
@@ -88,8 +98,8 @@ def check_overlap(self, others):
             continue
         if not (_dense(sd) and _dense(od)) or not np.may_share_memory(sd, od):
             continue
-        a0 = sd.__array_interface__["data"][0] + min(0, *(st * (n - 1) for n, st in zip(sd.shape, sd.strides)))
-        b0 = od.__array_interface__["data"][0] + min(0, *(st * (n - 1) for n, st in zip(od.shape, od.strides)))
+        a0 = sd.__array_interface__["data"][0] + sum(min(0, st * (n - 1)) for n, st in zip(sd.shape, sd.strides))
+        b0 = od.__array_interface__["data"][0] + sum(min(0, st * (n - 1)) for n, st in zip(od.shape, od.strides))
         a1, b1 = a0 + sd.nbytes, b0 + od.nbytes
         if a0 == b0 and a1 == b1 and sd.strides == od.strides and sd.shape == od.shape:
             continue            # the same elements (FULL overlap): allowed

@@ -706,8 +706,10 @@ def index_add(input, dim, index, source, *, alpha=1):
     n = input._data.shape[d]
     if ia.size and (ia.min() < 0 or ia.max() >= n):
         bad = ia[(ia < 0) | (ia >= n)][0]
-        raise IndexError(f"index out of range in self (hookgrad: index {bad} is out of bounds for dimension {d} "
-                         f"with size {n})")
+        if input._data.ndim <= 1:           # PyTorch's 1-D kernel (index_select_add) says only this
+            raise IndexError(f"index out of range in self (hookgrad: index {bad} is out of bounds for dimension "
+                             f"{d} with size {n})")
+        raise RuntimeError(f"index {bad} is out of bounds for dimension {d} with size {n}")
     if source._data.dtype != input._data.dtype:
         raise RuntimeError(f"index_add_(): self ({input.dtype}) and source ({source.dtype}) must have the same "
                            "scalar type")

@@ -26,6 +26,7 @@ from ..._dtype import _NP_TO_DT
 from ...autograd.graph import Node, check_tuple_result
 from ...autograd.grad_mode import _state, no_grad
 from ...utils.hooks import add_hook, HookInfo, RemovableHandle, HookDict
+from ...ops._inplace import _View
 from ..parameter import Parameter, Buffer
 
 __all__ = ["Module", "register_module_forward_pre_hook", "register_module_forward_hook",
@@ -264,6 +265,29 @@ class BackwardHookFunctionBackward(Node, name="BackwardHookFunctionBackward"):
 
 _new = object.__new__
 _INDEX0 = (0,)
+_gf_set = Tensor.__dict__["grad_fn"].__set__
+
+
+def _identity_view(t):
+    return t
+
+
+def _as_custom_view(out, t, creation):
+    """Mark an output of the identity node as a view of its input ``t``, as PyTorch marks a custom Function's
+    input returned as-is (CreationMeta IN_CUSTOM_FUNCTION, or MULTI_OUTPUT_NODE when the node has several
+    outputs): an in-place change of the output, or a use of it after its base changed in place, raises."""
+    base = t._base
+    if base is None:
+        out._base = t
+        out._view_fn = _identity_view
+    else:
+        out._base = base
+        out._view_fn = t._view_fn or _identity_view
+    if type(out) is not _View:
+        out.__class__ = _View
+    out._creation = creation
+    out._vc = vc = t._vc
+    out._attr_ver = vc[0]
 
 
 class BackwardHook:
@@ -303,7 +327,6 @@ class BackwardHook:
                 node._is_output = is_output
                 if _graph._anomaly_enabled:
                     out = node._record((t,), (t._data,))[0]
-                    out._vc = t._vc
                 else:   # Node._record for one tensor through an identity, inlined (hot path)
                     d = t._data
                     gf = t.grad_fn
@@ -311,15 +334,12 @@ class BackwardHook:
                     node._in_meta = ((d.shape, d.dtype),)
                     node._seq = next(_graph._seq)
                     node._out_meta = [(d.shape, _NP_TO_DT[d.dtype])]
-                    out = _new(Tensor)                 # Tensor._make(d, True, node, 0, t._vc), inlined
+                    out = _new(_View)                  # Tensor._make(d, True, node, 0, t._vc), inlined
                     out._data = d
                     out._requires_grad = True
-                    out.grad_fn = node
+                    _gf_set(out, node)
                     out._output_nr = 0
-                    out._vc = t._vc
-                base = t if t._base is None else t._base
-                if base.grad_fn is not None or not base.requires_grad:
-                    out._base = base
+                _as_custom_view(out, t, "custom")
                 return ((out,) if type(args) is tuple else type(args)(*(out,))), _INDEX0
         tensors_idx = []
         requires_grad = False
@@ -341,13 +361,10 @@ class BackwardHook:
             node._all_diff = False
         outs = node._record(tensors, tuple(t._data for t in tensors))
         arg_list = list(args)
+        creation = "custom" if len(tensors) == 1 else "multi"
         for i, t, out in zip(tensors_idx, tensors, outs):
-            out._vc = t._vc                        # the outputs are views of the inputs
-            base = t if t._base is None else t._base
-            # (ops._inplace.check_inplace tests "view of a leaf" before _forbid_inplace, so a leaf base
-            # would win over PyTorch's BackwardHookFunction error: such outputs are not marked as views)
-            if base.grad_fn is not None or not base.requires_grad:
-                out._base = base
+            # the outputs are views of the inputs (a non-differentiable one: PyTorch's no-grad view of itself)
+            _as_custom_view(out, t, creation if out._requires_grad else "custom")
             arg_list[i] = out
         if type(args) is tuple:
             return tuple(arg_list), tensors_idx
