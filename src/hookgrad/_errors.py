@@ -1,6 +1,7 @@
-"""PyTorch's exceptions for errors that NumPy raises inside an op.
+"""PyTorch's exceptions: the one place that builds them for argument checks and NumPy's errors.
 
-Arguments are checked where PyTorch checks them (in the public functions); this is the net under
+Shared argument checks (``not_tensor``, ``not_number``, ``not_implemented_for``, ``no_device``, ...) give
+PyTorch's argument-parser and kernel texts. Arguments are checked where PyTorch checks them (in the public functions); this is the net under
 that: an exception NumPy raises while an op's forward runs (shapes that do not broadcast, an axis out
 of range, a dtype no ufunc loop takes, an integer division by zero) reaches the user as PyTorch's
 exception type with a message that names the op, never as NumPy's own. The converted exception is
@@ -13,7 +14,6 @@ import re
 import numpy as np
 
 _PKG_DIR = __file__.rsplit("_errors.py", 1)[0]
-_NP_DIR = np.__file__.rsplit("__init__.py", 1)[0]
 NUMPY_ERRORS = (ValueError, IndexError, TypeError, ZeroDivisionError, ArithmeticError)
 _DUAL = {}
 

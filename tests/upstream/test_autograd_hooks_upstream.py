@@ -1709,3 +1709,31 @@ def test_multi_grad_hooks_invalid_mode(torch, self):
     regex = r"Expects mode to be one of \('all', 'any'\) but got foo"
     with self.assertRaisesRegex(ValueError, regex):
         torch.autograd.graph.register_multi_grad_hook((t1, t2), lambda _: None, mode="foo")
+
+
+def test_node_hooks_registered_by_tensor_hook_and_unpack_hook(torch, self):
+    # (not upstream) neighbours of test_node_post_hook_registered_during_unpack_hook: node hooks
+    # registered by a tensor hook of the same node run in that pass; a post hook registered while
+    # the node runs sees an empty grad_outputs
+    a = torch.ones(3, requires_grad=True)
+    b = a * 2
+    c = b.exp()
+    log = []
+
+    def th(g):
+        b.grad_fn.register_prehook(lambda go: log.append(("pre", len(go))))
+        b.grad_fn.register_hook(lambda gi, go: log.append(("post", len(gi), len(go))))
+
+    b.register_hook(th)
+    c.sum().backward()
+    self.assertEqual(log, [("pre", 1), ("post", 2, 1)])
+
+    def unpack(x):
+        torch._C._current_autograd_node().register_hook(lambda gi, go: log.append(("late", len(gi), len(go))))
+        return x
+
+    log.clear()
+    with torch.autograd.graph.saved_tensors_hooks(lambda x: x, unpack):
+        d = (a * 3).exp()
+    d.sum().backward()
+    self.assertEqual(log, [("late", 1, 0)])
