@@ -1,6 +1,7 @@
 """hookgrad.autograd: backward, grad, grad modes, Function, graph hooks (mirrors torch.autograd)."""
 from .grad_mode import no_grad, enable_grad, set_grad_enabled, inference_mode, is_grad_enabled, \
-    is_inference_mode_enabled
+    is_inference_mode_enabled, set_multithreading_enabled, is_multithreading_enabled, \
+    _unsafe_preserve_version_counter
 from . import graph
 from .graph import Node
 from . import engine as _engine
@@ -22,6 +23,29 @@ _CREATE_GRAPH_WARNING = (
     "gradient which can cause a memory leak. We recommend using autograd.grad when creating the graph to avoid "
     "this. If you have to use this function, make sure to reset the .grad fields of your parameters to None after "
     "use to break the cycle and avoid the leak.")
+
+
+class _VariableMeta(type):
+    def __instancecheck__(cls, other):
+        return isinstance(other, _tensor_cls())
+
+
+class Variable(metaclass=_VariableMeta):
+    """torch.autograd.Variable: ``Variable(t, requires_grad=...)`` is a new leaf sharing ``t``'s data;
+    ``isinstance(x, Variable)`` holds for every Tensor; ``_execution_engine.queue_callback``."""
+    _execution_engine = _engine._ExecutionEngine()
+
+    def __new__(cls, data=None, requires_grad=False, volatile=False):
+        Tensor = _tensor_cls()
+        if data is None:
+            from .._creation import tensor
+            data = tensor([])
+        if not isinstance(data, Tensor):
+            raise TypeError(f"Variable data has to be a tensor, but got {type(data).__name__}")
+        out = data.detach()
+        if requires_grad:
+            out.requires_grad_(True)
+        return out
 
 
 def _tensor_cls():

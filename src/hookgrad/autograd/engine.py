@@ -32,14 +32,47 @@ _task_ids = itertools.count()
 
 
 class _GraphTask:
-    __slots__ = ("id", "seen", "needed", "captures", "node")
+    __slots__ = ("id", "seen", "needed", "captures", "node", "keep_graph", "callbacks")
 
-    def __init__(self, seen, needed, captures):
+    def __init__(self, seen, needed, captures, keep_graph=False):
         self.id = next(_task_ids)
         self.seen = seen
         self.needed = needed
         self.captures = captures
         self.node = None        # the node being evaluated (torch._C._current_autograd_node)
+        self.keep_graph = keep_graph
+        self.callbacks = None   # queue_callback: run once the pass succeeded, while it is still current
+
+
+def _queue_callback(callback):
+    """Variable._execution_engine.queue_callback: run ``callback`` at the end of the current backward
+    pass (PyTorch's final callbacks; a callback may queue more)."""
+    tasks = _tls.tasks
+    if not tasks:
+        raise RuntimeError("Final callbacks can only be installed during backward pass.")
+    task = tasks[-1]
+    if task.callbacks is None:
+        task.callbacks = []
+    task.callbacks.append(callback)
+
+
+def _run_callbacks(task):
+    cbs = task.callbacks
+    i = 0
+    while i < len(cbs):     # a callback may append more
+        cbs[i]()
+        i += 1
+    task.callbacks = None
+
+
+class _ExecutionEngine:
+    """``torch.autograd.Variable._execution_engine`` (the part user code calls)."""
+    queue_callback = staticmethod(_queue_callback)
+
+
+def _get_current_graph_task_keep_graph():
+    tasks = _tls.tasks
+    return tasks[-1].keep_graph if tasks else True
 
 
 def _current_graph_task_id():
@@ -171,7 +204,7 @@ def _run_task(roots, grads, keep_graph, create_graph, inputs, accumulate):
             for i, (fn, slot) in enumerate(inputs):
                 captures.setdefault(fn, []).append((slot, i))
             captured = [None] * len(inputs)
-    task = _GraphTask(seen, exec_needed, captures)
+    task = _GraphTask(seen, exec_needed, captures, keep_graph)
 
     tasks = _tls.tasks
     tasks.append(task)
@@ -189,6 +222,8 @@ def _run_task(roots, grads, keep_graph, create_graph, inputs, accumulate):
     if exec_needed is None and anomaly is None and not create_graph:
         try:
             executed = _run_arrays(first, first_buf, deps, task, op_hooks)
+            if task.callbacks is not None:
+                _run_callbacks(task)
         finally:
             _state.enabled = prev
             tasks.pop()
@@ -254,6 +289,8 @@ def _run_task(roots, grads, keep_graph, create_graph, inputs, accumulate):
                     push(ready, (-nxt._seq, counter, nxt))
                     counter += 1
             outs = g = old = None   # hold no gradient past its dispatch (AccumulateGrad may take it)
+        if task.callbacks is not None:
+            _run_callbacks(task)
     finally:
         _state.enabled = prev
         tasks.pop()

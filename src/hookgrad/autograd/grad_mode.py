@@ -8,6 +8,7 @@ class _State(threading.local):
     def __init__(self):
         self.enabled = True
         self.inference = False
+        self.multithreading = True
 
 
 _state = _State()
@@ -120,3 +121,55 @@ class inference_mode(_DecoratorContextManager):
 
     def clone(self):
         return self.__class__(self.mode)
+
+
+def is_multithreading_enabled():
+    return _state.multithreading
+
+
+class set_multithreading_enabled(_DecoratorContextManager):
+    """Sets (thread-local) multithreaded backward at construction, restores it on exit. hookgrad's
+    backward always runs on the calling thread; the flag is what _current_graph_task_execution_order
+    and user code read."""
+
+    def __init__(self, mode):
+        self.prev = _state.multithreading
+        _state.multithreading = bool(mode)
+        self.mode = mode
+
+    def __enter__(self):
+        pass
+
+    def __exit__(self, *exc):
+        _state.multithreading = self.prev
+
+    def clone(self):
+        return self.__class__(self.mode)
+
+
+def _unsafe_set_version_counter(tensors, versions):
+    """torch._C._autograd._unsafe_set_version_counter."""
+    tensors, versions = tuple(tensors), tuple(versions)
+    if len(tensors) != len(versions):
+        raise RuntimeError(f"tensors_len={len(tensors)}, versions_len={len(versions)}")
+    for t, v in zip(tensors, versions):
+        if v < 0:
+            raise RuntimeError(f"Cannot set a version_counter to a value below 0: {v}")
+        t._vc[0] = v
+
+
+class _unsafe_preserve_version_counter(_DecoratorContextManager):
+    """Hide the in-place changes made inside the block from the version counters of ``tensors``."""
+
+    def __init__(self, tensors):
+        from .._tensor import Tensor
+        self.tensors = (tensors,) if isinstance(tensors, Tensor) else tensors
+        if not isinstance(self.tensors, tuple):
+            raise AssertionError("Expected tensors to be a tuple")
+        self.prev_versions = tuple(t._version for t in self.tensors)
+
+    def __enter__(self):
+        pass
+
+    def __exit__(self, *args):
+        _unsafe_set_version_counter(self.tensors, self.prev_versions)

@@ -710,6 +710,10 @@ class Node:
         s = self._seq
         return 18446744073709551615 if s == _MAX_SEQ else s
 
+    def _set_sequence_nr(self, sequence_nr):
+        """Move the node in the engine's order (latest-created first)."""
+        self._seq = _MAX_SEQ if sequence_nr == 18446744073709551615 else sequence_nr
+
     @property
     def metadata(self):
         if self._metadata is None:

@@ -226,11 +226,6 @@ class IndexPut(Node, name="IndexPutBackward0"):
         return gx, gv
 
 
-class CopySlicesSet(IndexPut, name="CopySlices"):
-    def name(self):
-        return "torch::autograd::CopySlices"
-
-
 def setitem(self, idx, value):
     """PyTorch's set_item: views for the basic indices, then index_put_ on the view with the advanced ones
     (IndexPutBackward0, inside CopySlices when there were views) or else copy_ / fill_ of the view
