@@ -4,6 +4,9 @@ CopySlices folds the op's node (graph shape, hooks, double backward), setitem as
 of multi-output views, index_copy / masked_scatter / resize_."""
 import numpy as np
 import pytest
+import torch
+
+import hookgrad
 
 from oracle import events, check
 from _scen import attempt
@@ -399,3 +402,16 @@ def test_resize():
         log("grow", lib.arange(6.).resize_(2, 4)[0], lib.arange(6.).resize_(7).shape)
         attempt(log, lambda: lib.ones(2).resize_(-1))
     events(sc)
+
+
+@pytest.mark.parametrize("make", [
+    lambda t: t.unbind(0)[1], lambda t: t.select(0, 1), lambda t: t[1], lambda t: t.view(2, 2)[0][1],
+    lambda t: t.split(1)[1].squeeze(0), lambda t: t.unsqueeze(1).unbind(0)[1][0]])
+def test_inplace_on_a_0d_view_writes_through(make):
+    # a 0-d view must share memory with its base (NumPy's integer index gives a copy): found by the fuzzer
+    res = []
+    for lib in (torch, hookgrad):
+        x = lib.tensor([-1.9, -0.42, -0.76, -0.66])
+        make(x.detach()).clamp_(0.41)
+        res.append(x.numpy().copy())
+    np.testing.assert_array_equal(res[1], res[0])

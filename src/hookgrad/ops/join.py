@@ -179,7 +179,7 @@ class Unbind(Node, name="UnbindBackward0"):
 
     def forward(self, x):
         pre = (slice(None),) * self.dim
-        return tuple(x[pre + (i,)] for i in range(x.shape[self.dim]))
+        return tuple(x[pre + (i, Ellipsis)] for i in range(x.shape[self.dim]))     # (Ellipsis: a 0-d view, not a NumPy scalar)
 
     def backward(self, *gs):
         return stack(gs, self.dim)
