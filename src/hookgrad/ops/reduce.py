@@ -266,6 +266,7 @@ class VarMean(Node, name="VarMeanBackward0"):
         return (np.sqrt(v) if self._std else v), m
 
     def backward(self, gv, gm):
+        self.saved_tensors      # NOTE: PyTorch unpacks (and version-checks) every saved tensor whenever the node runs
         res = None
         if gv is not None:
             res = (Std.backward if self._std else Var.backward)(self, gv)
