@@ -710,4 +710,5 @@ class _Copy(_Node, name="CopyBackwards"):
         return np.broadcast_to(src, x.shape).astype(x.dtype)
 
     def backward(self, g):
-        return g * 0, g
+        # PyTorch's CopyBackwards: zeros_like(grad) for self, a constant (no graph under create_graph)
+        return Tensor._make(np.zeros_like(g._data)), g

@@ -7,7 +7,7 @@ import numpy as np
 
 from .._tensor import Tensor
 from .. import _creation as C
-from ..ops import elementwise as E, nn as N
+from ..ops import elementwise as E, join as J, nn as N
 from ..ops.index import Where
 from ..ops.linalg import addmm, matmul
 from .._errors import float_kernel, not_implemented_for, scalar_name
@@ -881,7 +881,7 @@ def one_hot(tensor, num_classes=-1):
 
 
 # ------------------------------------------------------------------------------- padding
-_PAD_MODES = {"reflect": "reflect", "replicate": "edge", "circular": "wrap"}
+_PAD_MODES = ("reflect", "replicate", "circular")
 
 
 def pad(input, pad, mode="constant", value=None):
@@ -923,15 +923,7 @@ def pad(input, pad, mode="constant", value=None):
         if n + a + b < 1 and (a or b):
             name = "WHD"[nd - 1 - d]
             raise RuntimeError(f"input ({name}: {n}) is too small. Calculated output {name}: {n + a + b}")
-    out = input
-    for d, (a, b) in enumerate(pairs):
-        if a or b:
-            n = input.shape[d]
-            src = np.arange(n)
-            idx = np.pad(src, (max(a, 0), max(b, 0)), mode=_PAD_MODES[mode])
-            idx = idx[max(-a, 0):len(idx) - max(-b, 0)]         # a negative pad crops
-            out = out[(slice(None),) * d + (_T(idx),)]
-    return out
+    return J.index_pad(input, pairs[nd - k:], mode)
 
 
 # ---------------------------------------------------------------------------- interpolation

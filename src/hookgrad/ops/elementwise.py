@@ -143,8 +143,13 @@ class Pow(Node, name="PowBackward1"):
             gy = g * _where((x == 0) & (y >= 0), 0.0, out * x.log())
         if nf[0][0] is not None:
             gx = _where(y == 0, 0.0, g * (y * x ** (y - 1))) if isinstance(y, Tensor) else \
-                (g * 0.0 if y == 0 else g * (y * x ** (y - 1)))
+                (_zeros(g) if y == 0 else g * (y * x ** (y - 1)))
         return gx, gy
+
+
+def _zeros(g):
+    """A zero gradient shaped like g that is a constant (PyTorch's zeros_like in a formula)."""
+    return Tensor._make(np.zeros_like(g._data))
 
 
 class PowScalar(Pow, name="PowBackward0"):
@@ -159,8 +164,8 @@ class PowScalar(Pow, name="PowBackward0"):
     def backward(self, g):
         (x,) = self.saved_tensors
         y = self.exponent
-        if y == 0:
-            return g * 0.0
+        if y == 0:          # PyTorch's pow_backward: zeros_like(self), a constant under create_graph
+            return _zeros(g)
         if y == 1:
             return g
         if y == 2:

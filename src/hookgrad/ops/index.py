@@ -595,11 +595,8 @@ class ScatterAdd(Scatter, name="ScatterAddBackward0"):
 
 def _pad_to(g, shape):
     """Zero-pad a gradient at the end of each dim up to ``shape`` (index smaller than src)."""
-    from .join import pad
-    p = []
-    for have, want in zip(reversed(g.shape), reversed(shape)):
-        p += [0, want - have]
-    return pad(g, p)
+    from .nn import ConstantPad
+    return ConstantPad.apply(g, pads=tuple((0, want - have) for have, want in zip(g.shape, shape)))
 
 
 def scatter(input, dim, index, src=None, *, value=None, reduce=None):

@@ -362,48 +362,23 @@ _PAD_NAMES = {("reflect", 1): "ReflectionPad1DBackward0", ("reflect", 2): "Refle
               ("reflect", 3): "ReflectionPad3DBackward0", ("replicate", 1): "ReplicationPad1DBackward0",
               ("replicate", 2): "ReplicationPad2DBackward0", ("replicate", 3): "ReplicationPad3DBackward0"}
 _PAD_CLASSES = {k: type(v, (IndexPad,), {"__qualname__": v}) for k, v in _PAD_NAMES.items()}
-_CircularPad = type("CopySlices", (IndexPad,), {"__qualname__": "CopySlices"})
+_CircularPad = type("CopySlices", (IndexPad,), {"__qualname__": "CopySlices",
+                                                "name": lambda self: "torch::autograd::CopySlices"})
 
 
-def pad(input, pad, mode="constant", value=None):
-    """F.pad: pad the last len(pad)//2 dims (pad lists (left, right) for the last dim first).
-
-    mode: 'constant' (negative amounts crop), 'reflect', 'replicate' or 'circular'."""
-    pad = [int(p) for p in pad]
-    if len(pad) % 2:
-        raise RuntimeError("Padding length must be divisible by 2")
+def index_pad(input, pairs, mode):
+    """Reflect / replicate / circular padding of the last ``len(pairs)`` dims (``pairs``: (before, after),
+    first padded dim first; a negative amount crops). F.pad checks the arguments."""
     x = input._data
-    nd = x.ndim
-    k = len(pad) // 2
-    if k > nd:
-        raise RuntimeError("Padding length should be less than or equal to two times the input dimension but got "
-                           f"padding length {len(pad)} and input of dimension {nd}")
-    pairs = [(pad[2 * i], pad[2 * i + 1]) for i in range(k)][::-1]      # first padded dim first
-    if mode == "constant":
-        pads = ((0, 0),) * (nd - k) + tuple(pairs)
-        return ConstantPad.apply(input, pads=pads, value=0 if value is None else value)
-    if mode not in ("reflect", "replicate", "circular"):
-        raise NotImplementedError(f"Unrecognised padding mode {mode}")
-    if value:
-        raise NotImplementedError(f"Padding mode \"{mode}\" doesn't take in value argument.")
-    if not (k <= 3 and nd in (k + 1, k + 2)):
-        raise NotImplementedError(f"Only 2D, 3D, 4D, 5D padding with non-constant padding are supported for now"
-                                  if k > 3 else f"Padding size {len(pad)} is not supported for {nd}D input tensor.")
+    k = len(pairs)
     maps = []
     for i, (a, b) in enumerate(pairs):
-        d = nd - k + i
-        n = x.shape[d]
-        if mode == "reflect" and (a >= n or b >= n):
-            raise RuntimeError(f"Argument #4: Padding size should be less than the corresponding input dimension, but "
-                               f"got: padding ({a}, {b}) at dimension {d} of input {list(x.shape)}")
-        if mode == "circular" and (a > n or b > n):
-            raise RuntimeError("Padding value causes wrapping around more than once.")
-        m = np.arange(n)
+        d = x.ndim - k + i
+        m = np.arange(x.shape[d])
         if a < 0:
             m, a = m[-a:], 0
         if b < 0:
             m, b = m[:len(m) + b], 0
-        m = np.pad(m, (a, b), mode={"reflect": "reflect", "replicate": "edge", "circular": "wrap"}[mode])
-        maps.append((d, m))
+        maps.append((d, np.pad(m, (a, b), mode={"reflect": "reflect", "replicate": "edge", "circular": "wrap"}[mode])))
     cls = _CircularPad if mode == "circular" else _PAD_CLASSES[(mode, k)]
     return cls.apply(input, maps=tuple(maps), in_shape=x.shape)

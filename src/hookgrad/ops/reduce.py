@@ -719,8 +719,8 @@ class VectorNorm(Node, name="LinalgVectorNormBackward0"):
         x, out = self.saved_tensors
         p = self.ord
         g, out = _keep(g, self), _keep(out, self)
-        if p == 0:
-            return g * 0
+        if p == 0:          # PyTorch's norm_backward: an undefined gradient (None), not zeros
+            return None
         if p == 1:
             return scale(g, np.sign(x._data), x)
         if p in (float("inf"), -float("inf")):
