@@ -161,9 +161,13 @@ class Prod(Node, name="ProdBackward0"):
 
     def backward(self, g):
         x, out = self.saved_tensors
+        if x._data.ndim == 0:       # PyTorch's prod_backward returns grad itself for a 0-d input
+            return g
         g, out = _keep(g, self), _keep(out, self)
         if not (x._data == 0).any():
-            return g * out / x
+            return g * (out / x)    # PyTorch's order (rounding of the double backward)
+        if all(x._data.shape[d] == 1 for d in self.dims):   # prod_safe_zeros_backward: grad itself
+            return g
         # zeros: the product of all the other elements, one row per element (O(n^2), only then)
         xs = x.reshape(-1) if len(self.dims) != 1 else x.movedim(self.dims[0], -1)
         n = xs.shape[-1]
@@ -192,6 +196,18 @@ def prod(input, dim=None, keepdim=False, *, dtype=None):
 
 
 # --------------------------------------------------------------------------------- var / std
+def _var(x, dims, ddof, keepdim):
+    """np.var, except that a slice of equal values has variance exactly 0, as PyTorch's Welford
+    kernel gives (NumPy's mean of equal values can be off by an ulp, leaving a ~1e-33 variance whose
+    std gradient g / std is then huge instead of PyTorch's 0)."""
+    v = np.asarray(np.var(x, axis=dims, ddof=ddof, keepdims=keepdim))
+    if v.size and x.size:
+        same = np.max(x, axis=dims, keepdims=keepdim) == np.min(x, axis=dims, keepdims=keepdim)
+        if same.any():      # (nan stays: inf values, or no degrees of freedom)
+            v = np.where(same & np.isfinite(v), v.dtype.type(0), v)
+    return v
+
+
 class Var(Node, name="VarBackward0"):
     save = (0,)
     saved_names = ("self",)
@@ -200,7 +216,7 @@ class Var(Node, name="VarBackward0"):
     def forward(self, x):
         self.in_shape = x.shape
         with np.errstate(divide="ignore", invalid="ignore"):
-            return np.asarray(np.var(x, axis=self.dims, ddof=self.correction, keepdims=self.keepdim))
+            return _var(x, self.dims, self.correction, self.keepdim)
 
     def backward(self, g):
         (x,) = self.saved_tensors
@@ -216,7 +232,7 @@ class Std(Node, name="StdBackward0"):
     def forward(self, x):
         self.in_shape = x.shape
         with np.errstate(divide="ignore", invalid="ignore"):
-            return np.asarray(np.std(x, axis=self.dims, ddof=self.correction, keepdims=self.keepdim))
+            return np.sqrt(_var(x, self.dims, self.correction, self.keepdim))
 
     def backward(self, g):
         x, out = self.saved_tensors
@@ -261,15 +277,16 @@ class VarMean(Node, name="VarMeanBackward0"):
         self.in_shape = x.shape
         self.n = _count(x.shape, self.dims)
         with np.errstate(divide="ignore", invalid="ignore"):
-            v = np.asarray(np.var(x, axis=self.dims, ddof=self.correction, keepdims=self.keepdim))
+            v = _var(x, self.dims, self.correction, self.keepdim)
             m = np.asarray(np.mean(x, axis=self.dims, keepdims=self.keepdim))
         return (np.sqrt(v) if self._std else v), m
 
     def backward(self, gv, gm):
-        self.saved_tensors      # NOTE: PyTorch unpacks (and version-checks) every saved tensor whenever the node runs
         res = None
-        if gv is not None:
+        if gv is not None:      # (unpacks the saved tensors once: an unpack hook runs once per node call)
             res = (Std.backward if self._std else Var.backward)(self, gv)
+        else:
+            self.saved_tensors  # NOTE: PyTorch unpacks (and version-checks) every saved tensor whenever the node runs
         if gm is not None:
             g = _keep(gm / self.n, self).expand(self.in_shape)
             res = g if res is None else res + g
@@ -644,18 +661,18 @@ class Cumsum(Node, name="CumsumBackward0"):
     dt = None
 
     def forward(self, x):
-        return np.cumsum(x, axis=self.dim, dtype=self.dt)
+        return np.cumsum(x, axis=self.dim, dtype=self.dt) if x.ndim else np.array(x, dtype=self.dt or x.dtype)
 
     def backward(self, g):
         d = self.dim
+        if g._data.ndim == 0 or g._data.shape[d] <= 1:      # as PyTorch's cumsum_backward
+            return g
         return g.flip(d).cumsum(d).flip(d)
 
 
 def cumsum(input, dim, *, dtype=None):
     """Cumulative sum along dim (integers accumulate in int64)."""
     d = wrap_dim(dim, input._data.ndim)
-    if not input._data.ndim:
-        return input.reshape(1).cumsum(0, dtype=dtype).reshape(())
     return Cumsum.apply(input, dim=d, dt=_sum_dtype(input._data, dtype))
 
 
@@ -665,11 +682,13 @@ class Cumprod(Node, name="CumprodBackward0"):
     dt = None
 
     def forward(self, x):
-        return np.cumprod(x, axis=self.dim, dtype=self.dt)
+        return np.cumprod(x, axis=self.dim, dtype=self.dt) if x.ndim else np.array(x, dtype=self.dt or x.dtype)
 
     def backward(self, g):
         x, out = self.saved_tensors
         d = self.dim
+        if x._data.size <= 1:       # PyTorch's cumprod_backward returns grad itself
+            return g
         if not (x._data == 0).any():
             return (g * out).flip(d).cumsum(d).flip(d) / x
         # zeros: grad_i = sum_{j >= i} g_j prod_{k <= j, k != i} x_k, via an n x n table (only then)
@@ -684,8 +703,6 @@ class Cumprod(Node, name="CumprodBackward0"):
 def cumprod(input, dim, *, dtype=None):
     """Cumulative product along dim."""
     d = wrap_dim(dim, input._data.ndim)
-    if not input._data.ndim:
-        return input.reshape(1).cumprod(0, dtype=dtype).reshape(())
     return Cumprod.apply(input, dim=d, dt=_sum_dtype(input._data, dtype))
 
 

@@ -488,7 +488,7 @@ def type_as(self, other):
 
 class Flip(Node, name="FlipBackward0"):
     def forward(self, x):
-        return np.flip(x, self.dims).copy()
+        return np.flip(x, self.dims).copy() if x.ndim else x.copy()     # a 0-d tensor flips to itself
 
     def backward(self, g):
         return g.flip(self.dims)
@@ -498,6 +498,9 @@ def flip(self, *dims):
     """Reverse the order of elements along the given dims."""
     dims = _shape_arg(dims, "flip", "dims")
     dims = tuple(wrap_dim(d, self._data.ndim) for d in dims)
+    for i, d in enumerate(dims):
+        if d in dims[:i]:
+            raise RuntimeError(f"dim {d} appears multiple times in the list of dims")
     return Flip.apply(self, dims=dims)
 
 
