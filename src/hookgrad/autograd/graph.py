@@ -525,8 +525,15 @@ class Node:
     def _save_mask(self):
         """Per ``save`` entry: is it needed, i.e. does one of the inputs listed in ``save_if`` for it
         need a gradient (PyTorch saves ``self`` of ``mul`` only if ``other`` requires grad)?"""
-        nf = self.next_functions
-        return [c is None or any(nf[j][0] is not None for j in c) for c in self.save_if]
+        key = tuple([e[0] is not None for e in self.next_functions])
+        table = type(self).__dict__.get("_save_masks")
+        if table is None:
+            table = {}
+            setattr(type(self), "_save_masks", table)
+        mask = table.get(key)
+        if mask is None:        # once per class and pattern of needed inputs
+            mask = table[key] = tuple(c is None or any(key[j] for j in c if j < len(key)) for c in self.save_if)
+        return mask
 
     # ---- what backward code uses ----
     @property
@@ -824,6 +831,9 @@ def _dt(npdtype):
 
 
 grad_accumulator_lock = threading.Lock()    # Tensor._grad_accumulator: one AccumulateGrad per leaf
+# threads accumulating into .grad (PyTorch: a mutex per AccumulateGrad). One lock for all leaves: creating
+# a lock per accumulator cost an allocation per leaf and step; reentrant, as a create_graph copy may run ops
+_accumulate_lock = threading.RLock()
 
 
 class AccumulateGrad(Node):
@@ -833,7 +843,6 @@ class AccumulateGrad(Node):
     def __init__(self, variable):
         self.variable = variable
         self.next_functions = ()
-        self._lock = threading.Lock()     # threads accumulating into one leaf (PyTorch's mutex_)
         # the leaf's tensor hooks run here; Tensor.register_hook sets the flag on a live accumulator
         self._hooked = variable._backward_hooks is not None
 
@@ -851,7 +860,7 @@ class AccumulateGrad(Node):
         if g is None:
             return ()
         var = self.variable
-        with self._lock:
+        with _accumulate_lock:
             done = self._np_accumulate(var, g)
         if not done:
             return self._run_backward([Tensor._make(g)])
@@ -884,7 +893,7 @@ class AccumulateGrad(Node):
         var = self.variable
         if g is None:
             return ()
-        with self._lock:
+        with _accumulate_lock:
             self._accumulate(var, g)
         if var._post_accumulate_grad_hooks:
             _run_post_accumulate_hooks(var)

@@ -218,8 +218,9 @@ def softmin(input, dim=None, _stacklevel=3, dtype=None):
 
 # ----------------------------------------------------------------------------------- linear
 def linear(input, weight, bias=None):
-    _tensor_arg(input, "linear", "input", 1)
-    _tensor_arg(weight, "linear", "weight", 2)
+    if not (isinstance(input, Tensor) and isinstance(weight, Tensor)):
+        _tensor_arg(input, "linear", "input", 1)
+        _tensor_arg(weight, "linear", "weight", 2)
     nd = input._data.ndim
     if nd == 2:
         return addmm(bias, input, weight.t()) if bias is not None else input.mm(weight.t())

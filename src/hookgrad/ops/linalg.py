@@ -391,8 +391,9 @@ def addmm(input, mat1, mat2, *, beta=1, alpha=1):
         # the common case (nn.Linear), without apply's generic argument handling
         node = _new(Addmm)
         out = node.forward(input._data, a, b)
-        if (input.requires_grad or mat1.requires_grad or mat2.requires_grad) and _state.enabled:
-            return node._record((input, mat1, mat2), out)
+        if _state.enabled and (input._requires_grad or mat1._requires_grad or mat2._requires_grad
+                               or input.requires_grad or mat1.requires_grad or mat2.requires_grad):
+            return node._record((input, mat1, mat2), out)       # (the slots first: the property is slower)
         return Tensor._make(out)
     if a.dtype != b.dtype:
         raise RuntimeError(f"mat1 and mat2 must have the same dtype, but got {_scalar_name(a.dtype)} and "

@@ -282,7 +282,7 @@ def t(self):
         raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {nd}D")
     if nd < 2:
         return make_view(TNode.apply(self, d0=0, d1=0), self, _t_replay)
-    if self.requires_grad and _state.enabled and not _G._op_hooks:
+    if (self._requires_grad or self._lazy_rg and self.requires_grad) and _state.enabled and not _G._op_hooks:
         # hot path (every nn.Linear call): the transposed view, recorded without apply's plumbing
         node = _new(TNode)
         return make_view(node._record((self,), self._data.T), self, _t_replay)
