@@ -9,6 +9,7 @@ also an instance of the original built-in base (ValueError, IndexError, ...), so
 hookgrad that catches NumPy's error to build a more precise message keeps working.
 """
 import linecache
+import numbers
 import re
 
 import numpy as np
@@ -30,15 +31,17 @@ def _dual(torch_type, original):
     return cls
 
 
-def broadcast_error(sa, sb):
-    """PyTorch's error for shapes that do not broadcast (naming the first mismatch from the right)."""
+def broadcast_error(sa, sb, detail=True):
+    """PyTorch's error for shapes that do not broadcast (naming the first mismatch from the right);
+    ``detail`` appends both shapes."""
     n = max(len(sa), len(sb))
     a = (1,) * (n - len(sa)) + tuple(sa)
     b = (1,) * (n - len(sb)) + tuple(sb)
     for i in range(n - 1, -1, -1):
         if a[i] != b[i] and a[i] != 1 and b[i] != 1:
             return RuntimeError(f"The size of tensor a ({a[i]}) must match the size of tensor b ({b[i]}) at "
-                                f"non-singleton dimension {i} (hookgrad: shapes {list(sa)} and {list(sb)})")
+                                f"non-singleton dimension {i}"
+                                + (f" (hookgrad: shapes {list(sa)} and {list(sb)})" if detail else ""))
     return RuntimeError(f"shapes {list(sa)} and {list(sb)} do not broadcast")
 
 
@@ -115,7 +118,6 @@ def not_number(fname, x, argname, pos=None):
 
 
 def is_number(x):
-    import numbers
     return isinstance(x, (numbers.Number, np.generic)) and not isinstance(x, (str, bytes))
 
 

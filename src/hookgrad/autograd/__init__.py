@@ -1,4 +1,8 @@
 """hookgrad.autograd: backward, grad, grad modes, Function, graph hooks (mirrors torch.autograd)."""
+import warnings
+
+import numpy as np
+
 from .grad_mode import no_grad, enable_grad, set_grad_enabled, inference_mode, is_grad_enabled, \
     is_inference_mode_enabled, set_multithreading_enabled, is_multithreading_enabled, \
     _unsafe_preserve_version_counter
@@ -73,7 +77,6 @@ def _grads_tuple(grads, n):
 def _make_grads(outputs, grad_outputs, is_grads_batched=False):
     """The seed gradient of each output (PyTorch's _make_grads, then the engine's count and dtype checks):
     implicit ones for scalar outputs, shape checks, and casts to the output's dtype."""
-    import numpy as np
     Tensor = _tensor_cls()
     res = []
     for i, (out, g) in enumerate(zip(outputs, grad_outputs)):
@@ -137,7 +140,6 @@ def _input_edges(inputs, accumulate):
 def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, grad_variables=None, inputs=None):
     """Compute the sum of gradients of tensors w.r.t. graph leaves (or ``inputs``), into ``.grad``.
     Every argument is checked before anything runs."""
-    import warnings
     Tensor = _tensor_cls()
     if grad_variables is not None:
         warnings.warn("`grad_variables` is deprecated. Use `grad_tensors` instead.", FutureWarning, stacklevel=2)
@@ -165,7 +167,6 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
          allow_unused=None, is_grads_batched=False, materialize_grads=False):
     """Compute and return the gradients of outputs w.r.t. inputs (nothing is accumulated into .grad).
     Every argument is checked before anything runs, so a rejected call leaves the graph usable."""
-    import warnings
     Tensor = _tensor_cls()
     if materialize_grads and allow_unused is False:
         raise ValueError("Expected allow_unused to be True or not passed when materialize_grads=True, but got: "

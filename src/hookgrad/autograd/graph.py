@@ -836,6 +836,12 @@ grad_accumulator_lock = threading.Lock()    # Tensor._grad_accumulator: one Accu
 _accumulate_lock = threading.RLock()
 
 
+def _laid_out_like(g, d):
+    """Can gradient array ``g`` become the ``.grad`` of a leaf with data ``d`` as it is (PyTorch's steal)?"""
+    return (g.dtype == d.dtype and g.shape == d.shape and g.flags.c_contiguous and g.flags.writeable
+            and type(g) is np.ndarray)
+
+
 class AccumulateGrad(Node):
     """Writes a leaf's ``.grad``. One per leaf while someone references it (PyTorch semantics)."""
     _seq = _MAX_SEQ
@@ -875,8 +881,7 @@ class AccumulateGrad(Node):
             # PyTorch's rule: take the incoming gradient itself when no one else holds that object
             # (here: buf, the two frames' g and getrefcount's argument) and it is laid out like the variable; a view
             # keeps sharing its base, as a stolen view does in PyTorch.
-            if _getrefcount(g) == 4 and g.dtype == d.dtype and g.shape == d.shape and g.flags.c_contiguous \
-                    and g.flags.writeable and type(g) is np.ndarray:
+            if _getrefcount(g) == 4 and _laid_out_like(g, d):
                 var._grad = Tensor._make(g)
             else:
                 var._grad = Tensor._make(np.array(g, dtype=d.dtype, copy=True, order="C"))
@@ -910,8 +915,7 @@ class AccumulateGrad(Node):
                 # it (its input buffer; ``g`` here and in _run_backward, ``d``; getrefcount's argument) and
                 # it is laid out like the variable; ``.grad`` is then a detached alias of it, so a hook that
                 # changes ``.grad`` in place is seen in the grad_outputs of AccumulateGrad's post-hooks.
-                if _getrefcount(g) == 4 and _getrefcount(d) == 3 and d.dtype == vd.dtype and d.shape == vd.shape \
-                        and d.flags.c_contiguous and d.flags.writeable and type(d) is np.ndarray:
+                if _getrefcount(g) == 4 and _getrefcount(d) == 3 and _laid_out_like(d, vd):
                     var._grad = Tensor._make(d, False, None, 0, g._vc)
                 else:
                     var._grad = Tensor._make(np.array(d, dtype=vd.dtype, copy=True, order="C"))

@@ -1,11 +1,13 @@
 """Matrix products: matmul (mm/mv/dot/bmm/broadcast), addmm, outer, einsum."""
+import math
+
 import numpy as np
 
 from .._tensor import Tensor
 from ..autograd import graph as _G
 from ..autograd.graph import Node
 from ..autograd.grad_mode import _state
-from .. import _dtype as D
+from .._errors import broadcast_error
 from . import shape as _shape
 
 _new = object.__new__
@@ -194,7 +196,7 @@ def matmul(input, other):
         t2 = (input.t() if da == 2 else input) if transpose else other
         s1 = t1._data.shape
         out_shape = s1[:-1]
-        t1f = t1.reshape(_prod(out_shape), s1[-1])
+        t1f = t1.reshape(math.prod(out_shape), s1[-1])
         if t2._data.ndim == 2:
             out = _unsafe_view(mm(t1f, t2), out_shape + (t2._data.shape[1],))
             return out.mT.contiguous() if transpose else out
@@ -213,7 +215,7 @@ def matmul(input, other):
         if bb[0] == 1 and other.requires_grad:
             return matmul(input, other.squeeze(0))
     batch = _infer_size(ba, bb)
-    nb = _prod(batch)
+    nb = math.prod(batch)
     a3 = input.expand(batch + (n, m1)).reshape(nb, n, m1)
     if db == 1:
         b3 = other.expand(batch + (m2,)).reshape(nb, m2).unsqueeze(2)
@@ -244,25 +246,12 @@ def _should_fold(a, b):
     return all(st[i] == st[i + 1] * shp[i + 1] for i in range(d1 - 2))
 
 
-def _prod(shape):
-    n = 1
-    for s in shape:
-        n *= s
-    return n
-
-
 def _infer_size(a, b):
     """Broadcast two batch shapes (PyTorch's infer_size, with its message)."""
-    n = max(len(a), len(b))
-    out = []
-    for i in range(n):
-        sa = a[i - n + len(a)] if i - n + len(a) >= 0 else 1
-        sb = b[i - n + len(b)] if i - n + len(b) >= 0 else 1
-        if sa != sb and sa != 1 and sb != 1:
-            raise RuntimeError(f"The size of tensor a ({sa}) must match the size of tensor b ({sb}) at non-singleton "
-                               f"dimension {i}")
-        out.append(sa if sb == 1 else sb)
-    return tuple(out)
+    try:
+        return np.broadcast_shapes(a, b)
+    except ValueError:
+        raise broadcast_error(a, b, detail=False) from None
 
 
 def _unsafe_view(t, shape):
