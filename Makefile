@@ -32,7 +32,7 @@ bench: $(STAMP)
 # code-line budget per folder, printed so that growth is a decision
 lines:
 	@echo "code lines per folder (non-blank, non-comment):"
-	@for d in src/hookgrad src/hookgrad/autograd src/hookgrad/ops src/hookgrad/nn src/hookgrad/optim src/hookgrad/tools src/hookgrad/utils tests bench examples; do \
+	@for d in src/hookgrad src/hookgrad/autograd src/hookgrad/primitives src/hookgrad/nn src/hookgrad/optim src/hookgrad/tools src/hookgrad/utils tests bench examples; do \
 	  [ -d $$d ] && printf "  %-28s %6s\n" $$d "$$(find $$d -maxdepth 1 -name '*.py' -exec grep -hvE '^\s*(#|$$)' {} + | wc -l)"; \
 	done; true
 

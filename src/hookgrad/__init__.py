@@ -21,30 +21,30 @@ from ._tensor import Tensor, Size, device
 from ._printing import set_printoptions
 from .autograd.grad_mode import no_grad, enable_grad, set_grad_enabled, inference_mode, is_grad_enabled, \
     is_inference_mode_enabled
-from . import ops as _ops
+from . import primitives as _ops
 from ._creation import (tensor, as_tensor, asarray, from_numpy, zeros, ones, empty, full, zeros_like, ones_like,
                         empty_like, full_like, arange, linspace, logspace, eye, rand, randn, randint, randperm,
                         rand_like, randn_like, randint_like, bernoulli, multinomial, normal, manual_seed, seed,
                         initial_seed, get_rng_state, set_rng_state, Generator, default_generator)
-from .ops.elementwise import (add, sub, subtract, mul, multiply, div, divide, true_divide, pow, neg, negative, abs,
+from .primitives.elementwise import (add, sub, subtract, mul, multiply, div, divide, true_divide, pow, neg, negative, abs,
                               absolute, exp, expm1, log, log2, log10, log1p, sqrt, rsqrt, sin, cos, tan, tanh,
                               sigmoid, erf, reciprocal, relu, sign, floor, ceil, round, trunc, fix, frac, clamp,
                               clip, clamp_min, clamp_max, minimum, maximum, fmax, fmin, floor_divide, remainder,
                               fmod, square, atan2, arctan2, lerp, rsub)
-from .ops.reduce import (sum, mean, prod, var, std, var_mean, std_mean, max, min, amax, amin, argmax, argmin, aminmax,
+from .primitives.reduce import (sum, mean, prod, var, std, var_mean, std_mean, max, min, amax, amin, argmax, argmin, aminmax,
                          logsumexp, cumsum, cumprod, norm, sort, argsort, topk, msort, median, nanmedian, kthvalue,
                          mode, cummax, cummin)
-from .ops.linalg import matmul, mm, bmm, mv, dot, inner, addmm, outer, ger, einsum
-from .ops.shape import (reshape, flatten, unflatten, permute, transpose, swapaxes, swapdims, t, squeeze, unsqueeze,
+from .primitives.linalg import matmul, mm, bmm, mv, dot, inner, addmm, outer, ger, einsum
+from .primitives.shape import (reshape, flatten, unflatten, permute, transpose, swapaxes, swapdims, t, squeeze, unsqueeze,
                         clone, flip, fliplr, flipud, roll, tile, movedim, moveaxis, broadcast_to, narrow, tril, triu,
                         diagonal, diag, diag_embed, trace)
-from .ops.join import (cat, concat, concatenate, stack, hstack, vstack, dstack, row_stack, column_stack, split, chunk,
+from .primitives.join import (cat, concat, concatenate, stack, hstack, vstack, dstack, row_stack, column_stack, split, chunk,
                        tensor_split, hsplit, vsplit, dsplit, unbind, atleast_1d, atleast_2d)
-from .ops.index import (gather, scatter, scatter_add, index_select, select, index_add, masked_fill, masked_select, take,
+from .primitives.index import (gather, scatter, scatter_add, index_select, select, index_add, masked_fill, masked_select, take,
                         index_copy, masked_scatter)
-from .ops.elementwise import selu, celu, relu6, hardtanh
-from .ops import linalg_ns as linalg, return_types
-from .ops.index import (where, eq, ne, lt, le, gt, ge, not_equal, less, less_equal, greater, greater_equal,
+from .primitives.elementwise import selu, celu, relu6, hardtanh
+from .primitives import linalg_ns as linalg, return_types
+from .primitives.index import (where, eq, ne, lt, le, gt, ge, not_equal, less, less_equal, greater, greater_equal,
                         logical_and, logical_or, logical_xor, logical_not, bitwise_and, bitwise_or, bitwise_xor,
                         bitwise_not, isnan, isinf, isfinite, isposinf, isneginf, equal, allclose, isclose, nonzero,
                         argwhere, any, all, index_put)

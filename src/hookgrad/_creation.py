@@ -593,14 +593,14 @@ def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, requires
 
 # ------------------------------------------------------------------------- in-place fills
 def _fill_check(self):
-    from .ops._inplace import check_inplace
+    from .primitives._inplace import check_inplace
     check_inplace(self)
 
 
 def _fill(self, values, cls=None, value=None):
     """Write values into self as an in-place op whose gradient is zero (PyTorch's FillBackward2,
     ZeroBackward0, NormalBackward0, ...): rebase, views (CopySlices) and versions as any in-place op."""
-    from .ops._inplace import inplace_apply
+    from .primitives._inplace import inplace_apply
     args = () if value is None else (value,)
     return inplace_apply(self, cls or _FillRandom, args, {"_v": values})
 
@@ -689,7 +689,7 @@ def exponential_(self, lambd=1.0, *, generator=None):
 
 def copy_(self, src, non_blocking=False):
     """Copy src into self (broadcasting); differentiable w.r.t. src, like PyTorch."""
-    from .ops._inplace import inplace_apply
+    from .primitives._inplace import inplace_apply
     if not isinstance(src, Tensor):
         src = tensor(src)
     try:

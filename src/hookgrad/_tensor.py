@@ -1,6 +1,6 @@
 """Tensor: a NumPy array plus what autograd needs (requires_grad, grad, grad_fn, hooks).
 
-Arithmetic and other methods are installed by ``hookgrad.ops`` (each op lives with its gradient);
+Arithmetic and other methods are installed by ``hookgrad.primitives`` (each op lives with its gradient);
 this file holds the state, the hook registration methods and the autograd entry points.
 """
 import warnings

@@ -6,7 +6,7 @@ from hypothesis.extra.numpy import mutually_broadcastable_shapes
 
 import torch
 import hookgrad
-from hookgrad.ops import elementwise as E
+from hookgrad.primitives import elementwise as E
 from ops_util import data, run, same_error
 
 DT = ["float32", "float64"]
@@ -14,7 +14,7 @@ SET = settings(max_examples=8, deadline=None)
 
 
 def F(lib):
-    # the activation functions live in hookgrad.ops.elementwise (nn.functional re-exports them)
+    # the activation functions live in hookgrad.primitives.elementwise (nn.functional re-exports them)
     return lib.nn.functional if lib is torch else E
 
 

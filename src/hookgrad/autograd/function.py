@@ -208,7 +208,7 @@ class Function(metaclass=FunctionMeta):
 def _wrap_outputs(ctx, args, outputs):
     """Record ctx as the grad_fn of the outputs (PyTorch: _wrap_outputs / process_outputs)."""
     T = _g.Tensor
-    from ..ops._inplace import _LEAF, _rebase
+    from ..primitives._inplace import _LEAF, _rebase
     tensor_args = [a for a in args if isinstance(a, T)]
     edges, meta = [], []
     for a in tensor_args:

@@ -1329,7 +1329,7 @@ class _AllowMutationOnSavedContext:
                                                    orig._output_nr)
 
 
-_mutation_ctx = None   # the active _AllowMutationOnSavedContext (ops._inplace calls _before_mutation)
+_mutation_ctx = None   # the active _AllowMutationOnSavedContext (primitives._inplace calls _before_mutation)
 
 _G5_ERR = ("Trying to backward outside of the 'allow_mutation_on_saved_tensors' context"
            "in which the graph was originally recorded.")

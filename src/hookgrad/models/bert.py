@@ -26,7 +26,7 @@ from .. import nn
 from .._creation import arange, tensor, zeros, zeros_like
 from ..autograd.grad_mode import no_grad
 from ..nn import functional as F
-from ..ops.join import cat
+from ..primitives.join import cat
 
 __all__ = ["BertConfig", "BertModel", "SentenceEncoder", "default_model_dir", "load_bert_state_dict"]
 

@@ -7,9 +7,9 @@ import numpy as np
 
 from .._tensor import Tensor
 from .. import _creation as C
-from ..ops import elementwise as E, join as J, nn as N
-from ..ops.index import Where
-from ..ops.linalg import addmm, matmul
+from ..primitives import elementwise as E, join as J, nn as N
+from ..primitives.index import Where
+from ..primitives.linalg import addmm, matmul
 from .._errors import float_kernel, not_implemented_for, scalar_name
 
 _int = (int, np.integer)
@@ -95,7 +95,7 @@ def where(cond, a, b):
 
 
 def _inplace(input, fn):
-    from ..ops import _inplace_via
+    from ..primitives import _inplace_via
     return _inplace_via(input, fn)
 
 
@@ -799,7 +799,7 @@ def _dropout(input, p, training, inplace, mshape):
     keep = C.default_generator._uniform01(n, np.float64).reshape(mshape) < (1.0 - p)
     mask = (keep * (1.0 / (1.0 - p)) if p < 1 else np.zeros(mshape)).astype(dt)
     if inplace:
-        from ..ops._inplace import inplace_apply
+        from ..primitives._inplace import inplace_apply
         return inplace_apply(input, N.Dropout, (), {"mask": mask})
     return N.Dropout.apply(input, mask=mask)
 

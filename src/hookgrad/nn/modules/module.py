@@ -26,7 +26,7 @@ from ..._dtype import _NP_TO_DT
 from ...autograd.graph import Node, check_tuple_result
 from ...autograd.grad_mode import _state, no_grad
 from ...utils.hooks import add_hook, HookInfo, RemovableHandle, HookDict
-from ...ops._inplace import _View
+from ...primitives._inplace import _View
 from ..parameter import Parameter, Buffer
 
 __all__ = ["Module", "register_module_forward_pre_hook", "register_module_forward_hook",
@@ -225,7 +225,7 @@ class BackwardHookFunctionBackward(Node, name="BackwardHookFunctionBackward"):
     Built directly by :meth:`BackwardHook._apply_on_tensors` (the identity needs no forward). The module
     hook runs where PyTorch runs it, as the node's first post-hook (after any user pre-hook and before
     any user post-hook of this node), but without a per-call closure or handle. In-place ops on its
-    outputs are forbidden through ``_forbid_inplace`` (checked by ``ops._inplace.check_inplace``).
+    outputs are forbidden through ``_forbid_inplace`` (checked by ``primitives._inplace.check_inplace``).
     """
     _bw_hook = None
     _is_output = False

@@ -75,7 +75,7 @@ def clip_grad_value_(parameters, clip_value, foreach=None):
 
 
 def parameters_to_vector(parameters):
-    from ...ops.join import cat
+    from ...primitives.join import cat
     return cat([p.reshape(-1) for p in parameters])
 
 

@@ -15,7 +15,7 @@ _MULTI_VIEW = ("Output {} of {} is a view and is being modified inplace. This vi
 
 
 def _multi_view_error(node, view):
-    """PyTorch's error for an in-place op on an output of a multi-view op (ops._inplace.check_inplace)."""
+    """PyTorch's error for an in-place op on an output of a multi-view op (primitives._inplace.check_inplace)."""
     return _MULTI_VIEW.format(view._output_nr, re.sub(r"Backward\d*$", "", node.name()))
 
 
