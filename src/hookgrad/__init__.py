@@ -63,7 +63,23 @@ from . import tools
 from .serialization import save, load
 from ._warnings import set_warn_always, is_warn_always_enabled
 
+
+# ---- issue 10 breadth: each part adds its exports in its own block (keeps concurrent edits apart)
+# [part C: elementwise maths]
+# [end C]
+# [part D1: reductions, indexing, sets, distances]
+# [end D1]
+# [part D2: shape, products, creation]
+# [end D2]
+# [part E: legacy tensor API]
 FloatTensor = DoubleTensor = LongTensor = Tensor  # isinstance() checks in old code
+# [end E]
+# [part B: load-time modules]
+# [end B]
+# [part A: torch.ops, missing names, checkpoint]
+# [end A]
+# [part H: alias]
+# [end H]
 strided = "torch.strided"
 contiguous_format = preserve_format = channels_last = None
 __version__ = "0.1.0"

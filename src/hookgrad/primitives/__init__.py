@@ -113,6 +113,15 @@ _METHODS.update({
     "fix": E.trunc, "clamp_min": E.clamp_min, "clamp_max": E.clamp_max,
     "var_mean": None, "hstack": None, "vecdot": None,
 })
+# ---- issue 10 breadth: each part adds its methods in its own block
+_METHODS.update({  # [part C]
+})
+_METHODS.update({  # [part D1]
+})
+_METHODS.update({  # [part D2]
+})
+_METHODS.update({  # [part E]
+})
 for _k in [k for k, v in _METHODS.items() if v is None]:
     del _METHODS[_k]
 
@@ -121,6 +130,10 @@ _INPLACE_VIA = ("exp", "expm1", "log", "log2", "log10", "log1p", "sqrt", "rsqrt"
                 "round", "trunc", "frac", "clamp", "clip", "clamp_min", "clamp_max", "square", "pow",
                 "remainder", "fmod", "floor_divide", "lerp", "atan2", "tril", "triu", "cumsum", "cumprod",
                 "hardtanh")
+_INPLACE_VIA += ()  # [part C]
+_INPLACE_VIA += ()  # [part D1]
+_INPLACE_VIA += ()  # [part D2]
+_INPLACE_VIA += ()  # [part E]
 
 _INPLACE_BINARY = {"add_": E.Add, "sub_": E.Sub, "mul_": E.Mul, "div_": E.Div, "__iadd__": E.Add,
                    "__isub__": E.Sub, "__imul__": E.Mul, "__itruediv__": E.Div, "subtract_": E.Sub,
