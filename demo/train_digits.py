@@ -204,6 +204,11 @@ def main(argv=None):
     opt = torch.optim.Adam(model.parameters(), lr=3e-3)
     monitor = GradNormMonitor(model)
     clips = clip_hooks(model, args.clip)
+    n_params = sum(p.numel() for p in model.parameters())
+    print(f"A small CNN ({n_params:,} parameters) learns scikit-learn's 8x8 handwritten digits "
+          f"({len(xtr)} training, {len(xte)} test images).")
+    print(f"Hooks at work while it trains: {len(monitor.handles)} post-accumulate-grad hooks record each layer's "
+          f"weight-gradient norm, {len(clips)} tensor hooks clip gradients to +-{args.clip}.")
     xt, yt = torch.tensor(xte), torch.tensor(yte)
     losses, accs = [], []
     t0 = time.perf_counter()
@@ -223,6 +228,8 @@ def main(argv=None):
     for h in clips:
         h.remove()
     monitor.remove()
+    print("Training done; hooks removed. Now a forward hook captures the fc1 features of the test set, and "
+          "Grad-CAM\n(a forward hook plus a tensor hook on conv2) explains one test digit per class.")
 
     feats = []
     cap = model.fc1.register_forward_hook(lambda m, i, o: feats.append(o.detach().numpy()))
