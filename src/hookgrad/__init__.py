@@ -66,20 +66,106 @@ from ._warnings import set_warn_always, is_warn_always_enabled
 
 # ---- issue 10 breadth: each part adds its exports in its own block (keeps concurrent edits apart)
 # [part C: elementwise maths]
+from .primitives.special import (asin, arcsin, acos, arccos, atan, arctan, asinh, arcsinh, acosh, arccosh, atanh,
+                                 arctanh, sinh, cosh, exp2, erfc, erfinv, lgamma, digamma, polygamma, mvlgamma, i0,
+                                 sinc, deg2rad, rad2deg, logit, sgn, angle, nan_to_num, signbit, isreal, frexp,
+                                 positive, real, imag, conj, conj_physical, conj_physical_, resolve_conj, resolve_neg,
+                                 is_conj, is_neg, hypot, logaddexp, logaddexp2, xlogy, copysign, ldexp, heaviside,
+                                 nextafter, gcd, lcm, bitwise_left_shift, bitwise_right_shift, float_power, addcmul,
+                                 addcdiv, hardshrink, rrelu, rrelu_, prelu, softmax, log_softmax, threshold,
+                                 threshold_, relu_, selu_, celu_)
+from .primitives.special import INPLACE_FUNCS as _C_INPLACE
+globals().update(_C_INPLACE)
+from math import pi, inf, nan, e
+newaxis = None
 # [end C]
 # [part D1: reductions, indexing, sets, distances]
+from .primitives.stats import (nansum, nanmean, logcumsumexp, quantile, nanquantile, cov, corrcoef, unique,
+                               unique_consecutive, isin, count_nonzero, nonzero_static, bincount, histc, histogram,
+                               searchsorted, bucketize, take_along_dim, index_fill, index_reduce, scatter_reduce, put,
+                               renorm, dist, cdist, pdist, cosine_similarity, pairwise_distance)
 # [end D1]
 # [part D2: shape, products, creation]
+from .primitives.shape import (ravel, rot90, as_strided, select_scatter, slice_scatter, diagonal_scatter,
+                               as_strided_scatter, view_copy, permute_copy, t_copy, transpose_copy, expand_copy,
+                               squeeze_copy, unsqueeze_copy, select_copy, slice_copy, diagonal_copy, detach_copy,
+                               alias_copy, unfold_copy, narrow_copy, diagflat, broadcast_shapes, broadcast_tensors,
+                               meshgrid, repeat_interleave, diff, trapezoid, trapz, cumulative_trapezoid, vander,
+                               unravel_index, as_strided_)
+from .primitives.join import (atleast_3d, block_diag, cartesian_prod, combinations, unsafe_split,
+                              unsafe_split_with_sizes, unsafe_chunk, split_copy, split_with_sizes_copy, unbind_copy)
+from .primitives.linalg import (addmv, addr, baddbmm, addbmm, vdot, chain_matmul, tensordot, kron, cross)
+from ._creation import (hann_window, hamming_window, blackman_window, bartlett_window, kaiser_window,
+                        range_deprecated as range, scalar_tensor, empty_strided, empty_permuted, frombuffer,
+                        tril_indices, triu_indices, fill, get_default_device, set_default_device, result_type,
+                        can_cast, is_nonzero, is_same_size, is_signed, is_inference, complex_ as complex, polar,
+                        view_as_real, view_as_complex)
+from ._nn_functions import (conv1d, conv2d, conv_transpose1d, conv_transpose2d, convolution, avg_pool1d, max_pool1d,
+                            max_pool2d, max_pool1d_with_indices, adaptive_avg_pool1d, adaptive_max_pool1d, batch_norm,
+                            instance_norm, layer_norm, group_norm, rms_norm, embedding, dropout, dropout_,
+                            alpha_dropout, alpha_dropout_, feature_dropout, feature_dropout_, bilinear,
+                            binary_cross_entropy_with_logits, kl_div, cosine_embedding_loss, constant_pad_nd,
+                            channel_shuffle, native_channel_shuffle, pixel_shuffle, pixel_unshuffle, prelu)
+
+
+def fill_(input, value):
+    return input.fill_(value)
+
+
+def zero_(input):
+    return input.zero_()
+
+
+def index_put_(input, indices, values, accumulate=False):
+    return input.index_put_(indices, values, accumulate)
+
+
+def resize_as_(input, the_template, *, memory_format=None):
+    return input.resize_as_(the_template)
+
+
+def detach(input):
+    return input.detach()
+
+
+def detach_(input):
+    return input.detach_()
+
+
+def is_complex(input):
+    return input.is_complex()
+
+
+def addmv_(input, mat, vec, *, beta=1, alpha=1):
+    return input.addmv_(mat, vec, beta=beta, alpha=alpha)
+
+
 # [end D2]
 # [part E: legacy tensor API]
-FloatTensor = DoubleTensor = LongTensor = Tensor  # isinstance() checks in old code
+from ._tensor import (FloatTensor, DoubleTensor, HalfTensor, LongTensor, IntTensor, ShortTensor, CharTensor,
+                      ByteTensor, BoolTensor, UntypedStorage, TypedStorage, is_storage, typename,
+                      set_default_tensor_type)
 # [end E]
 # [part B: load-time modules]
+from . import futures, jit, multiprocessing, hub, __future__
+from .futures import _CFuture as Future
 # [end B]
 # [part A: torch.ops, missing names, checkpoint]
+from . import ops  # PyTorch's operator namespace (torch.ops.aten); hookgrad's own ops are .primitives
+from . import _missing
+from .utils import checkpoint as _checkpoint  # torch.utils.checkpoint (imported with torch, as in PyTorch)
+__getattr__ = _missing.module_getattr(__name__, "torch")  # torch names hookgrad lacks: NotImplementedName
 # [end A]
 # [part H: alias]
+from . import version, torch_version   # torch.version, torch.torch_version (the release hookgrad mirrors)
 # [end H]
+# [part E2: out=] (last: wraps every function above that declares out, PyTorch's out= semantics)
+from .primitives import _out
+_out.install(globals())
+_out.install(linalg.__dict__, "linalg", "linalg_")
+del _out
+# [end E2]
+
 strided = "torch.strided"
 contiguous_format = preserve_format = channels_last = None
 __version__ = "0.1.0"

@@ -129,12 +129,17 @@ def initial_seed():
     return default_generator.initial_seed()
 
 
+def _no_more_kwargs(kw, fname):
+    if kw:
+        raise TypeError(f"{fname}() got an unexpected keyword argument '{next(iter(kw))}'")
+
+
 def get_rng_state():
     return default_generator.get_state()
 
 
-def set_rng_state(state):
-    default_generator.set_state(state)
+def set_rng_state(new_state):
+    default_generator.set_state(new_state)
 
 
 def _gen(generator):
@@ -209,6 +214,26 @@ def int_list(args, fname, argname="size", pos=1, varargs=True, overloaded=False)
                             f"\"type must be tuple of ints,but got {_tname(x)}\"")
         out.append(v)
     return tuple(out)
+
+
+def size_args(args, size, fname, argname="size", overloaded=False):
+    """PyTorch's ``f(*size)`` that also takes its list by keyword: ``zeros(2, 3)``, ``zeros((2, 3))`` and
+    ``zeros(size=(2, 3))`` (``permute(dims=...)``, ``reshape(shape=...)``, ...); returns the int tuple."""
+    if size is not None:
+        if args:
+            raise TypeError(f"{fname}() got multiple values for argument '{argname}'")
+        if not isinstance(size, (tuple, list, Size)):      # by keyword: only a sequence (zeros(size=2) fails)
+            if overloaded:
+                raise TypeError(f"{fname}() received an invalid combination of arguments - got ({argname}="
+                                f"{_tname(size)}, ), but expected one of:")
+            raise TypeError(f"{fname}(): argument '{argname}' must be tuple of ints, not {_tname(size)}")
+        return int_list(size, fname, argname, pos=0, varargs=False)
+
+    if not args:
+        if overloaded:
+            raise TypeError(f"{fname}() received an invalid combination of arguments - got (), but expected one of:")
+        raise TypeError(f'{fname}() missing 1 required positional arguments: "{argname}"')
+    return int_list(args, fname, argname, overloaded=overloaded)
 
 
 def _size(size, fname="empty"):
@@ -345,19 +370,20 @@ def _default(dtype):
     return D.to_dtype(dtype).np if dtype is not None else D.get_default_dtype().np
 
 
-def zeros(*size, out=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False):
-    return _finish(np.zeros(_size(size, "zeros"), _default(dtype)), None, requires_grad, device)
+def zeros(*args, size=None, out=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False):
+    return _finish(np.zeros(_size(size_args(args, size, "zeros"), "zeros"), _default(dtype)), None, requires_grad, device)
 
 
-def ones(*size, out=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False):
-    return _finish(np.ones(_size(size, "ones"), _default(dtype)), None, requires_grad, device)
+def ones(*args, size=None, out=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False):
+    return _finish(np.ones(_size(size_args(args, size, "ones"), "ones"), _default(dtype)), None, requires_grad, device)
 
 
-def empty(*size, out=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False, memory_format=None):
-    return _finish(np.zeros(_size(size), _default(dtype)), None, requires_grad, device)
+def empty(*args, size=None, out=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False,
+          memory_format=None):
+    return _finish(np.zeros(_size(size_args(args, size, "empty")), _default(dtype)), None, requires_grad, device)
 
 
-def full(size, fill_value, *, out=None, dtype=None, layout=None, device=None, requires_grad=False):
+def full(size, fill_value, *, out=None, dtype=None, layout=None, device=None, pin_memory=False, requires_grad=False):
     if dtype is None:
         if isinstance(fill_value, bool):
             dtype = D.bool_
@@ -379,9 +405,10 @@ def _need_tensor(x, fname, argname="input", pos=1):
 
 
 def _like(fn):
-    def like(input, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None):
+    def like(input, *, dtype=None, layout=None, device=None, pin_memory=False, requires_grad=False, memory_format=None):
         _need_tensor(input, fn.__name__ + "_like")
-        return fn(input._data.shape, dtype=dtype if dtype is not None else input.dtype, requires_grad=requires_grad)
+        return fn(input._data.shape, dtype=dtype if dtype is not None else input.dtype, device=device,
+                  requires_grad=requires_grad)
     return like
 
 
@@ -392,9 +419,9 @@ empty_like = _like(empty)
 
 def _new_factory(fn, fname):
     """Tensor.new_zeros/new_ones/new_empty: fn with the tensor's dtype, errors named fname."""
-    def new(self, *size, dtype=None, requires_grad=False, **kw):
-        return _finish(fn(_size(size, fname), _default(dtype if dtype is not None else self.dtype)), None,
-                       requires_grad, kw.get("device"))
+    def new(self, *args, size=None, dtype=None, layout=None, device=None, pin_memory=False, requires_grad=False):
+        return _finish(fn(_size(size_args(args, size, fname), fname), _default(dtype if dtype is not None else self.dtype)),
+                       None, requires_grad, device)
     new.__name__ = fname
     return new
 
@@ -404,20 +431,22 @@ new_ones = _new_factory(np.ones, "new_ones")
 new_empty = _new_factory(np.zeros, "new_empty")
 
 
-def new_full(self, size, fill_value, dtype=None, requires_grad=False, **kw):
+def new_full(self, size, fill_value, *, dtype=None, layout=None, device=None, pin_memory=False, requires_grad=False):
     if not isinstance(size, (tuple, list, Size)):
         raise TypeError(f"new_full(): argument 'size' (position 1) must be tuple of ints, not {_tname(size)}")
     return full(int_list(size, "new_full", varargs=False), fill_value, dtype=dtype or self.dtype,
                 requires_grad=requires_grad)
 
 
-def full_like(input, fill_value, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None):
+def full_like(input, fill_value, *, dtype=None, layout=None, device=None, pin_memory=False, requires_grad=False,
+              memory_format=None):
     _need_tensor(input, "full_like")
     return full(input._data.shape, fill_value, dtype=dtype if dtype is not None else input.dtype,
                 requires_grad=requires_grad)
 
 
-def arange(start, end=None, step=1, *, out=None, dtype=None, layout=None, device=None, requires_grad=False):
+def arange(start, end=None, step=1, *, out=None, dtype=None, layout=None, device=None, pin_memory=False,
+           requires_grad=False):
     if end is None:
         start, end = 0, start
     vals = [v.item() if isinstance(v, Tensor) else v for v in (start, end, step)]
@@ -442,7 +471,8 @@ def range_(start, end, step=1, *, dtype=None, requires_grad=False, device=None):
     return _finish((start + np.arange(n) * step).astype(dt.np), None, requires_grad, device)
 
 
-def linspace(start, end, steps, *, out=None, dtype=None, layout=None, device=None, requires_grad=False):
+def linspace(start, end, steps, *, out=None, dtype=None, layout=None, device=None, pin_memory=False,
+             requires_grad=False):
     dt = D.to_dtype(dtype) if dtype is not None else D.get_default_dtype()
     if _as_int(steps, True) is None:
         raise TypeError(f"linspace() received an invalid combination of arguments - got ({_tname(start)}, {_tname(end)}, "
@@ -458,7 +488,8 @@ def linspace(start, end, steps, *, out=None, dtype=None, layout=None, device=Non
     return _finish(data.astype(dt.np), None, requires_grad, device)
 
 
-def logspace(start, end, steps, base=10.0, *, dtype=None, requires_grad=False, device=None):
+def logspace(start, end, steps, base=10.0, *, out=None, dtype=None, layout=None, device=None, pin_memory=False,
+             requires_grad=False):
     t = linspace(start, end, steps, dtype=D.float64)
     dt = D.to_dtype(dtype) if dtype is not None else D.get_default_dtype()
     return _finish((base ** t._data).astype(dt.np), None, requires_grad, device)
@@ -471,7 +502,7 @@ def _int_arg(v, fname, argname, pos):
     return r
 
 
-def eye(n, m=None, *, out=None, dtype=None, layout=None, device=None, requires_grad=False):
+def eye(n, m=None, *, out=None, dtype=None, layout=None, device=None, pin_memory=False, requires_grad=False):
     n = _int_arg(n, "eye", "n", 1)
     m = n if m is None else _int_arg(m, "eye", "m", 2)
     for name, v in (("n", n), ("m", m)):
@@ -481,20 +512,22 @@ def eye(n, m=None, *, out=None, dtype=None, layout=None, device=None, requires_g
 
 
 # ----------------------------------------------------------------------------------- random
-def rand(*size, generator=None, out=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False):
+def rand(*args, size=None, generator=None, out=None, dtype=None, layout=None, device=None, requires_grad=False,
+         pin_memory=False):
     dt = _default(dtype)
-    shp = _size(size, "rand")
+    shp = _size(size_args(args, size, "rand"), "rand")
     return _finish(_gen(generator)._uniform01(_numel(shp), dt).reshape(shp).astype(dt), None, requires_grad, device)
 
 
-def randn(*size, generator=None, out=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False):
+def randn(*args, size=None, generator=None, out=None, dtype=None, layout=None, device=None, requires_grad=False,
+          pin_memory=False):
     dt = _default(dtype)
-    shp = _size(size, "randn")
+    shp = _size(size_args(args, size, "randn"), "randn")
     return _finish(_gen(generator)._normal(_numel(shp), dt).reshape(shp).astype(dt), None, requires_grad, device)
 
 
 def randint(low=0, high=None, size=None, *, generator=None, out=None, dtype=None, layout=None, device=None,
-            requires_grad=False):
+            pin_memory=False, requires_grad=False):
     if high is None:
         low, high = 0, low
     elif size is None and isinstance(high, (tuple, list, Size)):    # randint(high, size)
@@ -514,7 +547,7 @@ def randint(low=0, high=None, size=None, *, generator=None, out=None, dtype=None
     return _finish(_gen(generator)._randint(low, high, _numel(shp)).reshape(shp).astype(dt), None, requires_grad, device)
 
 
-def randperm(n, *, generator=None, out=None, dtype=None, layout=None, device=None, requires_grad=False):
+def randperm(n, *, generator=None, out=None, dtype=None, layout=None, device=None, pin_memory=False, requires_grad=False):
     n = _int_arg(n, "randperm", "n", 1)
     if n < 0:
         raise RuntimeError(f"Trying to create tensor with negative dimension {n}: [{n}]")
@@ -522,18 +555,24 @@ def randperm(n, *, generator=None, out=None, dtype=None, layout=None, device=Non
     return _finish(_gen(generator)._randperm(n).astype(dt), None, requires_grad, device)
 
 
-def rand_like(input, *, dtype=None, generator=None, requires_grad=False, **kw):
-    return rand(input._data.shape, dtype=dtype or input.dtype, generator=generator, requires_grad=requires_grad)
+def rand_like(input, *, generator=None, dtype=None, layout=None, device=None, pin_memory=False, requires_grad=False,
+              memory_format=None):
+    return rand(input._data.shape, dtype=dtype or input.dtype, generator=generator, device=device,
+                requires_grad=requires_grad)
 
 
-def randn_like(input, *, dtype=None, generator=None, requires_grad=False, **kw):
-    return randn(input._data.shape, dtype=dtype or input.dtype, generator=generator, requires_grad=requires_grad)
+def randn_like(input, *, generator=None, dtype=None, layout=None, device=None, pin_memory=False, requires_grad=False,
+               memory_format=None):
+    return randn(input._data.shape, dtype=dtype or input.dtype, generator=generator, device=device,
+                 requires_grad=requires_grad)
 
 
-def randint_like(input, low=0, high=None, *, dtype=None, requires_grad=False, **kw):
+def randint_like(input, low=0, high=None, *, generator=None, dtype=None, layout=None, device=None, pin_memory=False,
+                 requires_grad=False, memory_format=None):
     if high is None:
         low, high = 0, low
-    return randint(low, high, input._data.shape, dtype=dtype or input.dtype, requires_grad=requires_grad)
+    return randint(low, high, input._data.shape, generator=generator, dtype=dtype or input.dtype, device=device,
+                   requires_grad=requires_grad)
 
 
 def bernoulli(input, p=None, *, generator=None):
@@ -561,24 +600,28 @@ def multinomial(input, num_samples, replacement=False, *, generator=None):
         raise RuntimeError("probability tensor contains either `inf`, `nan` or element < 0")
     if (p.sum(-1) <= 0).any():
         raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")
-    rng = _rng(generator)
+    if not replacement or num_samples == 1:
+        # PyTorch: argmax (one sample) or topk of p / q with q ~ Exp(1), one exponential_ draw per entry
+        q = (-np.log1p(-_gen(generator)._uniform01(d.size, np.float64))).astype(d.dtype).reshape(d.shape)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            keys = Tensor._make(d / q)
+        if num_samples == 1:
+            return keys.argmax(-1, keepdim=True)
+        return keys.topk(num_samples).indices
 
-    def one(row):
-        row = row / row.sum()
-        if not replacement and np.count_nonzero(row) < num_samples:
-            # the non-zero entries first (exponential race), then the zero ones in random order, as PyTorch
-            with np.errstate(divide="ignore"):
-                keys = np.where(row > 0, rng.exponential(size=len(row)) / row, np.inf)
-            keys[row == 0] = np.inf
-            order = np.lexsort((rng.random(len(row)), keys))
-            return order[:num_samples]
-        return rng.choice(len(row), size=num_samples, replace=replacement, p=row)
+    def one(row, raw):    # PyTorch's CPU kernel: a cumulative sum in the input dtype, one 53-bit uniform per draw
+        cum = np.cumsum(raw)
+        cum = cum / cum[-1]
+        cum[-1] = 1
+        u = _gen(generator)._uniform01(num_samples, np.float64)
+        return np.searchsorted(cum.astype(np.float64), u, side="left")
     if p.ndim == 1:
-        return Tensor._make(one(p).astype(np.int64))
-    return Tensor._make(np.stack([one(r) for r in p]).astype(np.int64))
+        return Tensor._make(one(p, d).astype(np.int64))
+    return Tensor._make(np.stack([one(r, raw) for r, raw in zip(p, d)]).astype(np.int64))
 
 
-def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, requires_grad=False):
+def normal(mean=0.0, std=1.0, size=None, *, generator=None, out=None, dtype=None, layout=None, device=None,
+           pin_memory=False, requires_grad=False):
     if isinstance(mean, Tensor) or isinstance(std, Tensor):
         m = mean._data if isinstance(mean, Tensor) else mean
         s = std._data if isinstance(std, Tensor) else std
@@ -657,13 +700,18 @@ def normal_(self, mean=0.0, std=1.0, *, generator=None):
     return _fill(self, _gen(generator)._normal(d.size, d.dtype, mean, std).reshape(d.shape), _RANDOM_NODES["NormalBackward0"])
 
 
-def uniform_(self, a=0.0, b=1.0, *, generator=None):
+def uniform_(self, from_=0.0, to=1.0, *, generator=None, **kw):
+    # ``from`` is a Python keyword: PyTorch's x.uniform_(**{"from": 0, "to": 1}) arrives in kw
+    a, b = kw.pop("from", from_), to
+    _no_more_kwargs(kw, "uniform_")
     d = self._data
     return _fill(self, (_gen(generator)._uniform01(d.size, d.dtype) * (b - a) + a).reshape(d.shape),
                  _RANDOM_NODES["UniformBackward0"])
 
 
-def random_(self, from_=0, to=None, *, generator=None):
+def random_(self, from_=0, to=None, *, generator=None, **kw):
+    from_ = kw.pop("from", from_)
+    _no_more_kwargs(kw, "random_")
     kind = 0 if to is not None else 1 if from_ else 2
     if to is None:
         if from_:
@@ -684,12 +732,15 @@ def bernoulli_(self, p=0.5, *, generator=None):
 
 
 def exponential_(self, lambd=1.0, *, generator=None):
-    return _fill(self, _rng(generator).exponential(1.0 / lambd, self._data.shape), _RANDOM_NODES["ExponentialBackward0"])
+    u = _gen(generator)._uniform01(self._data.size, np.float64).reshape(self._data.shape)
+    return _fill(self, -np.log1p(-u) / lambd, _RANDOM_NODES["ExponentialBackward0"])   # PyTorch's numbers
 
 
-def copy_(self, src, non_blocking=False):
-    """Copy src into self (broadcasting); differentiable w.r.t. src, like PyTorch."""
+def copy_(self, other, non_blocking=False):
+    """Copy other into self (broadcasting); differentiable w.r.t. other, like PyTorch (whose keyword is other)."""
     from .primitives._inplace import inplace_apply
+    src = other
+
     if not isinstance(src, Tensor):
         src = tensor(src)
     try:
@@ -712,3 +763,289 @@ class _Copy(_Node, name="CopyBackwards"):
     def backward(self, g):
         # PyTorch's CopyBackwards: zeros_like(grad) for self, a constant (no graph under create_graph)
         return Tensor._make(np.zeros_like(g._data)), g
+
+
+# ======================================================= issue 10 [part D2]: more creation functions
+import builtins  # noqa: E402
+
+def _float_factory_dtype(dtype, fname):
+    dt = D.to_dtype(dtype) if dtype is not None else D.get_default_dtype()
+    if not dt.is_floating_point:
+        raise RuntimeError(f"{fname} expects floating point dtypes, got: TensorOptions(dtype={_long_name(dt)}, "
+                           "device=cpu, layout=Strided (default), requires_grad=false (default), pinned_memory=false, "
+                           "memory_format=(nullopt))")
+    return dt
+
+
+def _long_name(dt):
+    return {"int64": "long int", "int32": "int", "int16": "short int", "int8": "signed char", "uint8": "unsigned char",
+            "bool": "bool"}.get(dt.np.name, dt.np.name)
+
+
+def _window(fname, length, periodic, dtype, requires_grad, device, formula):
+    """A window of ``length`` samples (``periodic``: the first ``length`` of ``length + 1``), from
+    ``formula(n, N)`` on float64 sample indices n of an N-point symmetric window."""
+    _check_device(device)
+    dt = _float_factory_dtype(dtype, fname)
+    length = _int_arg(length, fname, "window_length", 1)
+    if length < 0:
+        raise RuntimeError(f"{fname} requires non-negative window_length, got window_length={length}")
+    if length <= 1:
+        return _finish(np.ones(length, dt.np), None, requires_grad)
+    N = length + 1 if periodic else length
+    w = formula(np.arange(length, dtype=np.float64), N)
+    return _finish(w.astype(dt.np), None, requires_grad)
+
+
+def hann_window(window_length, periodic=True, *, dtype=None, layout=None, device=None, pin_memory=False,
+                requires_grad=False):
+    """The Hann window: 0.5 - 0.5 cos(2 pi n / (N - 1))."""
+    return _window("hann_window", window_length, periodic, dtype, requires_grad, device,
+                   lambda n, N: 0.5 - 0.5 * np.cos(2 * np.pi * n / (N - 1)))
+
+
+def hamming_window(window_length, periodic=True, alpha=0.54, beta=0.46, *, dtype=None, layout=None, device=None,
+                   pin_memory=False, requires_grad=False):
+    """The Hamming window: alpha - beta cos(2 pi n / (N - 1))."""
+    return _window("hamming_window", window_length, periodic, dtype, requires_grad, device,
+                   lambda n, N: alpha - beta * np.cos(2 * np.pi * n / (N - 1)))
+
+
+def blackman_window(window_length, periodic=True, *, dtype=None, layout=None, device=None, pin_memory=False,
+                    requires_grad=False):
+    """The Blackman window: 0.42 - 0.5 cos(2 pi n / (N - 1)) + 0.08 cos(4 pi n / (N - 1))."""
+    return _window("blackman_window", window_length, periodic, dtype, requires_grad, device,
+                   lambda n, N: 0.42 - 0.5 * np.cos(2 * np.pi * n / (N - 1)) + 0.08 * np.cos(4 * np.pi * n / (N - 1)))
+
+
+def bartlett_window(window_length, periodic=True, *, dtype=None, layout=None, device=None, pin_memory=False,
+                    requires_grad=False):
+    """The Bartlett (triangular) window: 1 - |2n / (N - 1) - 1|."""
+    return _window("bartlett_window", window_length, periodic, dtype, requires_grad, device,
+                   lambda n, N: 1 - np.abs(2 * n / (N - 1) - 1))
+
+
+def kaiser_window(window_length, periodic=True, beta=12.0, *, dtype=None, layout=None, device=None,
+                  pin_memory=False, requires_grad=False):
+    """The Kaiser window: I0(beta sqrt(1 - ((n - (N-1)/2) / ((N-1)/2))^2)) / I0(beta)."""
+    def f(n, N):
+        a = (N - 1) / 2.0
+        return np.i0(beta * np.sqrt(np.clip(1 - ((n - a) / a) ** 2, 0, None))) / np.i0(beta)
+    return _window("kaiser_window", window_length, periodic, dtype, requires_grad, device, f)
+
+
+_RANGE_WARNING = ("torch.range is deprecated and will be removed in a future release because its behavior is "
+                  "inconsistent with Python's range builtin. Instead, use torch.arange, which produces values in "
+                  "[start, end).")
+
+
+def range_deprecated(start=0, end=None, step=1, *, out=None, dtype=None, layout=None, device=None, pin_memory=False,
+          requires_grad=False):
+    """Deprecated: values from start to end *inclusive* (default dtype float), with PyTorch's warning."""
+    import warnings
+    warnings.warn(_RANGE_WARNING, UserWarning, stacklevel=2)
+    if end is None:
+        start, end = 0, start
+    start, end, step = (v.item() if isinstance(v, Tensor) else v for v in (start, end, step))
+    if step == 0:
+        raise RuntimeError("step must be nonzero")
+    if (end - start) / step < 0:
+        raise RuntimeError("upper bound and larger bound inconsistent with step sign")
+    r = range_(start, end, step, dtype=dtype, requires_grad=requires_grad, device=device)
+    if out is not None:
+        out.resize_(r.shape).copy_(r)
+        return out
+    return r
+
+
+def scalar_tensor(s, *, dtype=None, layout=None, device=None, pin_memory=False, requires_grad=False):
+    """A 0-dim tensor holding the number s (default dtype float)."""
+    if isinstance(s, Tensor):
+        s = s.item()
+    dt = _default(dtype)
+    return _finish(np.asarray(s).astype(dt), None, requires_grad, device)
+
+
+def empty_strided(size, stride, *, dtype=None, layout=None, device=None, pin_memory=False, requires_grad=False):
+    """An (uninitialised: here zero) tensor with the given sizes and strides (elements)."""
+    size = tuple(int_list((size,), "empty_strided", "size"))
+    stride = tuple(int_list((stride,), "empty_strided", "stride"))
+    if len(size) != len(stride):
+        raise RuntimeError(f"mismatch in length of strides and shape")
+    dt = _default(dtype)
+    n = 0 if 0 in size else 1 + sum((a - 1) * s for a, s in zip(size, stride))
+    store = np.zeros(max(n, 0), dt)
+    isz = store.itemsize
+    arr = np.lib.stride_tricks.as_strided(store, size, tuple(s * isz for s in stride))
+    return _finish(arr, None, requires_grad, device)
+
+
+def empty_permuted(size, physical_layout, *, dtype=None, layout=None, device=None, pin_memory=False,
+                   requires_grad=False):
+    """An (uninitialised: here zero) tensor of ``size`` whose memory is laid out in the dim order
+    ``physical_layout`` (outermost first)."""
+    size = tuple(int_list((size,), "empty_permuted", "size"))
+    perm = tuple(int(p) for p in physical_layout)
+    if sorted(perm) != list(builtins.range(len(size))):
+        raise RuntimeError(f"Number of dimensions in size does not match the length of the physical_layout; "
+                           f"i.e. len(size) = {len(size)} is not equal to len(physical_layout) = {len(perm)}"
+                           if len(perm) != len(size) else f"Dimension {perm} occurs twice in physical_layout")
+    phys = np.zeros(tuple(size[p] for p in perm), _default(dtype))
+    return _finish(phys.transpose(np.argsort(perm)), None, requires_grad, device)
+
+
+def frombuffer(buffer, *, dtype, count=-1, offset=0, requires_grad=False):
+    """A 1-D tensor over the memory of a Python buffer (shared, as PyTorch: writes go to the buffer)."""
+    dt = D.to_dtype(dtype)
+    mv = memoryview(buffer)
+    nbytes = mv.nbytes
+    isz = dt.np.itemsize
+    if nbytes <= 0:
+        raise ValueError("both buffer length (0) and count (-1) must not be 0" if count == -1 else
+                         f"both buffer length ({nbytes}) and count ({count}) must not be 0")
+    if not 0 <= offset < nbytes:
+        raise ValueError(f"offset ({offset} bytes) must be non-negative and no greater than buffer length "
+                         f"({nbytes} bytes) minus 1")
+    if count < 0 and (nbytes - offset) % isz:
+        raise ValueError(f"buffer length ({nbytes - offset} bytes) after offset ({offset} bytes) must be a multiple "
+                         f"of element size ({isz})")
+    if count == 0:
+        raise ValueError(f"both buffer length ({nbytes}) and count (0) must not be 0")
+    if count > 0 and count * isz > nbytes - offset:
+        raise ValueError(f"requested buffer length ({count} * {isz} bytes) after offset ({offset} bytes) must not be "
+                         f"greater than actual buffer length ({nbytes} bytes)")
+    if mv.readonly:
+        import warnings
+        warnings.warn("The given buffer is not writable, and PyTorch does not support non-writable tensors. This "
+                      "means you can write to the underlying (supposedly non-writable) buffer using the tensor. You "
+                      "may want to copy the buffer to protect its data or make it writable before converting it to "
+                      "a tensor. This type of warning will be suppressed for the rest of this program.",
+                      UserWarning, stacklevel=2)
+    arr = np.frombuffer(buffer, dtype=dt.np, count=count, offset=offset)
+    return _finish(arr, None, requires_grad)
+
+
+def _tri_indices(fname, row, col, offset, dtype, upper):
+    dt = D.to_dtype(dtype) if dtype is not None else D.int64
+    if dt.np not in (np.int64, np.int32):
+        from ._errors import scalar_name
+        raise NotImplementedError(f'"{fname}" not implemented for \'{scalar_name(dt.np)}\'')
+    if row < 0:
+        raise RuntimeError(f"row must be non-negative, got{row}")
+    if col < 0:
+        raise RuntimeError(f"col must be non-negative, got{col}")
+    mask = np.triu(np.ones((row, col), bool), offset) if upper else np.tril(np.ones((row, col), bool), offset)
+    r, c = np.nonzero(mask)
+    return Tensor._make(np.stack([r, c]).astype(dt.np).reshape(2, -1))
+
+
+def tril_indices(row, col, offset=0, *, dtype=None, layout=None, device=None, pin_memory=False, requires_grad=False):
+    """The (row, col) coordinates of the lower triangle of a row x col matrix (2 x N)."""
+    _check_device(device)
+    return _tri_indices("tril_indices", row, col, offset, dtype, False)
+
+
+def triu_indices(row, col, offset=0, *, dtype=None, layout=None, device=None, pin_memory=False, requires_grad=False):
+    """The (row, col) coordinates of the upper triangle of a row x col matrix (2 x N)."""
+    _check_device(device)
+    return _tri_indices("triu_indices", row, col, offset, dtype, True)
+
+
+class _FillOut(_Node, name="FillBackward0"):
+    """torch.fill(input, value): a new tensor of input's shape filled with value (gradient: zeros for input;
+    a 0-dim tensor value gets the gradient's sum, FillBackward1)."""
+
+    def forward(self, x, *value):
+        v = value[0] if value else self._v
+        return np.full(x.shape, np.asarray(v).astype(x.dtype, copy=False), x.dtype)
+
+    def backward(self, g):
+        z = Tensor._make(np.zeros_like(g._data))
+        return (z, g.sum()) if len(self.next_functions) > 1 else z
+
+
+class _FillOutT(_FillOut, name="FillBackward1"):
+    pass
+
+
+def fill(input, value):
+    """A copy of input's shape and dtype filled with value (a number or a 0-dim tensor)."""
+    if isinstance(value, Tensor):
+        if value._data.ndim:
+            raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor with {value._data.ndim} "
+                               "dimensions.")
+        return _FillOutT.apply(input, value)
+    return _FillOut.apply(input, _v=value)
+
+
+def get_default_device():
+    """The device factory functions use by default (hookgrad: always the CPU)."""
+    from ._tensor import device
+    return device("cpu")
+
+
+def set_default_device(device):
+    """Only the CPU (or None) is accepted: hookgrad has no other device."""
+    _check_device(device)
+
+
+def result_type(tensor=None, other=None, *, scalar=None, scalar1=None, scalar2=None):
+    """The dtype PyTorch's type promotion gives an arithmetic op on the two operands (tensors or numbers;
+    PyTorch's overloads name them (tensor, other), (scalar, tensor) and (scalar1, scalar2))."""
+    if scalar1 is not None or scalar2 is not None:
+        tensor, other = scalar1, scalar2
+    elif scalar is not None:
+        tensor, other = scalar, tensor
+    ts = [t for t in (tensor, other) if isinstance(t, Tensor)]
+    ss = [s for s in (tensor, other) if not isinstance(s, Tensor)]
+    return D.result_type_of(ts, ss)
+
+
+def can_cast(from_, to):
+    """Whether PyTorch's casting rules allow from_ -> to in type promotion (no float -> integral,
+    no non-bool -> bool)."""
+    f, t = D.to_dtype(from_), D.to_dtype(to)
+    if f.is_floating_point and not t.is_floating_point:
+        return False
+    if f.np != np.bool_ and t.np == np.bool_:
+        return False
+    return True
+
+
+def is_nonzero(input):
+    """The truth of a one-element tensor (PyTorch's errors for other sizes)."""
+    n = input._data.size
+    if n == 0:
+        raise RuntimeError("Boolean value of Tensor with no values is ambiguous")
+    if n > 1:
+        raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous")
+    return bool(input._data.reshape(-1)[0])
+
+
+def is_same_size(input, other):
+    return input._data.shape == other._data.shape
+
+
+def is_signed(input):
+    return input._data.dtype.kind in "if"
+
+
+def is_inference(input):
+    """Was the tensor made in inference mode? (hookgrad records it on views only; other tensors answer False)"""
+    return input._creation == "inference"
+
+
+def _complex_unsupported(name, params):
+    def fn(*args, **kwargs):
+        raise RuntimeError(f"hookgrad: torch.{name} needs complex tensors, which hookgrad does not implement "
+                           "(a deliberate non-goal: see docs/coverage.md)")
+    import inspect
+    fn.__name__ = name
+    fn.__signature__ = inspect.Signature([inspect.Parameter(p, inspect.Parameter.POSITIONAL_OR_KEYWORD) for p in params])
+    return fn
+
+
+complex_ = _complex_unsupported("complex", ("real", "imag"))
+polar = _complex_unsupported("polar", ("abs", "angle"))
+view_as_real = _complex_unsupported("view_as_real", ("input",))
+view_as_complex = _complex_unsupported("view_as_complex", ("input",))

@@ -35,7 +35,9 @@ def are_deterministic_algorithms_enabled():
     return _deterministic
 
 
-def compile(model=None, **kwargs):
+def compile(model=None, *, fullgraph=False, dynamic=None, backend="inductor", mode=None, options=None, name=None,
+            disable=False, recompile_limit=None, isolate_recompiles=False, shapes_spec=None):
+
     """There is no compiler: returns the model (or function) unchanged, so hooks keep working."""
     if model is None:
         return lambda m: m

@@ -85,6 +85,18 @@ def _check_device(d):
         raise no_device(dv)
 
 
+
+_warned_scalar_with_grad = False
+
+
+def _warn_scalar_with_grad():
+    """float(t) on a tensor requiring grad warns once per process, as PyTorch (TORCH_WARN_ONCE)."""
+    global _warned_scalar_with_grad
+    _warned_scalar_with_grad = True
+    warnings.warn("Converting a tensor with requires_grad=True to a scalar may lead to unexpected behavior.\n"
+                  "Consider using tensor.detach() first.", UserWarning, stacklevel=3)
+
+
 class Tensor:
     """A multi-dimensional array with autograd support, API-compatible with torch.Tensor."""
     __slots__ = ("_data", "_requires_grad", "grad_fn", "_output_nr", "_vc", "__weakref__", "__dict__")
@@ -189,7 +201,7 @@ class Tensor:
     is_meta = False
     is_mkldnn = False
     is_nested = False
-    layout = "torch.strided"
+    from ._layout import strided as layout
 
     def get_device(self):
         return -1
@@ -209,7 +221,10 @@ class Tensor:
         return False
 
     def is_contiguous(self, memory_format=None):
-        return bool(self._data.flags.c_contiguous)
+        if memory_format is None:
+            return bool(self._data.flags.c_contiguous)
+        from ._layout import is_contiguous
+        return is_contiguous(self._data, memory_format)
 
     def stride(self, dim=None):
         isz = self._data.itemsize
@@ -217,7 +232,33 @@ class Tensor:
         return st if dim is None else st[_wrap_dim(dim, self._data.ndim)]
 
     def storage_offset(self):
-        return 0
+        return (self.data_ptr() - _root(self._data).__array_interface__["data"][0]) // self._data.itemsize
+
+    def untyped_storage(self):
+        """The bytes under this tensor and every view of its base (``data_ptr()``, ``nbytes()``, ``size()``)."""
+        return UntypedStorage._of(_root(self._data))
+
+    def storage(self):
+        """PyTorch's (deprecated) TypedStorage: the base's elements in this tensor's dtype."""
+        from ._warnings import warn_once
+        warn_once(_TYPED_STORAGE_WARNING, UserWarning)
+        return TypedStorage._of(_root(self._data), self.dtype)
+
+    def new(self, *args, device=None, storage=None, other=None, size=None, data=None):
+        """Legacy ``x.new(...)``: ``new(2, 3)`` uninitialised, ``new([1, 2])`` from data, ``new()`` empty, ``new(t)``
+        t itself; all of x's dtype. PyTorch's overloads name the one argument storage/other/size/data."""
+        _check_device(device)
+        given = {k: v for k, v in (("storage", storage), ("other", other), ("size", size), ("data", data))
+                 if v is not None}
+        if given:
+            if args or len(given) > 1:
+                raise TypeError(f"new() received an invalid combination of arguments - got "
+                                f"({', '.join([type(a).__name__ for a in args] + [f'{k}={type(v).__name__}' for k, v in given.items()])}, "
+                                "), but expected one of:")
+            (k, v), = given.items()
+            args = tuple(v) if k == "size" else (v,)
+        return _legacy_new(self.dtype, args, "new")
+
 
     def data_ptr(self):
         return self._data.__array_interface__["data"][0]
@@ -411,6 +452,8 @@ class Tensor:
     def __float__(self):
         if self._data.size != 1:
             raise ValueError("only one element tensors can be converted to Python scalars")
+        if self.requires_grad and not _warned_scalar_with_grad:
+            _warn_scalar_with_grad()
         return float(self.item())
 
     def __int__(self):
@@ -459,13 +502,16 @@ class Tensor:
         return self.__repr__()
 
     def __format__(self, spec):
-        if self._data.ndim == 0 and spec:
-            return format(self.item(), spec)
-        return object.__format__(self, spec) if spec else self.__repr__()
+        if self._data.ndim == 0 and (type(self) is Tensor or type(self).__dict__.get("_plain_repr", False)):
+            # f"{loss}" formats the number, as PyTorch (for a plain tensor or a view; not for a Parameter)
+            return format(self._data.item(), spec)
+        return object.__format__(self, spec)
 
     def type(self, dtype=None, non_blocking=False, **kwargs):
         if dtype is None:
             return "torch." + self.dtype._legacy
+        if isinstance(dtype, _LegacyTensorType):
+            dtype = dtype.dtype
         if isinstance(dtype, str):
             name = dtype.replace("torch.", "")
             for d in D.ALL:
@@ -519,3 +565,218 @@ def _wrap_dim(dim, ndim):
 
 _raw_grad_fn = Tensor.__dict__["grad_fn"].__get__     # the slot, without a view's regeneration
 _graph.Tensor = Tensor
+
+
+# ---- the legacy tensor API: storages, FloatTensor & co., Tensor.new ---------------------------------------
+_TYPED_STORAGE_WARNING = (
+    "TypedStorage is deprecated. It will be removed in the future and UntypedStorage will be the only storage class. "
+    "This should only matter to you if you are using storages directly.  To access UntypedStorage directly, use "
+    "tensor.untyped_storage() instead of tensor.storage()")
+
+
+def _root(a):
+    """The NumPy array that owns the memory under ``a`` (its storage): views of one base share it."""
+    while isinstance(a.base, np.ndarray):
+        a = a.base
+    return a
+
+
+class UntypedStorage:
+    """torch.UntypedStorage as tools read it: the owning buffer's bytes (``data_ptr``, ``nbytes``, ``size``)."""
+    __slots__ = ("_array",)
+    device = _CPU
+    is_cuda = False
+
+    @classmethod
+    def _of(cls, array):
+        s = object.__new__(cls)
+        s._array = array
+        return s
+
+    def data_ptr(self):
+        return self._array.__array_interface__["data"][0]
+
+    def nbytes(self):
+        return self._array.nbytes
+
+    def size(self):
+        return self._array.nbytes
+
+    __len__ = size
+
+    def __sizeof__(self):       # sys.getsizeof as PyTorch's (torchinfo's "Input size"): the object, then the bytes
+        return 48 + self.size()
+
+    def element_size(self):
+        return 1
+
+    def tolist(self):
+        return _bytes(self._array).tolist()
+
+    def untyped(self):
+        return self
+
+    def __getitem__(self, i):
+        return _bytes(self._array)[i].tolist()
+
+    def __eq__(self, other):
+        return type(other) is type(self) and other._array is self._array
+
+    def __hash__(self):
+        return hash(id(self._array))
+
+    def __repr__(self):
+        data = " " + "\n ".join(str(v) for v in self.tolist()) + "\n" if self.size() else ""
+        return f"{data}[torch.storage.UntypedStorage(device=cpu) of size {self.size()}]"
+
+
+class TypedStorage(UntypedStorage):
+    """torch.TypedStorage (deprecated in PyTorch, still read by tools): the base's elements in a dtype."""
+    __slots__ = ("dtype",)
+
+    @classmethod
+    def _of(cls, array, dtype):
+        s = object.__new__(cls)
+        s._array = array
+        s.dtype = dtype
+        return s
+
+    def size(self):
+        return self._array.nbytes // self.dtype.itemsize
+
+    __len__ = size
+
+    def element_size(self):
+        return self.dtype.itemsize
+
+    def _values(self):
+        return _bytes(self._array).view(self.dtype.np)
+
+    def tolist(self):
+        return self._values().tolist()
+
+    def __getitem__(self, i):
+        return self._values()[i].tolist()
+
+    def untyped(self):
+        return UntypedStorage._of(self._array)
+
+    _untyped_storage = property(untyped)
+
+    def __eq__(self, other):
+        return type(other) is type(self) and other._array is self._array and other.dtype is self.dtype
+
+    __hash__ = UntypedStorage.__hash__
+
+    def __repr__(self):
+        data = " " + "\n ".join(str(v) for v in self.tolist()) + "\n" if self.size() else ""
+        return f"{data}[torch.storage.TypedStorage(dtype={self.dtype}, device=cpu) of size {self.size()}]"
+
+
+def _bytes(a):
+    """The bytes of an owning array, as a flat uint8 array (its memory may be laid out in any order)."""
+    if a.flags.c_contiguous:
+        return a.reshape(-1).view(np.uint8)
+    if a.flags.f_contiguous:
+        return a.T.reshape(-1).view(np.uint8)
+    return np.frombuffer(a.tobytes(), np.uint8)
+
+
+def is_storage(obj):
+    return isinstance(obj, UntypedStorage)
+
+
+def _legacy_new(dt, args, fname):
+    """The legacy constructors (``torch.FloatTensor(...)``, ``x.new(...)``): sizes, data, another tensor or nothing."""
+    if not args:
+        return Tensor._make(np.empty((0,), dt.np))
+    if len(args) == 1 and isinstance(args[0], Tensor):
+        from ._errors import scalar_name
+        t = args[0]
+        if t.dtype is not dt:
+            raise TypeError(f"expected TensorOptions(dtype={scalar_name(dt.np)}, device=cpu) "
+                            f"(got TensorOptions(dtype={scalar_name(t.dtype.np)}, device=cpu))")
+        return t
+    if len(args) == 1 and isinstance(args[0], UntypedStorage):
+        st = args[0]
+        return Tensor._make(_bytes(st._array).view(dt.np))
+    if all(isinstance(a, (int, np.integer)) and not isinstance(a, bool) for a in args) or \
+            len(args) == 1 and isinstance(args[0], Size):
+        from ._creation import size_args
+        shape = size_args(args, None, fname)
+        return Tensor._make(np.zeros(shape, dt.np))       # PyTorch leaves it uninitialised
+    if len(args) == 1:
+        data = args[0]
+        return Tensor._make(np.array(data.tolist() if isinstance(data, Tensor) else data, dtype=dt.np))
+    raise TypeError(f"{fname}() received an invalid combination of arguments - got "
+                    f"({', '.join(type(a).__name__ for a in args)}), but expected one of:")
+
+
+class _LegacyTensorType(type):
+    """The metaclass of torch.FloatTensor & co. (PyTorch's ``torch.tensortype``): calling the class builds a tensor
+    of its dtype; ``isinstance(x, FloatTensor)`` holds iff x is a float32 CPU tensor."""
+
+    def __instancecheck__(cls, other):
+        return isinstance(other, Tensor) and other._data.dtype == cls.dtype.np
+
+    def __subclasscheck__(cls, other):
+        return other is cls
+
+    def __call__(cls, *args, device=None):
+        _check_device(device)
+        return _legacy_new(cls.dtype, args, "new")
+
+    def __repr__(cls):
+        return f"<class 'torch.{cls.__name__}'>"
+
+    is_cuda = False
+    is_sparse = False
+
+
+def _legacy_types():
+    out = {}
+    for dt in D.ALL:
+        name = dt._legacy
+        out[name] = _LegacyTensorType(name, (), {"dtype": dt, "__module__": "torch", "__qualname__": name})
+    return out
+
+
+_LEGACY = _legacy_types()
+FloatTensor, DoubleTensor, HalfTensor = _LEGACY["FloatTensor"], _LEGACY["DoubleTensor"], _LEGACY["HalfTensor"]
+LongTensor, IntTensor, ShortTensor = _LEGACY["LongTensor"], _LEGACY["IntTensor"], _LEGACY["ShortTensor"]
+CharTensor, ByteTensor, BoolTensor = _LEGACY["CharTensor"], _LEGACY["ByteTensor"], _LEGACY["BoolTensor"]
+
+
+def typename(obj):
+    """torch.typename: 'torch.FloatTensor' for a tensor, else the object's module-qualified class name."""
+    if isinstance(obj, Tensor):
+        return "torch." + obj.dtype._legacy
+    module = getattr(obj, "__module__", "") or ""
+    if module in ("", "builtins") or not isinstance(module, str):
+        module = ""
+    else:
+        module = module.replace("hookgrad", "torch", 1) if module.startswith("hookgrad") else module
+        module += "."
+    qual = getattr(obj, "__qualname__", None) or getattr(obj, "__name__", None)
+    if qual is None or not isinstance(obj, type) and not callable(obj):
+        qual = type(obj).__qualname__
+        module = type(obj).__module__
+        module = "" if module == "builtins" else (module.replace("hookgrad", "torch", 1) + ".")
+    return module + qual
+
+
+def set_default_tensor_type(t):
+    """Deprecated in PyTorch: set the default floating dtype from a legacy type (``torch.DoubleTensor`` or
+    'torch.DoubleTensor')."""
+    warnings.warn("torch.set_default_tensor_type() is deprecated as of PyTorch 2.1, please use "
+                  "torch.set_default_dtype() and torch.set_default_device() as alternatives.", UserWarning, stacklevel=2)
+    if isinstance(t, str):
+        name = t.replace("torch.", "")
+        if name not in _LEGACY:
+            raise TypeError(f"invalid type: '{t}'")
+        t = _LEGACY[name]
+    if not isinstance(t, _LegacyTensorType):
+        raise TypeError(f"invalid type: '{t}'")
+    if not t.dtype.is_floating_point:
+        raise TypeError(f"only floating-point types are supported as the default type")
+    D.set_default_dtype(t.dtype)

@@ -1875,7 +1875,6 @@ def test_allow_mutation_on_saved_disallow_nesting(torch, self):
 # ---------------------------------------------------------------- inference mode x saved tensors
 
 def test_inference_mode_existing_autograd_session(torch, self, request):
-    _gap(request, torch, 'no torch.is_inference')
     s = torch.ones(1, 2, 3, requires_grad=True)
     a = s.clone()
 

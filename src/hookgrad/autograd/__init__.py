@@ -220,3 +220,26 @@ def _batched(edges, grads, retain_graph, create_graph, targets, inputs):
         out.append(None if all(c is None for c in col) else
                    stack([zeros_like(t) if c is None else c for c in col]))
     return out
+
+
+# [part O] the legacy `variable` module and function, the profiler, forward_ad (names only) and is_tensor_like
+from . import variable as _variable_module, profiler, forward_ad  # noqa: E402,F401
+
+
+def variable(*args, **kwargs):
+    raise RuntimeError("torch.autograd.variable(...) is deprecated, use torch.tensor(...) instead")
+
+
+def is_tensor_like(inp):
+    """True for a Tensor or an object that defines ``__torch_function__`` (PyTorch's overrides check)."""
+    return isinstance(inp, _tensor_cls()) or hasattr(inp, "__torch_function__")
+
+
+def kineto_available():
+    """False: hookgrad has no profiler backend."""
+    return False
+
+
+# [part A] a torch name hookgrad lacks raises _missing.NotImplementedName (an AttributeError)
+from .. import _missing  # noqa: E402
+__getattr__ = _missing.module_getattr(__name__, 'torch.autograd')

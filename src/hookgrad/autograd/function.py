@@ -54,6 +54,8 @@ class BackwardCFunction(Node, FunctionCtx):
     _needs_input_grad = ()
     _masks_unneeded = False     # like torch's PyNode: post-hooks see every grad backward returned
 
+    __dir__ = object.__dir__     # a custom Function's node lists its ctx API (not a built-in node's list)
+
     @property
     def needs_input_grad(self):
         return self._needs_input_grad

@@ -8,6 +8,20 @@ from .sgd import SGD
 from .adam import Adam, AdamW
 from .rmsprop import RMSprop
 from .adagrad import Adagrad
-from . import optimizer, lr_scheduler
+from .adadelta import Adadelta
+from .adamax import Adamax
+from .asgd import ASGD
+from .nadam import NAdam
+from .radam import RAdam
+from .rprop import Rprop
+from .lbfgs import LBFGS
+from ._adafactor import Adafactor
+from . import optimizer, lr_scheduler, swa_utils
 
-__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "lr_scheduler"]
+__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "Adamax", "ASGD", "NAdam", "RAdam",
+           "Rprop", "LBFGS", "Adafactor", "lr_scheduler", "swa_utils"]
+
+
+# [part A] a torch name hookgrad lacks raises _missing.NotImplementedName (an AttributeError)
+from .. import _missing  # noqa: E402
+__getattr__ = _missing.module_getattr(__name__, 'torch.optim')

@@ -1,8 +1,11 @@
 """Differentiable primitives by family, and their installation as Tensor methods."""
+import inspect
+
 import numpy as np
 from .._tensor import Tensor
 from . import elementwise as E, shape as S, reduce as R, linalg as L, index as I, join as J
 from . import nn as _nn_ops  # noqa: F401  (installs its own Tensor methods)
+from . import stats as ST
 from ._inplace import inplace_apply, check_overlap, resize_ as _resize_, resize_as_ as _resize_as_
 from ._dispatch import as_tensor_arg, _scalar_result
 from .. import _creation as C
@@ -17,6 +20,10 @@ def _via(fn):
             check_overlap(self, a)
         return inplace_apply(self, I._Via, (), {"f": lambda t: fn(t, *a, **k)})
     method.__name__ = getattr(fn, "__name__", "op") + "_"
+    try:
+        method.__signature__ = inspect.signature(fn)     # PyTorch's keyword names, as the out-of-place op's
+    except (TypeError, ValueError):
+        pass
     return method
 
 
@@ -62,7 +69,8 @@ _METHODS = {
     "__and__": I.bitwise_and, "__or__": I.bitwise_or, "__xor__": I.bitwise_xor, "__invert__": I.bitwise_not,
     "__rand__": lambda s, o: I.bitwise_and(o, s), "__ror__": lambda s, o: I.bitwise_or(o, s),
     "__getitem__": I.getitem, "__setitem__": I.setitem,
-    "add": E.add, "sub": E.sub, "subtract": E.sub, "mul": E.mul, "multiply": E.mul, "div": E.div, "divide": E.div,
+    "add": E.add, "sub": E.sub, "subtract": E.subtract,
+ "mul": E.mul, "multiply": E.mul, "div": E.div, "divide": E.div,
     "true_divide": E.div, "pow": E.pow, "neg": E.neg, "negative": E.neg, "abs": E.abs, "absolute": E.abs,
     "exp": E.exp, "expm1": E.expm1, "log": E.log, "log2": E.log2, "log10": E.log10, "log1p": E.log1p,
     "sqrt": E.sqrt, "rsqrt": E.rsqrt, "sin": E.sin, "cos": E.cos, "tan": E.tan, "tanh": E.tanh,
@@ -98,7 +106,8 @@ _METHODS.update({
     "__rsub__": _rsub, "rsub": E.rsub, "fmax": E.fmax, "fmin": E.fmin, "hardtanh": E.hardtanh,
     "prod": R.prod, "var": R.var, "std": R.std, "max": R.max, "min": R.min, "amax": R.amax, "amin": R.amin,
     "argmax": R.argmax, "argmin": R.argmin, "aminmax": R.aminmax, "logsumexp": R.logsumexp, "cumsum": R.cumsum,
-    "cumprod": R.cumprod, "norm": R.norm, "sort": R.sort, "argsort": R.argsort, "topk": R.topk,
+    "cumprod": R.cumprod, "norm": R.norm_method,
+ "sort": R.sort, "argsort": R.argsort, "topk": R.topk,
     "einsum": None, "split": J.split, "chunk": J.chunk, "unbind": J.unbind, "tensor_split": J.tensor_split,
     "split_with_sizes": lambda s, split_sizes, dim=0: J.split(s, list(split_sizes), dim),
     "hsplit": J.hsplit, "vsplit": J.vsplit, "dsplit": J.dsplit, "msort": R.msort, "median": R.median,
@@ -114,13 +123,40 @@ _METHODS.update({
     "var_mean": None, "hstack": None, "vecdot": None,
 })
 # ---- issue 10 breadth: each part adds its methods in its own block
+from . import special as _SP  # [part C]
 _METHODS.update({  # [part C]
+    **_SP.METHODS, "bitwise_and": I.bitwise_and, "bitwise_or": I.bitwise_or, "bitwise_xor": I.bitwise_xor,
+    "bitwise_not": I.bitwise_not,
 })
+_SP.sign_inplace(_METHODS)  # [part C]
 _METHODS.update({  # [part D1]
+    "nansum": ST.nansum, "nanmean": ST.nanmean, "logcumsumexp": ST.logcumsumexp, "quantile": ST.quantile,
+    "nanquantile": ST.nanquantile, "cov": ST.cov, "corrcoef": ST.corrcoef, "unique": ST.unique,
+    "unique_consecutive": ST.unique_consecutive, "count_nonzero": ST.count_nonzero,
+    "nonzero_static": ST.nonzero_static, "bincount": ST.bincount, "histc": ST.histc, "histogram": ST.histogram,
+    "take_along_dim": ST.take_along_dim, "index_fill": ST.index_fill, "index_fill_": ST.index_fill_,
+    "index_reduce": ST.index_reduce, "index_reduce_": ST.index_reduce_, "scatter_reduce": ST.scatter_reduce,
+    "scatter_reduce_": ST.scatter_reduce_, "put": ST.put, "put_": ST.put_, "renorm": ST.renorm,
+    "renorm_": ST.renorm_, "dist": ST.dist, "argwhere": I.argwhere, "isneginf": I.isneginf, "isposinf": I.isposinf,
 })
 _METHODS.update({  # [part D2]
+    "ravel": S.ravel, "rot90": S.rot90, "as_strided": S.as_strided, "as_strided_": S.as_strided_,
+    "select_scatter": S.select_scatter, "slice_scatter": S.slice_scatter, "diagonal_scatter": S.diagonal_scatter,
+    "as_strided_scatter": S.as_strided_scatter, "narrow_copy": S.narrow_copy, "diagflat": S.diagflat,
+    "repeat_interleave": S.repeat_interleave, "diff": S.diff,
+    "squeeze_": S.squeeze_, "unsqueeze_": S.unsqueeze_, "t_": S.t_, "transpose_": S.transpose_,
+    "swapaxes_": S.swapaxes_, "swapdims_": S.swapdims_,
+    "unsafe_split": J.unsafe_split, "unsafe_split_with_sizes": J.unsafe_split_with_sizes, "unsafe_chunk": J.unsafe_chunk,
+    "addmv": L.addmv, "addr": L.addr, "baddbmm": L.baddbmm, "addbmm": L.addbmm, "vdot": L.vdot, "kron": L.kron,
+    "cross": L.cross,
+    "is_nonzero": C.is_nonzero, "is_same_size": C.is_same_size, "is_signed": C.is_signed,
+    "is_inference": C.is_inference,
 })
 _METHODS.update({  # [part E]
+    "swapaxes": S.swapaxes, "view_as": lambda self, other: S.view(self, other.shape),
+    "reshape_as": lambda self, other: S.reshape(self, other.shape),
+    "where": lambda self, condition, other: I.where(condition, self, other),
+    "split": lambda self, split_size, dim=0: J.split(self, split_size, dim),
 })
 for _k in [k for k, v in _METHODS.items() if v is None]:
     del _METHODS[_k]
@@ -130,9 +166,9 @@ _INPLACE_VIA = ("exp", "expm1", "log", "log2", "log10", "log1p", "sqrt", "rsqrt"
                 "round", "trunc", "frac", "clamp", "clip", "clamp_min", "clamp_max", "square", "pow",
                 "remainder", "fmod", "floor_divide", "lerp", "atan2", "tril", "triu", "cumsum", "cumprod",
                 "hardtanh")
-_INPLACE_VIA += ()  # [part C]
+_INPLACE_VIA += _SP.INPLACE_VIA  # [part C]
 _INPLACE_VIA += ()  # [part D1]
-_INPLACE_VIA += ()  # [part D2]
+_INPLACE_VIA += ("addmv", "addr", "baddbmm", "addbmm")  # [part D2]
 _INPLACE_VIA += ()  # [part E]
 
 _INPLACE_BINARY = {"add_": E.Add, "sub_": E.Sub, "mul_": E.Mul, "div_": E.Div, "__iadd__": E.Add,
@@ -246,8 +282,7 @@ def _make_inplace_binary(cls, name):
     """x.add_(other, alpha=...) etc.: the op runs at the promoted dtype; the result is cast back into x."""
     float_only = cls is E.Div
 
-    def fn(self, other, *, alpha=1):
-        kw = {} if alpha == 1 else {"alpha": alpha}
+    def general(self, other, kw):
         if isinstance(other, (list, tuple)):
             other = as_tensor_arg(other)
         if isinstance(other, Tensor):
@@ -256,8 +291,26 @@ def _make_inplace_binary(cls, name):
         if dt is not self._data.dtype:
             kw["dt"] = dt
         return inplace_apply(self, cls, (dt.type(other),), kw)
-    fn.__name__ = name
+
+    # PyTorch's keyword names: add_/sub_(other, *, alpha), subtract_(other, alpha) (alpha by position for a
+    # number), mul_(other), div_(other, *, rounding_mode)
+    if cls is E.Div:
+        def fn(self, other, *, rounding_mode=None):
+            if rounding_mode is None:
+                return general(self, other, {})
+            return inplace_apply(self, I._Via, (), {"f": lambda t: E.div(t, other, rounding_mode=rounding_mode)})
+    elif cls is E.Mul:
+        def fn(self, other):
+            return general(self, other, {})
+    elif name == "subtract_":
+        def fn(self, other, alpha=1):
+            return general(self, other, {} if alpha == 1 else {"alpha": alpha})
+    else:
+        def fn(self, other, *, alpha=1):
+            return general(self, other, {} if alpha == 1 else {"alpha": alpha})
+    fn.__name__ = fn.__qualname__ = name
     return fn
+
 
 
 _install()

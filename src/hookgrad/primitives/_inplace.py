@@ -435,11 +435,11 @@ def make_view(out, src, fn):
     return out
 
 
-def resize_(self, *sizes, memory_format=None):
+def resize_(self, *args, size=None, memory_format=None):
     """Give the tensor a new shape, keeping its first elements in row-major order (new elements are zeros where
     PyTorch leaves them uninitialised). Not differentiable: PyTorch refuses it on a tensor that requires grad."""
-    from .._creation import int_list
-    shape = tuple(int_list(sizes, "resize_"))
+    from .._creation import int_list, size_args
+    shape = tuple(size_args(args, size, "resize_") if args or size is not None else int_list(args, "resize_"))
     if self.requires_grad:
         raise RuntimeError("cannot resize variables that require grad")
     if any(s < 0 for s in shape):

@@ -28,6 +28,7 @@ _sqrt_2_over_pi = math.sqrt(2.0 / math.pi)
 
 # ---------------------------------------------------------------------------------- binary
 class Add(Node, name="AddBackward0"):
+    saved_attrs = ("alpha=1",)
     dt = None
     alpha = 1
 
@@ -45,6 +46,7 @@ class Add(Node, name="AddBackward0"):
 
 
 class Sub(Node, name="SubBackward0"):
+    saved_attrs = ("alpha=1",)
     dt = None
     alpha = 1
 
@@ -88,7 +90,7 @@ class Mul(Node, name="MulBackward0"):
     def backward(self, g):
         # NOTE: PyTorch's generated backward computes the inputs' formulas in alphabetical order of
         # their names (other before self); that order is the creation order of a create_graph graph
-        x, y = self.saved_tensors
+        x, y = self.saved_values
         nf = self.next_functions
         gy = g * x if nf[1][0] is not None else None
         return (g * y if nf[0][0] is not None else None), gy
@@ -111,7 +113,7 @@ class Div(Node, name="DivBackward0"):
         return np.true_divide(x, y) if dt is None else np.true_divide(x, y, dtype=dt)
 
     def backward(self, g):
-        x, y = self.saved_tensors
+        x, y = self.saved_values
         nf = self.next_functions
         gy = -g * ((x / y) / y) if nf[1][0] is not None else None     # other first (alphabetical)
         gx = g / y if nf[0][0] is not None else None
@@ -136,7 +138,7 @@ class Pow(Node, name="PowBackward1"):
             return np.trunc(np.power(np.asarray(x, np.float64), y)).astype(self.dt or np.result_type(x, y))
 
     def backward(self, g):
-        x, y, out = self.saved_tensors
+        x, y, out = self.saved_values
         nf = self.next_functions
         gx = gy = None
         if nf[1][0] is not None:        # exponent before self (alphabetical, as PyTorch)
@@ -156,13 +158,14 @@ class PowScalar(Pow, name="PowBackward0"):
     """tensor ** number: the exponent is a parameter, not an input (one next_function, as PyTorch)."""
     save = (0,)
     saved_names = ("self",)
+    saved_attrs = ("exponent",)
     exponent = 1
 
     def forward(self, x):
         return Pow.forward(self, x, self.exponent)
 
     def backward(self, g):
-        (x,) = self.saved_tensors
+        (x,) = self.saved_values
         y = self.exponent
         if y == 0:          # PyTorch's pow_backward: zeros_like(self), a constant under create_graph
             return _zeros(g)
@@ -188,13 +191,14 @@ class RPow(Pow, name="PowBackward2"):
     """number ** tensor: the base is a parameter; only the exponent is an input."""
     save = (0, -1)                  # PyTorch saves the exponent too (its formula takes it)
     saved_names = ("exponent", "result")
+    saved_attrs = ("self=base",)
     base = 1
 
     def forward(self, y):
         return Pow.forward(self, self.base, y)
 
     def backward(self, g):
-        _, out = self.saved_tensors
+        _, out = self.saved_values
         x = self.base
         if x > 0:
             return g * out * float(np.log(x))
@@ -218,7 +222,7 @@ class Minimum(Node, name="MinimumBackward0"):
         return self.op(x, y)
 
     def backward(self, g):
-        x, y = self.saved_tensors
+        x, y = self.saved_values
         a, b = x._data, y._data
         lt, gt = (np.less, np.greater) if self.op is np.minimum else (np.greater, np.less)
         tie = np.equal(a, b) * 0.5          # ties split the gradient evenly (as PyTorch)
@@ -241,7 +245,7 @@ class Atan2(Node, name="Atan2Backward0"):
         return np.arctan2(x, y, dtype=self.dt)
 
     def backward(self, g):
-        x, y = self.saved_tensors
+        x, y = self.saved_values
         recip = (x * x + y * y).reciprocal()        # PyTorch's atan2_backward
         return g * y * recip, g * -x * recip
 
@@ -272,7 +276,7 @@ class Exp(Node, name="ExpBackward0"):
         return np.exp(x)
 
     def backward(self, g):
-        (out,) = self.saved_tensors
+        (out,) = self.saved_values
         return g * out
 
     def backward_np(self, g):
@@ -284,7 +288,7 @@ class Expm1(Exp, name="Expm1Backward0"):
         return np.expm1(x)
 
     def backward(self, g):
-        (out,) = self.saved_tensors
+        (out,) = self.saved_values
         return g * (out + 1)
 
 
@@ -293,7 +297,7 @@ class Log(Unary, name="LogBackward0"):
         return np.log(x)
 
     def backward(self, g):
-        (x,) = self.saved_tensors
+        (x,) = self.saved_values
         return g / x
 
     def backward_np(self, g):
@@ -305,7 +309,7 @@ class Log2(Unary, name="Log2Backward0"):
         return np.log2(x)
 
     def backward(self, g):
-        (x,) = self.saved_tensors
+        (x,) = self.saved_values
         return g / (x * math.log(2.0))
 
 
@@ -314,7 +318,7 @@ class Log10(Unary, name="Log10Backward0"):
         return np.log10(x)
 
     def backward(self, g):
-        (x,) = self.saved_tensors
+        (x,) = self.saved_values
         return g / (x * math.log(10.0))
 
 
@@ -323,7 +327,7 @@ class Log1p(Unary, name="Log1PBackward0"):
         return np.log1p(x)
 
     def backward(self, g):
-        (x,) = self.saved_tensors
+        (x,) = self.saved_values
         return g / (x + 1)
 
 
@@ -335,7 +339,7 @@ class Sqrt(Node, name="SqrtBackward0"):
         return np.sqrt(x)
 
     def backward(self, g):
-        (out,) = self.saved_tensors
+        (out,) = self.saved_values
         return g / (out * 2)
 
     def backward_np(self, g):
@@ -351,7 +355,7 @@ class Rsqrt(Node, name="RsqrtBackward0"):
             return 1.0 / np.sqrt(x)
 
     def backward(self, g):
-        (out,) = self.saved_tensors
+        (out,) = self.saved_values
         return g * out * out * out * -0.5
 
 
@@ -364,7 +368,7 @@ class Reciprocal(Node, name="ReciprocalBackward0"):
             return np.reciprocal(x)
 
     def backward(self, g):
-        (out,) = self.saved_tensors
+        (out,) = self.saved_values
         return -g * out * out
 
 
@@ -373,7 +377,7 @@ class Sin(Unary, name="SinBackward0"):
         return np.sin(x)
 
     def backward(self, g):
-        (x,) = self.saved_tensors
+        (x,) = self.saved_values
         return g * x.cos()
 
 
@@ -382,7 +386,7 @@ class Cos(Unary, name="CosBackward0"):
         return np.cos(x)
 
     def backward(self, g):
-        (x,) = self.saved_tensors
+        (x,) = self.saved_values
         return g * -x.sin()
 
 
@@ -394,7 +398,7 @@ class Tan(Node, name="TanBackward0"):
         return np.tan(x)
 
     def backward(self, g):
-        (out,) = self.saved_tensors
+        (out,) = self.saved_values
         return g * (out * out + 1)
 
 
@@ -406,7 +410,7 @@ class Tanh(Node, name="TanhBackward0"):
         return np.tanh(x)
 
     def backward(self, g):
-        (out,) = self.saved_tensors
+        (out,) = self.saved_values
         return g * (1 - out * out)
 
     def backward_np(self, g):
@@ -423,7 +427,7 @@ class Sigmoid(Node, name="SigmoidBackward0"):
         return np.where(x >= 0, 1.0, e) / (1.0 + e)
 
     def backward(self, g):
-        (out,) = self.saved_tensors
+        (out,) = self.saved_values
         return g * (out * (1 - out))
 
     def backward_np(self, g):
@@ -436,7 +440,7 @@ class Erf(Unary, name="ErfBackward0"):
         return _erf(x)
 
     def backward(self, g):
-        (x,) = self.saved_tensors
+        (x,) = self.saved_values
         return g * (2.0 / math.sqrt(math.pi)) * (-(x * x)).exp()
 
 
@@ -445,8 +449,8 @@ def _erf(x):
         from scipy.special import erf
         return erf(x).astype(x.dtype, copy=False)
     except ImportError:
-        v = np.vectorize(math.erf, otypes=[x.dtype])
-        return v(x) if x.size else x.copy()
+        from .special import _erf       # the NumPy kernel, with the other special functions
+        return _erf(x)
 
 
 class Scale(Node, name="ThresholdBackwardBackward0"):
@@ -461,7 +465,7 @@ class Scale(Node, name="ThresholdBackwardBackward0"):
         return np.multiply(g, self.f, dtype=g.dtype)
 
     def backward(self, gg):
-        (src,) = self.saved_tensors
+        (src,) = self.saved_values
         nf = self.next_functions
         return (Scale.apply(gg, src, f=self.f) if nf[0][0] is not None else None,
                 Tensor._make(np.zeros(src._data.shape, src._data.dtype)) if nf[1][0] is not None else None)
@@ -482,7 +486,7 @@ class Abs(Unary, name="AbsBackward0"):
         return np.abs(x)
 
     def backward(self, g):
-        (x,) = self.saved_tensors
+        (x,) = self.saved_values
         return scale(g, np.sign(x._data), x)
 
 
@@ -490,12 +494,13 @@ class Threshold(Unary, name="ThresholdBackward0"):
     """x if x > threshold else value; PyTorch's threshold_backward(grad, self, threshold) links self."""
     threshold = 0
     value = 0
+    saved_attrs = ("threshold",)
 
     def forward(self, x):
         return np.where(x > self.threshold, x, self.value).astype(x.dtype, copy=False)
 
     def backward(self, g):
-        (x,) = self.saved_tensors
+        (x,) = self.saved_values
         return scale(g, x._data > self.threshold, x)
 
 
@@ -512,7 +517,7 @@ class Relu(Node, name="ReluBackward0"):
         return np.maximum(x, z)
 
     def backward(self, g):
-        (out,) = self.saved_tensors
+        (out,) = self.saved_values
         return scale(g, out._data > 0, out)
 
     def backward_np(self, g):
@@ -525,6 +530,7 @@ class Relu(Node, name="ReluBackward0"):
 
 
 class Gelu(Unary, name="GeluBackward0"):
+    saved_attrs = ("approximate",)
     approximate = "none"
 
     def forward(self, x):
@@ -533,7 +539,7 @@ class Gelu(Unary, name="GeluBackward0"):
         return (0.5 * x * (1 + _erf(x / math.sqrt(2.0)))).astype(x.dtype, copy=False)
 
     def backward(self, g):
-        (x,) = self.saved_tensors
+        (x,) = self.saved_values
         if self.approximate == "tanh":
             inner = (x + x * x * x * 0.044715) * _sqrt_2_over_pi
             t = inner.tanh()
@@ -549,12 +555,13 @@ class Silu(Unary, name="SiluBackward0"):
         return x * Sigmoid.forward(self, x)
 
     def backward(self, g):
-        (x,) = self.saved_tensors
+        (x,) = self.saved_values
         s = x.sigmoid()
         return g * (s * (1 + x * (1 - s)))
 
 
 class Softplus(Unary, name="SoftplusBackward0"):
+    saved_attrs = ("beta", "threshold")
     beta = 1.0
     threshold = 20.0
 
@@ -563,12 +570,13 @@ class Softplus(Unary, name="SoftplusBackward0"):
         return np.where(bx > self.threshold, x, np.log1p(np.exp(np.minimum(bx, self.threshold))) / self.beta).astype(x.dtype, copy=False)
 
     def backward(self, g):
-        (x,) = self.saved_tensors
+        (x,) = self.saved_values
         bx = x * self.beta
         return g * _where(bx > self.threshold, 1.0, bx.sigmoid())
 
 
 class Elu(Unary, name="EluBackward0"):
+    saved_attrs = ("alpha", "scale", "input_scale")
     alpha = 1.0
     scale = 1.0
     input_scale = 1.0
@@ -577,24 +585,34 @@ class Elu(Unary, name="EluBackward0"):
         return (self.scale * np.where(x > 0, x, self.alpha * np.expm1(np.minimum(x, 0) * self.input_scale))).astype(x.dtype, copy=False)
 
     def backward(self, g):
-        (x,) = self.saved_tensors
+        (x,) = self.saved_values
         neg = (x * self.input_scale).exp() * (self.alpha * self.input_scale * self.scale)
         return g * _where(x > 0, float(self.scale), neg)
 
 
+class EluInplace(Elu, name="EluBackward1"):
+    pass
+
+
 class LeakyRelu(Unary, name="LeakyReluBackward0"):
+    saved_attrs = ("negative_slope",)
     negative_slope = 0.01
 
     def forward(self, x):
         return np.where(x > 0, x, x * self.negative_slope).astype(x.dtype, copy=False)
 
     def backward(self, g):
-        (x,) = self.saved_tensors
+        (x,) = self.saved_values
         return scale(g, np.where(x._data > 0, 1.0, self.negative_slope), x)
+
+
+class LeakyReluInplace(LeakyRelu, name="LeakyReluBackward1"):
+    pass
 
 
 class Clamp(Unary, name="ClampBackward1"):
     """clamp(x, min, max) with number bounds; the gradient passes where min <= x <= max."""
+    saved_attrs = ("min=lo", "max=hi")
     lo = None
     hi = None
     strict = False       # hardtanh: min < x < max
@@ -608,7 +626,7 @@ class Clamp(Unary, name="ClampBackward1"):
         return out.astype(x.dtype, copy=False) if out is not x else x.copy()
 
     def backward(self, g):
-        (xt,) = self.saved_tensors
+        (xt,) = self.saved_values
         x = xt._data
         ge, le = (np.greater, np.less) if self.strict else (np.greater_equal, np.less_equal)
         m = True
@@ -629,6 +647,7 @@ class ClampMax(Clamp, name="ClampMaxBackward0"):
 
 
 class Hardtanh(Clamp, name="HardtanhBackward0"):
+    saved_attrs = ("min_val=lo", "max_val=hi")
     strict = True
 
 
@@ -645,7 +664,7 @@ class ClampT(Node, name="ClampBackward0"):
         return np.array(out, dtype=dt, copy=True)
 
     def backward(self, g):
-        xt, lot, hit = self.saved_tensors
+        xt, lot, hit = self.saved_values
         x, lo, hi = (t._data if isinstance(t, Tensor) else None for t in (xt, lot, hit))
         nf = self.next_functions
         m = True
@@ -727,7 +746,7 @@ class Fmax(Node, name="FmaxBackward0"):
         return self.op(x, y, dtype=self.dt)
 
     def backward(self, g):
-        x, y = self.saved_tensors
+        x, y = self.saved_values
         a, b = x._data, y._data
         m = (np.greater_equal(a, b) if self.op is np.fmax else np.less_equal(a, b)) | np.isnan(b)
         nf = self.next_functions
@@ -809,7 +828,7 @@ class RemainderT(Node, name="RemainderBackward1"):
         return Remainder.forward(self, x, y) if self.op is np.mod else np.fmod(x, y, dtype=self.dt)
 
     def backward(self, g):
-        x, y = self.saved_tensors
+        x, y = self.saved_values
         nf = self.next_functions
         gy = None
         if nf[1][0] is not None:
@@ -831,6 +850,7 @@ class FmodT(RemainderT, name="FmodBackward1"):
 class Lerp(Node, name="LerpBackward0"):
     """input + weight * (end - input) with a number weight."""
     save = ()
+    saved_attrs = ("weight=w",)
     dt = None
     w = 0.5
 
@@ -853,7 +873,7 @@ class LerpT(Node, name="LerpBackward1"):
         return np.add(x, w * np.subtract(e, x), dtype=self.dt or x.dtype)
 
     def backward(self, g):
-        x, e, w = self.saved_tensors
+        x, e, w = self.saved_values
         nf = self.next_functions
         ge = g * w if nf[1][0] is not None else None            # end, self, weight (alphabetical)
         gx = g * (1 - w) if nf[0][0] is not None else None
@@ -1003,7 +1023,7 @@ def elu(input, alpha=1.0, inplace=False):
     """x if x > 0 else alpha (exp(x) - 1)."""
     _act(input, "elu", "elu_cpu", (("alpha", alpha, 2),))
     if inplace:
-        return apply_inplace(input, Elu, alpha=alpha)
+        return apply_inplace(input, EluInplace, alpha=alpha)
     return Elu.apply(input, alpha=alpha)
 
 
@@ -1011,28 +1031,32 @@ def selu(input, inplace=False):
     """Scaled ELU with the self-normalising constants."""
     _act(input, "selu", "elu_cpu")
     kw = dict(alpha=1.6732632423543772848170429916717, scale=1.0507009873554804934193349852946)
-    return apply_inplace(input, Elu, **kw) if inplace else Elu.apply(input, **kw)
+    return apply_inplace(input, EluInplace, **kw) if inplace else Elu.apply(input, **kw)
 
 
 class Celu(Elu, name="CeluBackward0"):
     def backward(self, g):
-        (x,) = self.saved_tensors
+        (x,) = self.saved_values
         s = 1.0 / float(np.float32(self.alpha))     # PyTorch's celu backward: 1.0 / alpha.toFloat()
         return g * _where(x > 0, 1.0, (x * s).exp() * (self.alpha * s))
+
+
+class CeluInplace(Celu, name="CeluBackward1"):
+    pass
 
 
 def celu(input, alpha=1.0, inplace=False):
     """max(0, x) + min(0, alpha (exp(x / alpha) - 1))."""
     _act(input, "celu", "elu_cpu", (("alpha", alpha, 2),))
     kw = dict(alpha=alpha, input_scale=1.0 / alpha)
-    return apply_inplace(input, Celu, **kw) if inplace else Celu.apply(input, **kw)
+    return apply_inplace(input, CeluInplace, **kw) if inplace else Celu.apply(input, **kw)
 
 
 def leaky_relu(input, negative_slope=0.01, inplace=False):
     """x if x > 0 else negative_slope * x."""
     _act(input, "leaky_relu", "leaky_relu_cpu", (("negative_slope", negative_slope, 2),))
     if inplace:
-        return apply_inplace(input, LeakyRelu, negative_slope=negative_slope)
+        return apply_inplace(input, LeakyReluInplace, negative_slope=negative_slope)
     return LeakyRelu.apply(input, negative_slope=negative_slope)
 
 
@@ -1124,7 +1148,10 @@ def sub(input, other, *, alpha=1, out=None):
     return r if out is None else _out(r, out)
 
 
-subtract = sub
+def subtract(input, other, alpha=1, *, out=None):
+    """sub's alias; PyTorch's subtract(input, Number other, Number alpha) also takes alpha by position."""
+    return sub(input, other, alpha=alpha, out=out)
+
 
 
 def rsub(input, other, alpha=1):

@@ -275,6 +275,8 @@ def _check_setitem_shape(self, np_idx, basic, value):
     """PyTorch's errors for a value that does not broadcast to the indexed region (before any write)."""
     target = np.empty_like(self._data[np_idx], shape=self._data[np_idx].shape) if not basic else self._data[np_idx]
     ts, vs = target.shape, value._data.shape
+    while vs and vs[0] == 1:         # PyTorch drops the value's leading size-1 dims first (slicePrefix1sSize)
+        vs = vs[1:]
     try:
         np.broadcast_to(np.empty(vs, np.int8), ts)
         return
@@ -305,6 +307,7 @@ def index_put_(self, indices, values, accumulate=False):
 
 
 class Where(Node, name="WhereBackward0"):
+    saved_attrs = ("condition=cond",)
     dt = None
 
     def forward(self, cond, x, y):
@@ -520,6 +523,7 @@ class Gather(Node, name="GatherBackward0"):
     """out[i][j] = x[i][index[i][j]] (dim=1)."""
     save = (0,)
     saved_names = ("self",)
+    saved_attrs = ("dim", "index", "sparse_grad=False")
 
     def forward(self, x):
         self.in_shape = x.shape
@@ -636,6 +640,7 @@ def _check_vector_index(name, index, n):
 
 
 class IndexSelect(Node, name="IndexSelectBackward0"):
+    saved_attrs = ("dim", "index", "self_sym_sizes=in_shape")
     def forward(self, x):
         self.in_shape = x.shape
         return np.take(x, self.index, axis=self.dim)
@@ -710,6 +715,7 @@ def index_add(input, dim, index, source, *, alpha=1):
 
 class MaskedFill(Node, name="MaskedFillBackward0"):
     """x with the masked positions set to a value (number: grad only to x; 0-dim tensor: grad sums)."""
+    saved_attrs = ("mask",)
 
     def forward(self, x, *v):        # a number is the ``fill`` parameter (no edge), a 0-dim tensor an input
         return np.where(self.mask, np.asarray(v[0] if v else self.fill, x.dtype), x)

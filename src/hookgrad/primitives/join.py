@@ -21,6 +21,7 @@ def _multi_view_error(node, view):
 
 # ------------------------------------------------------------------------------------ cat / stack
 class Cat(Node, name="CatBackward0"):
+    saved_attrs = ("dim",)
     dt = None
 
     def forward(self, *xs):
@@ -80,6 +81,7 @@ concat = concatenate = cat
 
 
 class Stack(Node, name="StackBackward0"):
+    saved_attrs = ("dim",)
     dt = None
 
     def forward(self, *xs):
@@ -158,6 +160,7 @@ def column_stack(tensors):
 # --------------------------------------------------------------------------- split / unbind
 class Split(Node, name="SplitBackward0"):
     """Pieces of x along dim (views); backward concatenates the pieces' gradients."""
+    saved_attrs = ("dim", "split_size", "self_sym_sizes")
     _forbid_inplace = _multi_view_error
 
     def forward(self, x):
@@ -171,10 +174,11 @@ class Split(Node, name="SplitBackward0"):
 
 
 class SplitWithSizes(Split, name="SplitWithSizesBackward0"):
-    pass
+    saved_attrs = ("dim", "split_sizes=sizes", "self_sym_sizes")
 
 
 class Unbind(Node, name="UnbindBackward0"):
+    saved_attrs = ("dim",)
     _forbid_inplace = _multi_view_error
 
     def forward(self, x):
@@ -243,13 +247,33 @@ def slice_dim(input, d, start, stop):
     return make_view(out, input, lambda t: slice_dim(t, d, start, stop))
 
 
-def tensor_split(input, indices_or_sections, dim=0):
+_TENSOR_SPLIT_OVERLOADS = (" * (Tensor input, tuple of ints indices, int dim = 0)\n"
+                           " * (Tensor input, Tensor tensor_indices_or_sections, int dim = 0)\n"
+                           " * (Tensor input, int sections, int dim = 0)\n")
+_HVD_OVERLOADS = " * (Tensor input, int sections)\n * (Tensor input, tuple of ints indices)\n"
+
+
+def _sections_arg(name, overloads, sections, indices, tensor_ios=None):
+    """PyTorch's overloads of tensor_split/hsplit/...: ``sections`` (an int; any type by position), ``indices``
+    (a sequence) or ``tensor_indices_or_sections`` (a Tensor), exactly one of them."""
+    given = [(k, v) for k, v in (("sections", sections), ("indices", indices),
+                                 ("tensor_indices_or_sections", tensor_ios)) if v is not None]
+    ok = len(given) == 1 and (given[0][0] != "indices" or isinstance(indices, (list, tuple, Tensor))) and \
+        (given[0][0] != "tensor_indices_or_sections" or isinstance(tensor_ios, Tensor))
+    if not ok:
+        got = ", ".join(["Tensor"] + [f"{k}={type(v).__name__}" for k, v in given])
+        raise TypeError(f"{name}() received an invalid combination of arguments - got ({got}, ), but expected one "
+                        f"of:\n{overloads}")
+    return given[0][1]
+
+
+def tensor_split(input, sections=None, dim=0, *, indices=None, tensor_indices_or_sections=None):
     """Split at the given indices, or into n nearly-equal sections: separate slices (one
     SliceBackward0 node each), unlike split/chunk."""
+    ios = _sections_arg("tensor_split", _TENSOR_SPLIT_OVERLOADS, sections, indices, tensor_indices_or_sections)
     nd = input._data.ndim
     if nd == 0:
         raise RuntimeError("tensor_split expected at least a 1-dimensional tensor, but got a tensor with 0 dims")
-    ios = indices_or_sections
     if isinstance(ios, Tensor):
         if ios._data.ndim > 1:
             raise RuntimeError("tensor_split expected tensor_indices_or_sections to be a zero-dimensional or "
@@ -272,15 +296,15 @@ def tensor_split(input, indices_or_sections, dim=0):
         starts, stops = [0] + idx, idx + [n]
     else:
         raise TypeError(f"tensor_split() received an invalid combination of arguments - got (Tensor, "
-                        f"{type(ios).__name__}), but expected one of:\n * (Tensor input, tuple of ints indices, int dim = 0)\n"
-                        " * (Tensor input, Tensor tensor_indices_or_sections, int dim = 0)\n"
-                        " * (Tensor input, int sections, int dim = 0)\n")
+                        f"{type(ios).__name__}), but expected one of:\n{_TENSOR_SPLIT_OVERLOADS}")
     return tuple(slice_dim(input, d, a, b) for a, b in zip(starts, stops))
 
 
 def _hvd_split(name, min_dims, dim_of):
-    def fn(input, indices_or_sections):
+    def fn(input, sections=None, *, indices=None):
+        indices_or_sections = _sections_arg(name, _HVD_OVERLOADS, sections, indices)
         nd = input._data.ndim
+
         if nd < min_dims:
             raise RuntimeError(f"torch.{name} requires a tensor with at least {min_dims} dimension, but got a tensor "
                                f"with {nd} dimensions!")
@@ -350,7 +374,7 @@ class IndexPad(Node, name="ReflectionPad1DBackward0"):
 
     def backward(self, g):
         from .index import IndexAddGrad
-        (x,) = self.saved_tensors
+        (x,) = self.saved_values
         shape = list(g.shape)
         for d, m in reversed(self.maps):
             shape[d] = self.in_shape[d]
@@ -382,3 +406,142 @@ def index_pad(input, pairs, mode):
         maps.append((d, np.pad(m, (a, b), mode={"reflect": "reflect", "replicate": "edge", "circular": "wrap"}[mode])))
     cls = _CircularPad if mode == "circular" else _PAD_CLASSES[(mode, k)]
     return cls.apply(input, maps=tuple(maps), in_shape=x.shape)
+
+
+# ============================================================ issue 10 [part D2]: more joins and splits
+def atleast_3d(*ts):
+    """Each tensor viewed with at least 3 dims (0-d: 1x1x1, 1-d (n): 1xnx1, 2-d: a trailing 1)."""
+    def one(t):
+        nd = t._data.ndim
+        if nd == 0:
+            return t.reshape(1, 1, 1)
+        if nd == 1:
+            return t.unsqueeze(0).unsqueeze(-1)
+        if nd == 2:
+            return t.unsqueeze(-1)
+        return t
+    r = tuple(one(t) for t in (ts[0] if len(ts) == 1 and isinstance(ts[0], (list, tuple)) else ts))
+    return r[0] if len(r) == 1 else r
+
+
+class BlockDiag(Node, name="BlockDiagBackward0"):
+    dt = None
+
+    def forward(self, *xs):
+        xs = [x.reshape(1, -1) if x.ndim < 2 else x for x in xs]
+        self.shapes = [x.shape for x in xs]
+        out = np.zeros((sum(s[0] for s in self.shapes), sum(s[1] for s in self.shapes)), self.dt or xs[0].dtype)
+        r = c = 0
+        for x in xs:
+            out[r:r + x.shape[0], c:c + x.shape[1]] = x
+            r, c = r + x.shape[0], c + x.shape[1]
+        return out
+
+    def backward(self, g):
+        grads = []
+        r = c = 0
+        for (n, m), meta in zip(self.shapes, self._in_meta):
+            grads.append(g[r:r + n, c:c + m].reshape(meta[0]) if meta is not None else None)
+            r, c = r + n, c + m
+        return tuple(grads)
+
+
+def block_diag(*tensors):
+    """A block-diagonal matrix of the given (at most 2-D) tensors."""
+    ts = list(tensors)
+    for i, t in enumerate(ts):
+        if t._data.ndim > 2:
+            raise RuntimeError(f"torch.block_diag: Input tensors must have 2 or fewer dimensions. Input {i} has "
+                               f"{t._data.ndim} dimensions")
+    if not ts:
+        return Tensor._make(np.zeros((1, 0), D.get_default_dtype().np))
+    dt = D.result_type_of(ts).np if any(t._data.dtype != ts[0]._data.dtype for t in ts) else None
+    return BlockDiag.apply(*ts, dt=dt)
+
+
+def cartesian_prod(*tensors):
+    """The cartesian product of 1-D tensors, one row per combination (itertools.product's order)."""
+    from .shape import meshgrid
+    ts = list(tensors[0]) if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)) else list(tensors)
+    for t in ts:
+        if t._data.ndim != 1:
+            raise RuntimeError(f"Expect a 1D vector, but got shape {list(t._data.shape)}")
+    if len(ts) == 1:
+        return ts[0]
+    grids = meshgrid(*ts, indexing="ij")
+    return stack([g.flatten() for g in grids], 1)
+
+
+def combinations(input, r=2, with_replacement=False):
+    """The length-r combinations of a 1-D tensor's elements (itertools.combinations's order), one per row."""
+    import itertools
+    if input._data.ndim != 1:
+        raise RuntimeError(f"Expect a 1D vector, but got shape {list(input._data.shape)}")
+    if r < 0:
+        raise RuntimeError(f"Expect a non-negative number, but got {r}")
+    if r == 0:
+        return Tensor._make(np.zeros(0, input._data.dtype))
+    n = input._data.shape[0]
+    gen = itertools.combinations_with_replacement if with_replacement else itertools.combinations
+    idx = np.array(list(gen(range(n), r)), dtype=np.int64).reshape(-1, r)
+    if idx.shape[0] == 0:
+        return Tensor._make(np.zeros((0, r), input._data.dtype))
+    from . import index as I
+    return stack([I.getitem(input, Tensor._make(idx[:, k].copy())) for k in range(r)], 1)
+
+
+class UnsafeSplit(Split, name="UnsafeSplitBackward0"):
+    """split whose outputs autograd does not treat as views (in-place changes of them are allowed)."""
+    _forbid_inplace = None
+
+
+class UnsafeSplitWithSizes(Split, name="UnsafeSplitWithSizesBackward0"):
+    _forbid_inplace = None
+
+
+def unsafe_split(input, split_size, dim=0):
+    """split(), with outputs that are not autograd views."""
+    tensor = input
+    if isinstance(split_size, (list, tuple)):
+        return unsafe_split_with_sizes(tensor, split_size, dim)
+    parts = split(tensor, split_size, dim)
+    return _unsafe(tensor, UnsafeSplit, [p._data.shape[wrap_dim(dim, tensor._data.ndim)] for p in parts], dim,
+                   split_size=int(split_size))
+
+
+def unsafe_split_with_sizes(input, split_sizes, dim=0):
+    tensor = input
+    split(tensor, list(split_sizes), dim)       # PyTorch's checks
+    return _unsafe(tensor, UnsafeSplitWithSizes, [int(s) for s in split_sizes], dim, split_sizes=tuple(split_sizes))
+
+
+def _unsafe(tensor, cls, sizes, dim, **params):
+    d = wrap_dim(dim, tensor._data.ndim)
+    outs = cls.apply(tensor, dim=d, sizes=sizes, self_sym_sizes=tensor._data.shape, **params)
+    return outs if isinstance(outs, tuple) else (outs,)
+
+
+def unsafe_chunk(input, chunks, dim=0):
+    """chunk(), with outputs that are not autograd views."""
+    if chunks <= 0:
+        raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
+    nd = input._data.ndim
+    if nd == 0:
+        raise RuntimeError("chunk expects at least a 1-dimensional tensor")
+    n = input._data.shape[wrap_dim(dim, nd)]
+    return unsafe_split(input, -(-n // chunks) if n else 0, dim)
+
+
+def split_copy(input, split_size, dim=0):
+    from .shape import _as_copy
+    return _as_copy(input, split(input, split_size, dim))
+
+
+def split_with_sizes_copy(input, split_sizes, dim=0):
+    from .shape import _as_copy
+    return _as_copy(input, split(input, list(split_sizes), dim))
+
+
+def unbind_copy(input, dim=0):
+    from .shape import _as_copy
+    return _as_copy(input, unbind(input, dim))

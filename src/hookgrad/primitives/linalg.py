@@ -57,13 +57,14 @@ class Mm(Node, name="MmBackward0"):
     save = (0, 1)
     saved_names = ("self", "mat2")
     save_if = ((1,), (0,))          # self for the gradient of mat2, mat2 for that of self
+    saved_attrs = ("self_sym_sizes=input_sizes(0)", "self_sym_strides=input_strides(0)", "mat2_sym_sizes=input_sizes(1)", "mat2_sym_strides=input_strides(1)")
 
     def forward(self, a, b):
         self._bt = _is_t(b)
         return a @ b
 
     def backward(self, g):
-        a, b = self.saved_tensors
+        a, b = self.saved_values
         nf = self.next_functions
         gb = a.t().mm(g) if nf[1][0] is not None else None     # mat2 before self (alphabetical, as PyTorch)
         return (g.mm(b.t()) if nf[0][0] is not None else None), gb
@@ -93,7 +94,7 @@ class Matmul(Node, name="MatmulBackward0"):
         return (len(m[0][0]) if a is None else a.ndim) == 1, (len(m[1][0]) if b is None else b.ndim) == 1
 
     def backward(self, g):
-        a, b = self.saved_tensors
+        a, b = self.saved_values
         nf = self.next_functions
         ga = gb = None
         a1, b1 = self._ranks1(a, b)
@@ -147,7 +148,7 @@ class Dot(Matmul, name="DotBackward0"):
     saved_names = ("self", "tensor")
 
     def backward(self, g):
-        a, b = self.saved_tensors
+        a, b = self.saved_values
         nf = self.next_functions
         return (g * b if nf[0][0] is not None else None), (g * a if nf[1][0] is not None else None)
 
@@ -300,22 +301,34 @@ def mv(input, vec):
     return _mv(input, vec)
 
 
-def dot(input, other):
-    if input._data.ndim != 1 or other._data.ndim != 1:
-        raise RuntimeError(f"1D tensors expected, but got {input._data.ndim}D and {other._data.ndim}D tensors")
-    _check_dtypes("dot", input, other)
-    if input._data.shape[0] != other._data.shape[0]:
-        raise _shape_err(input, other)
-    return Dot.apply(input, other)
+def dot(input, tensor):
+    if input._data.ndim != 1 or tensor._data.ndim != 1:
+        raise RuntimeError(f"1D tensors expected, but got {input._data.ndim}D and {tensor._data.ndim}D tensors")
+    _check_dtypes("dot", input, tensor)
+    if input._data.shape[0] != tensor._data.shape[0]:
+        raise _shape_err(input, tensor)
+    return Dot.apply(input, tensor)
 
 
-inner = dot
+def inner(input, other, *, out=None):
+    """The sum of products over the last dims (a number multiplies): tensordot over the last dims, as PyTorch."""
+    if not isinstance(other, Tensor):
+        raise TypeError(f"inner(): argument 'other' (position 2) must be Tensor, not {type(other).__name__}")
+    if input._data.ndim == 0 or other._data.ndim == 0:
+        from .elementwise import mul
+        return mul(input, other)
+    if input._data.shape[-1] != other._data.shape[-1]:
+        raise RuntimeError(f"inner() the last dimension must match on both input tensors but got shapes "
+                           f"{list(input._data.shape)} and {list(other._data.shape)}")
+    return tensordot(input, other, dims=([-1], [-1]))
+
 
 
 class Addmm(Node, name="AddmmBackward0"):
     save = (1, 2)
     saved_names = ("mat1", "mat2")
     save_if = ((2,), (1,))          # mat1 for the gradient of mat2, mat2 for that of mat1
+    saved_attrs = ("alpha", "beta", "mat1_sym_sizes=input_sizes(1)", "mat1_sym_strides=input_strides(1)", "mat2_sym_sizes=input_sizes(2)", "mat2_sym_strides=input_strides(2)")
     beta = 1
     alpha = 1
 
@@ -331,7 +344,7 @@ class Addmm(Node, name="AddmmBackward0"):
         return out
 
     def backward(self, g):
-        a, b = self.saved_tensors
+        a, b = self.saved_values
         nf = self.next_functions
         ga = gb = gbias = None
         if nf[1][0] is not None:        # mat1, mat2, self (alphabetical, as PyTorch)
@@ -416,7 +429,7 @@ class Einsum(Node, name="ViewBackward0"):
         return np.asarray(np.einsum(self.eq, *xs, optimize=len(xs) > 2))
 
     def backward(self, g):
-        xs = self.saved_tensors
+        xs = self.saved_values
         ins, out = self.ins, self.out
         nf = self.next_functions
         grads = []
@@ -495,3 +508,305 @@ def einsum(equation, *operands):
 def _scalar_name(npdt):
     return {"float32": "Float", "float64": "Double", "float16": "Half", "int64": "Long", "int32": "Int",
             "bool": "Bool"}.get(npdt.name, npdt.name)
+
+
+# ------------------------------------------------------------ issue 10 [part D2]: more products
+def _expand_check(shape, target):
+    """PyTorch's expand error when ``shape`` (an input added to a product) does not broadcast to ``target``."""
+    shape, target = tuple(shape), tuple(target)
+    lead = len(target) - len(shape)
+    if lead < 0:
+        raise RuntimeError(f"expand(torch.FloatTensor{{{list(shape)}}}, size={list(target)}): the number of sizes "
+                           f"provided ({len(target)}) must be greater or equal to the number of dimensions in the "
+                           f"tensor ({len(shape)})")
+    for i, s in enumerate(shape):
+        if s != 1 and s != target[i + lead]:
+            raise RuntimeError(f"The expanded size of the tensor ({target[i + lead]}) must match the existing size "
+                               f"({s}) at non-singleton dimension {i + lead}.  Target sizes: {list(target)}.  "
+                               f"Tensor sizes: {list(shape)}")
+
+
+class _AddProduct(Node):
+    """beta * input + alpha * product(a, b): addmv, addr, baddbmm, addbmm (one node each, as PyTorch)."""
+    save = (1, 2)
+    save_if = ((2,), (1,))
+    beta = 1
+    alpha = 1
+
+    def forward(self, bias, a, b):
+        out = np.asarray(self._product(a, b))
+        if self.alpha != 1:
+            out = out * self.alpha
+        if self.beta != 0:
+            out = out + (bias if self.beta == 1 else bias * self.beta)
+        elif out.shape != bias.shape:
+            out = np.broadcast_to(out, np.broadcast_shapes(out.shape, bias.shape))
+        return np.ascontiguousarray(out.astype(a.dtype, copy=False))
+
+    def backward(self, g):
+        a, b = self.saved_values
+        nf = self.next_functions
+        gbias = (g if self.beta == 1 else g * self.beta) if nf[0][0] is not None else None
+        ga = self._grad_a(g, b) if nf[1][0] is not None else None
+        gb = self._grad_b(g, a) if nf[2][0] is not None else None
+        if self.alpha != 1:
+            ga = ga * self.alpha if ga is not None else None
+            gb = gb * self.alpha if gb is not None else None
+        return gbias, ga, gb
+
+
+class Addmv(_AddProduct, name="AddmvBackward0"):
+    saved_names = ("mat", "vec")
+    _product = staticmethod(np.matmul)
+
+    def _grad_a(self, g, vec):
+        return g.unsqueeze(1) * vec
+
+    def _grad_b(self, g, mat):
+        return mat.t().mv(g)
+
+
+class Addr(_AddProduct, name="AddrBackward0"):
+    saved_names = ("vec1", "vec2")
+    _product = staticmethod(np.outer)
+
+    def _grad_a(self, g, vec2):
+        return g.mv(vec2)
+
+    def _grad_b(self, g, vec1):
+        return g.t().mv(vec1)
+
+
+class Baddbmm(_AddProduct, name="BaddbmmBackward0"):
+    saved_names = ("batch1", "batch2")
+    _product = staticmethod(np.matmul)
+
+    def _grad_a(self, g, b2):
+        return g.bmm(b2.transpose(1, 2))
+
+    def _grad_b(self, g, b1):
+        return b1.transpose(1, 2).bmm(g)
+
+
+class Addbmm(_AddProduct, name="AddbmmBackward0"):
+    saved_names = ("batch1", "batch2")
+
+    @staticmethod
+    def _product(a, b):
+        return np.matmul(a, b).sum(0)
+
+    def _grad_a(self, g, b2):
+        return g.unsqueeze(0).expand(b2.shape[0], *g.shape).bmm(b2.transpose(1, 2))
+
+    def _grad_b(self, g, b1):
+        return b1.transpose(1, 2).bmm(g.unsqueeze(0).expand(b1.shape[0], *g.shape))
+
+
+def _add_product(cls, input, a, b, out_shape, beta, alpha, dtype_name):
+    for t in (input, a, b):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"{dtype_name}(): argument must be Tensor, not {type(t).__name__}")
+    _expand_check(input._data.shape, out_shape)
+    kw = {}
+    if beta != 1:
+        kw["beta"] = beta
+    if alpha != 1:
+        kw["alpha"] = alpha
+    return cls.apply(input, a, b, **kw)
+
+
+def addmv(input, mat, vec, *, beta=1, alpha=1, out=None):
+    """beta * input + alpha * (mat @ vec)."""
+    if mat._data.ndim != 2 or vec._data.ndim != 1:
+        raise RuntimeError(f"vector + matrix @ vector expected, got {input._data.ndim}, {mat._data.ndim}, "
+                           f"{vec._data.ndim}")
+    dts = (input._data.dtype, mat._data.dtype, vec._data.dtype)
+    if len(set(dts)) > 1:
+        raise RuntimeError("addmv input tensors must have the same dtype, but got "
+                           f"{_scalar_name(dts[0])}, {_scalar_name(dts[1])}, and {_scalar_name(dts[2])}")
+    n, m = mat._data.shape
+    ins = input._data.shape
+    if m != vec._data.shape[0] or not (ins in ((n,), (1,), ()) ):
+        raise RuntimeError(f"size mismatch, got input ({ins[0] if ins else 1}), mat ({n}x{m}), vec "
+                           f"({vec._data.shape[0]})")
+    return _finish_out(_add_product(Addmv, input, mat, vec, (n,), beta, alpha, "addmv"), out)
+
+
+def addr(input, vec1, vec2, *, beta=1, alpha=1, out=None):
+    """beta * input + alpha * outer(vec1, vec2)."""
+    for name, t in (("vec1", vec1), ("vec2", vec2)):
+        if t._data.ndim != 1:
+            raise RuntimeError(f"addr: Expected 1-D argument {name}, but got {t._data.ndim}-D")
+    from .. import _dtype as D
+    dt = D.result_type_of([input, vec1, vec2])
+    if dt.np != input._data.dtype or dt.np != vec1._data.dtype or dt.np != vec2._data.dtype:
+        input, vec1, vec2 = (t.to(dt) for t in (input, vec1, vec2))
+    shape = (vec1._data.shape[0], vec2._data.shape[0])
+    return _finish_out(_add_product(Addr, input, vec1, vec2, shape, beta, alpha, "addr"), out)
+
+
+def _batch_check(b1, b2):
+    if b1._data.ndim != 3:
+        raise RuntimeError("batch1 must be a 3D tensor")
+    if b2._data.ndim != 3:
+        raise RuntimeError("batch2 must be a 3D tensor")
+    sa, sb = b1._data.shape, b2._data.shape
+    if sa[0] != sb[0] or sa[2] != sb[1]:
+        raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: [{sa[0]}, {sa[2]}] but "
+                           f"got: [{sb[0]}, {sb[1]}].")
+    _check_dtypes("bmm", b1, b2)
+
+
+def baddbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
+    """beta * input + alpha * bmm(batch1, batch2)."""
+    _batch_check(batch1, batch2)
+    shape = batch1._data.shape[:2] + batch2._data.shape[2:]
+    return _finish_out(_add_product(Baddbmm, input, batch1, batch2, shape, beta, alpha, "baddbmm"), out)
+
+
+def addbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
+    """beta * input + alpha * (the sum over the batch of batch1[i] @ batch2[i])."""
+    _batch_check(batch1, batch2)
+    shape = (batch1._data.shape[1], batch2._data.shape[2])
+    return _finish_out(_add_product(Addbmm, input, batch1, batch2, shape, beta, alpha, "addbmm"), out)
+
+
+def _finish_out(r, out):
+    if out is not None:
+        out.copy_(r)
+        return out
+    return r
+
+
+class Vdot(Dot, name="VdotBackward0"):
+    saved_names = ("self", "other")
+
+
+def vdot(input, other, *, out=None):
+    """The dot product of two 1-D tensors (real tensors: the same as dot)."""
+    if input._data.ndim != 1 or other._data.ndim != 1:
+        raise RuntimeError(f"1D tensors expected, but got {input._data.ndim}D and {other._data.ndim}D tensors")
+    _check_dtypes("dot", input, other)
+    if input._data.shape[0] != other._data.shape[0]:
+        raise _shape_err(input, other)
+    return _finish_out(Vdot.apply(input, other), out)
+
+
+def chain_matmul(*matrices, out=None):
+    """Deprecated: the product of the matrices (linalg.multi_dot's order: left to right here)."""
+    from .._warnings import warn_once
+    warn_once("torch.chain_matmul is deprecated and will be removed in a future PyTorch release. Use "
+              "torch.linalg.multi_dot instead, which accepts a list of two or more tensors rather than multiple "
+              "parameters.")
+    if len(matrices) == 1 and isinstance(matrices[0], (list, tuple)):
+        matrices = tuple(matrices[0])
+    if not matrices:
+        raise RuntimeError("chain_matmul(): Expected one or more matrices")
+    for t in matrices:
+        if t._data.ndim != 2:
+            raise RuntimeError(f"Tensor dimension is {t._data.ndim}, expected 2 instead.")
+    if len(matrices) == 1:
+        return _finish_out(matrices[0].clone(), out)
+    r = matrices[0]
+    for t in matrices[1:]:
+        r = mm(r, t)
+    return _finish_out(r, out)
+
+
+def tensordot(a, b, dims=2, out=None):
+    """Contract the last ``dims`` dims of a with the first of b (or the listed pairs): permute, reshape, mm."""
+    if isinstance(dims, Tensor):
+        dims = dims.tolist()
+    if isinstance(dims, (int, np.integer)) and not isinstance(dims, bool):
+        if dims < 0:
+            raise RuntimeError(f"tensordot expects dims >= 0, but got dims={dims}")
+        if dims > a._data.ndim or dims > b._data.ndim:
+            raise RuntimeError(f"tensordot expects dims < ndim_a or ndim_b, but got dims={dims}")
+        da = list(range(-dims, 0))
+        db = list(range(dims))
+    else:
+        da, db = dims
+        da = [da] if isinstance(da, int) else list(da)
+        db = [db] if isinstance(db, int) else list(db)
+        if len(da) != len(db):
+            raise RuntimeError(f"both dimension lists should have same length")
+    na, nb = a._data.ndim, b._data.ndim
+    from ._dispatch import wrap_dim
+    ca = [wrap_dim(d, na) for d in da]
+    cb = [wrap_dim(d, nb) for d in db]
+    sa, sb = a._data.shape, b._data.shape
+    for x, y, ox, oy in zip(ca, cb, da, db):
+        if sa[x] != sb[y]:
+            raise RuntimeError(f"contracted dimensions need to match, but first has size {sa[x]} in dim {ox} and "
+                               f"second has size {sb[y]} in dim {oy}")
+    fa = [d for d in range(na) if d not in ca]
+    fb = [d for d in range(nb) if d not in cb]
+    k = math.prod(sa[d] for d in ca)
+    m = math.prod(sa[d] for d in fa)
+    n = math.prod(sb[d] for d in fb)
+    am = a.permute(fa + ca).reshape(m, k)
+    bm = b.permute(cb + fb).reshape(k, n)
+    r = mm(am, bm).view(tuple(sa[d] for d in fa) + tuple(sb[d] for d in fb))
+    return _finish_out(r, out)
+
+
+def kron(input, other, *, out=None):
+    """The Kronecker product: every element of input times all of other, as blocks."""
+    na, nb = input._data.ndim, other._data.ndim
+    nd = max(na, nb)
+    a = input.reshape((1,) * (nd - na) + input._data.shape)
+    b = other.reshape((1,) * (nd - nb) + other._data.shape)
+    sa, sb = a._data.shape, b._data.shape
+    a = a.reshape(tuple(v for s in sa for v in (s, 1)))
+    b = b.reshape(tuple(v for s in sb for v in (1, s)))
+    r = a * b
+    return _finish_out(_unsafe_view(r, tuple(x * y for x, y in zip(sa, sb))), out)
+
+
+class LinalgCross(Node, name="LinalgCrossBackward0"):
+    save = (0, 1)
+    saved_names = ("self", "other")
+    save_if = ((1,), (0,))
+
+    def forward(self, a, b):
+        return np.cross(a, b, axis=self.dim)
+
+    def backward(self, g):
+        a, b = self.saved_values
+        nf = self.next_functions
+        ga = LinalgCross.apply(b, g, dim=self.dim) if nf[0][0] is not None else None
+        gb = LinalgCross.apply(g, a, dim=self.dim) if nf[1][0] is not None else None
+        return ga, gb
+
+
+_CROSS_WARNING = ("Using torch.cross without specifying the dim arg is deprecated.\nPlease either pass the dim "
+                  "explicitly or simply use torch.linalg.cross.\nThe default value of dim will change to agree with "
+                  "that of linalg.cross in a future release.")
+
+
+def cross(input, other, dim=None, *, out=None):
+    """The cross product of 3-vectors along dim (default: the first dim of size 3, with PyTorch's warning)."""
+    from ._dispatch import wrap_dim
+    from .._warnings import warn_once
+    if input._data.ndim != other._data.ndim:
+        raise RuntimeError("linalg.cross: inputs must have the same number of dimensions.")
+    if dim is None:
+        warn_once(_CROSS_WARNING)
+        shape = np.broadcast_shapes(input._data.shape, other._data.shape)
+        d = next((i for i, s in enumerate(shape) if s == 3), None)
+        if d is None:
+            raise RuntimeError("no dimension of size 3 in input")
+    else:
+        d = wrap_dim(dim, input._data.ndim)
+    sa, sb = input._data.shape, other._data.shape
+    if sa[d] != 3 or sb[d] != 3:
+        raise RuntimeError(f"linalg.cross: inputs dimension {dim if dim is not None else d} must have length 3. "
+                           f"Got {sa[d]} and {sb[d]}")
+    if input._data.dtype != other._data.dtype:
+        raise RuntimeError(f"expected scalar type {_scalar_name(input._data.dtype)} but found "
+                           f"{_scalar_name(other._data.dtype)}")
+    try:
+        np.broadcast_shapes(sa, sb)
+    except ValueError:
+        raise broadcast_error(sa, sb) from None
+    return _finish_out(LinalgCross.apply(input, other, dim=d), out)

@@ -36,6 +36,7 @@ def _zero_grad(node, i):
 class Softmax(Node, name="SoftmaxBackward0"):
     save = (-1,)
     saved_names = ("result",)
+    saved_attrs = ("dim",)
 
     def forward(self, x):
         e = np.exp(x - x.max(axis=self.dim, keepdims=True))
@@ -43,7 +44,7 @@ class Softmax(Node, name="SoftmaxBackward0"):
         return e
 
     def backward(self, g):
-        (y,) = self.saved_tensors
+        (y,) = self.saved_values
         gy = g * y
         return gy - y * gy.sum(self.dim, keepdim=True)
 
@@ -57,6 +58,7 @@ class Softmax(Node, name="SoftmaxBackward0"):
 class LogSoftmax(Node, name="LogSoftmaxBackward0"):
     save = (-1,)
     saved_names = ("result",)
+    saved_attrs = ("dim",)
 
     def forward(self, x):
         s = x - x.max(axis=self.dim, keepdims=True)
@@ -64,7 +66,7 @@ class LogSoftmax(Node, name="LogSoftmaxBackward0"):
         return s
 
     def backward(self, g):
-        (y,) = self.saved_tensors
+        (y,) = self.saved_values
         return g - y.exp() * g.sum(self.dim, keepdim=True)
 
     def backward_np(self, g):
@@ -241,6 +243,8 @@ class _ConvBase(Node):
 class Conv(_ConvBase, name="ConvolutionBackward0"):
     save = (0, 1)
     saved_names = ("input", "weight")
+    saved_attrs = ("stride", "padding=padding[::2]", "dilation", "groups", "transposed=False", "output_padding=(0,) * len(stride)",
+                   "bias_sym_sizes_opt=input_sizes(2) if len(_in_meta) > 2 and _in_meta[2] is not None else (0,)")
     _cols_cache = None
 
     def forward(self, x, w, b=None):
@@ -252,7 +256,7 @@ class Conv(_ConvBase, name="ConvolutionBackward0"):
         return out[:, :, 0] if one else out
 
     def backward(self, gy):
-        x, w = self.saved_tensors
+        x, w = self.saved_values
         geo = self._geo()
         cache, self._cols_cache = self._cols_cache, None
         gx = ConvTr.apply(gy, w, out_hw=x.shape[2:], **geo) if _need(self, 0) else None
@@ -279,7 +283,7 @@ class ConvTr(_ConvBase, name="ConvolutionBackward0"):
         return out[:, :, 0] if one else out
 
     def backward(self, gx):
-        y, w = self.saved_tensors
+        y, w = self.saved_values
         geo = self._geo()
         gy = Conv.apply(gx, w, **geo) if _need(self, 0) else None
         gw = ConvW.apply(gx, y, wshape=w.shape, **geo) if _need(self, 1) else None
@@ -303,7 +307,7 @@ class ConvW(_ConvBase, name="ConvolutionBackwardBackward0"):
         return gw.reshape(ws)
 
     def backward(self, gw):
-        x, y = self.saved_tensors
+        x, y = self.saved_values
         geo = self._geo()
         gx = ConvTr.apply(y, gw, out_hw=x.shape[2:], **geo) if _need(self, 0) else None
         gy = Conv.apply(x, gw, **geo) if _need(self, 1) else None
@@ -388,6 +392,7 @@ def _first_max(views):
 
 
 class MaxPool(_PoolGeo, name="MaxPool2DWithIndicesBackward0"):
+    saved_attrs = ("kernel_size=kernel", "stride", "padding=pads[::2]", "dilation", "ceil_mode=False", "result1=arg.astype(\"int64\")")
     nondiff_outputs = (1,)
     save = (0,)
     saved_names = ("self",)
@@ -446,7 +451,7 @@ class MaxPool(_PoolGeo, name="MaxPool2DWithIndicesBackward0"):
         return arg, out
 
     def backward(self, g):
-        (x,) = self.saved_tensors
+        (x,) = self.saved_values
         return MaxPoolScatter.apply(g, x, arg=self.arg, **self._geo())
 
 
@@ -477,6 +482,7 @@ class MaxPoolGather(_PoolGeo, name="MaxPoolGatherBackward0"):
 class AvgPool(_PoolGeo, name="AvgPool2DBackward0"):
     save = (0,)
     saved_names = ("self",)
+    saved_attrs = ("kernel_size=kernel", "stride", "padding=pads[::2]", "ceil_mode=False", "count_include_pad=True", "divisor_override=None")
 
     def forward(self, x):
         xp = self._padded(x, 0)
@@ -487,7 +493,7 @@ class AvgPool(_PoolGeo, name="AvgPool2DBackward0"):
         return out
 
     def backward(self, g):
-        (x,) = self.saved_tensors
+        (x,) = self.saved_values
         return AvgPoolScatter.apply(g, x, div=self.div, **self._geo())
 
 
@@ -526,7 +532,7 @@ class AdaptiveMaxPool(Node, name="AdaptiveMaxPool2DBackward0"):
         return out, idx
 
     def backward(self, g):
-        (x,) = self.saved_tensors
+        (x,) = self.saved_values
         return FlatScatter.apply(g, x, idx=self.idx, in_shape=self.in_shape)
 
 
@@ -580,6 +586,7 @@ class Norm(Node, name="NativeBatchNormBackward0"):
     """
     save = (0, 1)
     saved_names = ("input", "weight")
+    saved_attrs = ("eps", "training=batch_stats", "result1=mean.reshape(-1)", "result2=invstd.reshape(-1)")
 
     def forward(self, x, w=None, b=None):
         xr = x.reshape(self.sshape)
@@ -591,7 +598,7 @@ class Norm(Node, name="NativeBatchNormBackward0"):
         return out.astype(x.dtype, copy=False)
 
     def backward(self, g):
-        x, w = self.saved_tensors
+        x, w = self.saved_values
         axes = self.axes
         xr = x.reshape(self.sshape)
         if self.batch_stats and _state.enabled:     # double backward: the statistics depend on x
@@ -618,6 +625,7 @@ class Norm(Node, name="NativeBatchNormBackward0"):
 
 
 class LayerNormNode(Norm, name="NativeLayerNormBackward0"):
+    saved_attrs = ("normalized_shape=wshape", "result1=mean", "result2=invstd")
     pass
 
 
@@ -647,6 +655,7 @@ class Dropout(Node, name="NativeDropoutBackward0"):
 
 
 class Embedding(Node, name="EmbeddingBackward0"):
+    saved_attrs = ("indices=idx", "padding_idx=-1 if padding_idx is None else padding_idx", "scale_grad_by_freq=False", "sparse=False", "weight_sym_argsize_0=num")
     padding_idx = None
 
     def forward(self, w, idx):
@@ -681,6 +690,7 @@ class NllLoss(Node, name="NllLossBackward0"):
     """Negative log-likelihood of class-index targets; the grad is g times a constant sparse matrix."""
     save = (0,)
     saved_names = ("self",)
+    saved_attrs = ('ignore_index', 'reduction=("none", "mean", "sum").index(reduction)', 'weight=wt', 'target=ts')
 
     def forward(self, x, t, w=None):
         c = x.shape[1] if x.ndim > 1 else x.shape[0]
@@ -732,7 +742,7 @@ class NllLoss(Node, name="NllLossBackward0"):
         m = self._grad(1, g._data.dtype)
         if self.reduction == "none" and len(self.xshape) > 1:
             g = g.unsqueeze(1)
-        return ScaleGrad.apply(g, self.saved_tensors[0], f=m), None, None
+        return ScaleGrad.apply(g, self.saved_values[0], f=m), None, None
 
     def backward_np(self, g):
         self.saved_arrays()             # the version check of the input
@@ -757,3 +767,35 @@ def _install():
 
 
 _install()
+
+
+# ------------------------------------------------------------------ packed sequences (nn.utils.rnn)
+class PackPaddedSequence(Node, name="PackPaddedSequenceBackward0"):
+    """The time-major concatenation of the first batch_sizes[t] rows of each step t of a padded batch
+    (lengths sorted decreasing): torch._pack_padded_sequence's data."""
+    saved_attrs = ("batch_first", "input_sym_sizes=in_shape", "result1=batch_sizes")
+
+    def forward(self, x):
+        self.in_shape = x.shape
+        xt = np.swapaxes(x, 0, 1) if self.batch_first else x
+        return np.concatenate([xt[t, :int(b)] for t, b in enumerate(self.batch_sizes)], axis=0)
+
+    def backward(self, g):
+        return PackPaddedSequenceGrad.apply(g, batch_sizes=self.batch_sizes, batch_first=self.batch_first,
+                                            shape=self.in_shape)
+
+
+class PackPaddedSequenceGrad(Node, name="PackPaddedSequenceBackwardBackward0"):
+    """Scatter packed rows back into a zero padded batch: the backward of PackPaddedSequence."""
+
+    def forward(self, g):
+        shape = self.shape
+        out = np.zeros((shape[1], shape[0]) + shape[2:] if self.batch_first else shape, g.dtype)
+        off = 0
+        for t, b in enumerate(self.batch_sizes):
+            out[t, :int(b)] = g[off:off + int(b)]
+            off += int(b)
+        return np.ascontiguousarray(np.swapaxes(out, 0, 1)) if self.batch_first else out
+
+    def backward(self, gg):
+        return PackPaddedSequence.apply(gg, batch_sizes=self.batch_sizes, batch_first=self.batch_first)

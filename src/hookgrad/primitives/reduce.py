@@ -41,6 +41,7 @@ def _restore_np(g, in_shape, dims, keepdim):
 
 
 class Sum(Node, name="SumBackward0"):
+    saved_attrs = ("self_sym_sizes=in_shape",)
     dims = None
     keepdim = False
     dt = None
@@ -60,6 +61,7 @@ class Sum(Node, name="SumBackward0"):
 
 
 class SumDim(Sum, name="SumBackward1"):
+    saved_attrs = ("dim=dims", "keepdim", "self_sym_sizes=in_shape")
     pass
 
 
@@ -76,6 +78,7 @@ def sum(input, dim=None, keepdim=False, *, dtype=None, axis=None):
 
 
 class Mean(Node, name="MeanBackward0"):
+    saved_attrs = ("self_sym_sizes=in_shape", "self_sym_numel=input_numel(0)")
     dims = None
     keepdim = False
     dt = None
@@ -100,6 +103,7 @@ class Mean(Node, name="MeanBackward0"):
 
 
 class MeanDim(Mean, name="MeanBackward1"):
+    saved_attrs = ("dim=dims", "keepdim", "self_sym_sizes=in_shape", "self_sym_numel=input_numel(0)")
     pass
 
 
@@ -160,7 +164,7 @@ class Prod(Node, name="ProdBackward0"):
         return np.asarray(x.prod(axis=self.dims, keepdims=self.keepdim, dtype=self.dt))
 
     def backward(self, g):
-        x, out = self.saved_tensors
+        x, out = self.saved_values
         if x._data.ndim == 0:       # PyTorch's prod_backward returns grad itself for a 0-d input
             return g
         g, out = _keep(g, self), _keep(out, self)
@@ -178,6 +182,7 @@ class Prod(Node, name="ProdBackward0"):
 
 
 class ProdDim(Prod, name="ProdBackward1"):
+    saved_attrs = ("dim=dims[0]", "keepdim")
     pass
 
 
@@ -200,7 +205,13 @@ def _var(x, dims, ddof, keepdim):
     """np.var, except that a slice of equal values has variance exactly 0, as PyTorch's Welford
     kernel gives (NumPy's mean of equal values can be off by an ulp, leaving a ~1e-33 variance whose
     std gradient g / std is then huge instead of PyTorch's 0)."""
-    v = np.asarray(np.var(x, axis=dims, ddof=ddof, keepdims=keepdim))
+    n = _count(x.shape, dims)
+    if n - ddof > 0:
+        v = np.asarray(np.var(x, axis=dims, ddof=ddof, keepdims=keepdim))
+    else:           # no degrees of freedom: inf or nan, as PyTorch (the public function warns, not NumPy)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            v = np.asarray(np.var(x, axis=dims, keepdims=keepdim) / 0.0 if n else
+                           np.full(np.sum(x, axis=dims, keepdims=keepdim).shape, np.nan, x.dtype)).astype(x.dtype)
     if v.size and x.size:
         same = np.max(x, axis=dims, keepdims=keepdim) == np.min(x, axis=dims, keepdims=keepdim)
         if same.any():      # (nan stays: inf values, or no degrees of freedom)
@@ -211,6 +222,7 @@ def _var(x, dims, ddof, keepdim):
 class Var(Node, name="VarBackward0"):
     save = (0,)
     saved_names = ("self",)
+    saved_attrs = ("dim=dims", "correction", "keepdim")
     correction = 1
 
     def forward(self, x):
@@ -219,7 +231,7 @@ class Var(Node, name="VarBackward0"):
             return _var(x, self.dims, self.correction, self.keepdim)
 
     def backward(self, g):
-        (x,) = self.saved_tensors
+        (x,) = self.saved_values
         n = _count(self.in_shape, self.dims) - self.correction
         return _keep(g, self) * (2.0 / n if n > 0 else float("inf")) * (x - x.mean(self.dims, keepdim=True))
 
@@ -227,6 +239,7 @@ class Var(Node, name="VarBackward0"):
 class Std(Node, name="StdBackward0"):
     save = (0, -1)
     saved_names = ("self", "result")
+    saved_attrs = ("dim=dims", "correction", "keepdim")
     correction = 1
 
     def forward(self, x):
@@ -235,7 +248,7 @@ class Std(Node, name="StdBackward0"):
             return np.sqrt(_var(x, self.dims, self.correction, self.keepdim))
 
     def backward(self, g):
-        x, out = self.saved_tensors
+        x, out = self.saved_values
         n = _count(self.in_shape, self.dims) - self.correction
         out = _keep(out, self)
         gv = _where(out == 0, 0.0, _keep(g, self) / out)
@@ -251,7 +264,12 @@ def _var_args(input, dim, unbiased, keepdim, correction, name):
         raise RuntimeError(f"{name}: can't specify both unbiased and correction")
     if input._data.dtype.kind != "f":
         raise RuntimeError("std and var only support floating point and complex dtypes")
-    return _dims_arg(input, dim), correction, keepdim
+    dims = _dims_arg(input, dim)
+    if _count(input._data.shape, dims) - correction <= 0:
+        import warnings
+        warnings.warn(f"{name}(): degrees of freedom is <= 0. Correction should be strictly less than the reduction "
+                      "factor (input numel divided by output numel).", UserWarning, stacklevel=3)
+    return dims, correction, keepdim
 
 
 def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
@@ -286,7 +304,7 @@ class VarMean(Node, name="VarMeanBackward0"):
         if gv is not None:      # (unpacks the saved tensors once: an unpack hook runs once per node call)
             res = (Std.backward if self._std else Var.backward)(self, gv)
         else:
-            self.saved_tensors  # NOTE: PyTorch unpacks (and version-checks) every saved tensor whenever the node runs
+            self.saved_values  # NOTE: PyTorch unpacks (and version-checks) every saved tensor whenever the node runs
         if gm is not None:
             g = _keep(gm / self.n, self).expand(self.in_shape)
             res = g if res is None else res + g
@@ -316,6 +334,7 @@ class Amax(Node, name="AmaxBackward0"):
     """Max over dims; the gradient is shared evenly among tied maxima."""
     save = (0, -1)
     saved_names = ("self", "result")
+    saved_attrs = ("dim=dims", "keepdim")
     op = staticmethod(np.max)
     keepdim = False
 
@@ -324,7 +343,7 @@ class Amax(Node, name="AmaxBackward0"):
         return np.asarray(self.op(x, axis=self.dims, keepdims=self.keepdim))
 
     def backward(self, g):
-        x, out = self.saved_tensors
+        x, out = self.saved_values
         mask = x._data == _restore(out._data, self.in_shape, self.dims, self.keepdim)
         mask = mask / mask.sum(axis=self.dims, keepdims=True)
         return scale(_keep(g, self), mask)     # PyTorch's mask is a comparison: no link to x
@@ -335,6 +354,7 @@ class Amin(Amax, name="AminBackward0"):
 
 
 class MaxAll(Amax, name="MaxBackward1"):
+    saved_attrs = ()
     pass
 
 
@@ -344,6 +364,7 @@ class MinAll(Amin, name="MinBackward1"):
 
 class MaxDim(Node, name="MaxBackward0"):
     """(values, indices) along one dim; the gradient goes to the selected index."""
+    saved_attrs = ("dim", "keepdim", "indices=idx if keepdim else idx.squeeze(dim)", "self_sym_sizes=in_shape")
     nondiff_outputs = (1,)
     arg = staticmethod(np.argmax)
     keepdim = False
@@ -431,7 +452,7 @@ class MedianAll(Node, name="MedianBackward0"):
         return np.asarray(flat[_lower_median_arg(flat, 0, skipnan=self.skipnan)[0]])
 
     def backward(self, g):
-        x, out = self.saved_tensors
+        x, out = self.saved_values
         xd, od = x._data, out._data
         mask = (xd == od) | (np.isnan(xd) & np.isnan(od))
         # PyTorch's evenly_distribute_backward: zeros masked_fill'ed with grad / count (no link to x)
@@ -445,12 +466,10 @@ class NanmedianAll(MedianAll, name="NanmedianBackward0"):
 def _select_fn(name, dim_cls, all_cls=None, k_arg=False):
     rt = getattr(return_types, name)
 
-    def fn(input, *args, **kw):
-        if k_arg:
-            k, dim, keepdim = _args3(args, kw, ("k", "dim", "keepdim"), (None, -1, False))
-        else:
-            dim, keepdim = _args3(args, kw, ("dim", "keepdim"), (None if all_cls else -1, False))[:2]
+    def fn(input, k=None, dim=None, keepdim=False):
         if dim is None:
+            if all_cls is None:
+                raise TypeError(f"{name}(): argument 'dim' must be int, not NoneType")
             return all_cls.apply(input)
         d = _reduce_dim(name, input, dim)
         params = {}
@@ -464,17 +483,28 @@ def _select_fn(name, dim_cls, all_cls=None, k_arg=False):
     return fn
 
 
-def _args3(args, kw, names, defaults):
-    vals = list(args) + [kw.pop(n) if n in kw else d for n, d in zip(names[len(args):], defaults[len(args):])]
-    if kw:
-        raise TypeError(f"got an unexpected keyword argument '{next(iter(kw))}'")
-    return vals + [None] * (3 - len(vals))
+
+_median = _select_fn("median", MedianDim, MedianAll)
+_nanmedian = _select_fn("nanmedian", NanmedianDim, NanmedianAll)
+_kthvalue = _select_fn("kthvalue", Kthvalue, k_arg=True)
+_mode = _select_fn("mode", Mode)
 
 
-median = _select_fn("median", MedianDim, MedianAll)
-nanmedian = _select_fn("nanmedian", NanmedianDim, NanmedianAll)
-kthvalue = _select_fn("kthvalue", Kthvalue, k_arg=True)
-mode = _select_fn("mode", Mode)
+def median(input, dim=None, keepdim=False, *, out=None):
+    return _median(input, None, dim, keepdim)
+
+
+def nanmedian(input, dim=None, keepdim=False, *, out=None):
+    return _nanmedian(input, None, dim, keepdim)
+
+
+def kthvalue(input, k, dim=-1, keepdim=False, *, out=None):
+    return _kthvalue(input, k, dim, keepdim)
+
+
+def mode(input, dim=-1, keepdim=False, *, out=None):
+    return _mode(input, None, dim, keepdim)
+
 median.__doc__ = "median(input): the lower median; median(input, dim, keepdim): (values, indices)."
 nanmedian.__doc__ = "median ignoring NaNs."
 kthvalue.__doc__ = "kthvalue(input, k, dim=-1, keepdim=False): the k-th smallest values and their indices."
@@ -538,9 +568,14 @@ def _reduce_dim(name, input, dim):
 def _minmax(name, all_cls, dim_cls, binary_fn):
     rt = getattr(return_types, name)
 
-    def fn(input, dim=None, keepdim=False, *, out=None):
+    def fn(input, dim=None, keepdim=False, *, other=None, out=None):
+        if other is not None:
+            if dim is not None:
+                raise TypeError(f"{name}() received an invalid combination of arguments - got both dim and other")
+            dim = other
         if isinstance(dim, Tensor):
             return binary_fn(input, dim)
+
         if dim is None:
             if input._data.size == 0:
                 raise RuntimeError(f"{name}(): Expected reduction dim to be specified for input.numel() == 0. Specify "
@@ -602,7 +637,7 @@ class Aminmax(Node, name="AminmaxBackward0"):
                 np.asarray(np.max(x, axis=self.dims, keepdims=self.keepdim)))
 
     def backward(self, gmin, gmax):
-        x, lo, hi = self.saved_tensors
+        x, lo, hi = self.saved_values
         res = None
         for g, out in ((gmin, lo), (gmax, hi)):
             if g is not None:
@@ -632,6 +667,7 @@ def aminmax(input, *, dim=None, keepdim=False):
 class Logsumexp(Node, name="LogsumexpBackward0"):
     save = (0, -1)
     saved_names = ("self", "result")
+    saved_attrs = ("dim=dims", "keepdim")
     keepdim = False
 
     def forward(self, x):
@@ -645,7 +681,7 @@ class Logsumexp(Node, name="LogsumexpBackward0"):
         return r if self.keepdim else r.squeeze(self.dims)
 
     def backward(self, g):
-        x, out = self.saved_tensors
+        x, out = self.saved_values
         return _keep(g, self) * (x - _keep(out, self)).exp()
 
 
@@ -658,6 +694,7 @@ def logsumexp(input, dim, keepdim=False):
 
 # ---------------------------------------------------------------------------- cumsum / cumprod
 class Cumsum(Node, name="CumsumBackward0"):
+    saved_attrs = ("dim",)
     dt = None
 
     def forward(self, x):
@@ -685,7 +722,7 @@ class Cumprod(Node, name="CumprodBackward0"):
         return np.cumprod(x, axis=self.dim, dtype=self.dt) if x.ndim else np.array(x, dtype=self.dt or x.dtype)
 
     def backward(self, g):
-        x, out = self.saved_tensors
+        x, out = self.saved_values
         d = self.dim
         if x._data.size <= 1:       # PyTorch's cumprod_backward returns grad itself
             return g
@@ -710,6 +747,7 @@ def cumprod(input, dim, *, dtype=None):
 class VectorNorm(Node, name="LinalgVectorNormBackward0"):
     save = (0, -1)
     saved_names = ("self", "result")
+    saved_attrs = ("ord=int(ord) if ord == int(ord) else ord", "dim=dims", "keepdim")
     ord = 2.0
     keepdim = False
 
@@ -733,31 +771,51 @@ class VectorNorm(Node, name="LinalgVectorNormBackward0"):
         return np.asarray(r, dtype=x.dtype)
 
     def backward(self, g):
-        x, out = self.saved_tensors
-        p = self.ord
-        g, out = _keep(g, self), _keep(out, self)
-        if p == 0:          # PyTorch's norm_backward: an undefined gradient (None), not zeros
-            return None
-        if p == 1:
-            return scale(g, np.sign(x._data), x)
-        if p in (float("inf"), -float("inf")):
-            m = (np.abs(x._data) == out._data) * np.sign(x._data)
-            return scale(g, m / np.maximum(np.abs(m).sum(axis=self.dims, keepdims=True), 1), x)
-        zero = out._data == 0
-        if p == 2:
-            return x * _where(Tensor._make(zero), 0.0, g / out)
-        return x * x.abs().pow(p - 2) * _where(Tensor._make(zero), 0.0, g / out.pow(p - 1))
+        x, out = self.saved_values
+        return norm_backward(_keep(g, self), x, self.ord, _keep(out, self), self.dims)
 
 
-def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, out=None):
-    """The ord-norm of x flattened over dim (all dims by default)."""
+class NormDim(VectorNorm, name="NormBackward1"):
+    """torch.norm's own kernel (at::norm, as pairwise_distance calls it): the same vector norm."""
+
+
+def norm_dim(x, p, dim, keepdim=False):
+    """at::norm(x, p, dim, keepdim): grad_fn NormBackward1 (what PyTorch's composites call)."""
     _float_check("linalg.vector_norm", x)
+    return NormDim.apply(x, ord=float(p), dims=_dims_arg(x, dim), keepdim=keepdim)
+
+
+def norm_backward(g, x, p, out, dims):
+    """PyTorch's norm_backward: g * d||x||_p / dx, with g and the norm ``out`` keeping the reduced dims
+    (size 1); ``dims`` None is all dims. p=0 has no gradient (None, as PyTorch's undefined grad)."""
+    if p == 0:
+        return None
+    xd = x._data
+    if p == 1:
+        return scale(g, np.sign(xd), x)
+    if p in (float("inf"), -float("inf")):
+        m = (np.abs(xd) == out._data) * np.sign(xd)
+        return scale(g, m / np.maximum(np.abs(m).sum(axis=dims, keepdims=True), 1), x)
+    zero = Tensor._make(out._data == 0)
+    if p == 2:
+        return x * _where(zero, 0.0, g / out)
+    if p < 1:
+        xs = x.sign() * _where(Tensor._make(xd == 0), 0.0, x.abs().pow(p - 1))
+        return xs * g * out.pow(1 - p)
+    xs = x.sign() * x.abs().pow(p - 1) if p < 2 else x * x.abs().pow(p - 2)
+    return xs * _where(zero, 0.0, g / out.pow(p - 1))
+
+
+def vector_norm(input, ord=2, dim=None, keepdim=False, *, dtype=None, out=None):
+    """The ord-norm of input flattened over dim (all dims by default)."""
+    _float_check("linalg.vector_norm", input)
     if dtype is not None:
-        x = x.to(dtype)
-    return VectorNorm.apply(x, ord=float(ord), dims=_dims_arg(x, dim), keepdim=keepdim)
+        input = input.to(dtype)
+    return VectorNorm.apply(input, ord=float(ord), dims=_dims_arg(input, dim), keepdim=keepdim)
 
 
-def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
+def norm(input, p="fro", dim=None, keepdim=False, out=None, dtype=None):
+
     """torch.norm: the vector p-norm over dim (p='fro' is the 2-norm); 'nuc' is not supported."""
     if p == "fro" or p is None:
         p = 2
@@ -771,9 +829,16 @@ def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
     return vector_norm(input, p, dim, keepdim, dtype=dtype)
 
 
+def norm_method(self, p="fro", dim=None, keepdim=False, dtype=None):
+    """Tensor.norm (torch/_tensor.py's order: no out)."""
+    return norm(self, p, dim, keepdim, dtype=dtype)
+
+
+
 # ------------------------------------------------------------------------- sort / topk
 class Sort(Node, name="SortBackward0"):
     """(values, indices) along dim; the gradient goes back to where each value came from."""
+    saved_attrs = ("dim", "indices=idx", "self_sym_sizes=in_shape")
     nondiff_outputs = (1,)
 
     def forward(self, x):

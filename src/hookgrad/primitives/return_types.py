@@ -1,6 +1,6 @@
 """torch.return_types: named tuples returned by max(dim), sort, topk, ... (``values``, ``indices``)."""
 
-__all__ = ["max", "min", "sort", "topk", "kthvalue", "median", "nanmedian", "mode", "frexp", "cummax", "cummin", "aminmax"]
+__all__ = ["max", "min", "sort", "topk", "kthvalue", "median", "nanmedian", "mode", "frexp", "cummax", "cummin", "aminmax", "histogram"]
 
 
 class _StructSeq(tuple):
@@ -43,3 +43,4 @@ mode = _make("mode")
 cummax = _make("cummax")
 cummin = _make("cummin")
 aminmax = _make("aminmax", ("min", "max"))
+histogram = _make("histogram", ("hist", "bin_edges"))

@@ -1,4 +1,7 @@
-"""Activation layers (each a thin Module over nn.functional)."""
+"""Activation layers. Each forward is PyTorch's: it looks ``F.<fn>`` (or ``torch.tanh`` /
+``torch.sigmoid``) up at call time, so a tool that patches ``torch.nn.functional.relu`` sees every
+ReLU, as in PyTorch."""
+import hookgrad as torch     # the package (partly initialised while it imports nn): read at call time
 from ..parameter import Parameter
 from .. import functional as F, init
 from ... import _creation as C
@@ -15,44 +18,46 @@ def _inplace_str(inplace, lead=""):
 
 class _Inplace(Module):
     """An activation whose only option is ``inplace`` (printed as PyTorch does)."""
-    _fn = None
 
     def __init__(self, inplace=False):
         super().__init__()
         self.inplace = inplace
-
-    def forward(self, input):
-        return type(self)._fn(input, inplace=self.inplace)
 
     def extra_repr(self):
         return _inplace_str(self.inplace)
 
 
 class ReLU(_Inplace):
-    _fn = staticmethod(F.relu)
+    def forward(self, input):
+        return F.relu(input, inplace=self.inplace)
 
 
 class SELU(_Inplace):
-    _fn = staticmethod(F.selu)
+    def forward(self, input):
+        return F.selu(input, self.inplace)
 
 
 class SiLU(_Inplace):
-    _fn = staticmethod(F.silu)
+    def forward(self, input):
+        return F.silu(input, inplace=self.inplace)
 
 
 class Mish(_Inplace):
-    _fn = staticmethod(F.mish)
+    def forward(self, input):
+        return F.mish(input, inplace=self.inplace)
 
 
 class Hardswish(_Inplace):
-    _fn = staticmethod(F.hardswish)
+    def forward(self, input):
+        return F.hardswish(input, self.inplace)
 
     def extra_repr(self):
         return ""
 
 
 class Hardsigmoid(_Inplace):
-    _fn = staticmethod(F.hardsigmoid)
+    def forward(self, input):
+        return F.hardsigmoid(input, self.inplace)
 
     def extra_repr(self):
         return ""
@@ -74,12 +79,9 @@ class Hardtanh(Module):
         return f"min_val={self.min_val}, max_val={self.max_val}{_inplace_str(self.inplace, ', ')}"
 
 
-class ReLU6(Hardtanh):
+class ReLU6(Hardtanh):      # PyTorch's forward is Hardtanh's: F.hardtanh(input, 0.0, 6.0)
     def __init__(self, inplace=False):
         super().__init__(0.0, 6.0, inplace)
-
-    def forward(self, input):
-        return F.relu6(input, self.inplace)
 
     def extra_repr(self):
         return _inplace_str(self.inplace)
@@ -99,22 +101,21 @@ class LeakyReLU(Module):
 
 
 class ELU(Module):
-    _fn = staticmethod(F.elu)
-
     def __init__(self, alpha=1.0, inplace=False):
         super().__init__()
         self.alpha = alpha
         self.inplace = inplace
 
     def forward(self, input):
-        return type(self)._fn(input, self.alpha, self.inplace)
+        return F.elu(input, self.alpha, self.inplace)
 
     def extra_repr(self):
         return f"alpha={self.alpha}{_inplace_str(self.inplace, ', ')}"
 
 
 class CELU(ELU):
-    _fn = staticmethod(F.celu)
+    def forward(self, input):
+        return F.celu(input, self.alpha, self.inplace)
 
 
 class PReLU(Module):
@@ -149,31 +150,29 @@ class GELU(Module):
         return f"approximate={repr(self.approximate)}"
 
 
-class _NoArg(Module):
-    _fn = None
-
+class Tanh(Module):
     def forward(self, input):
-        return type(self)._fn(input)
+        return torch.tanh(input)
 
 
-class Tanh(_NoArg):
-    _fn = staticmethod(F.tanh)
+class Sigmoid(Module):
+    def forward(self, input):
+        return torch.sigmoid(input)
 
 
-class Sigmoid(_NoArg):
-    _fn = staticmethod(F.sigmoid)
+class Softsign(Module):
+    def forward(self, input):
+        return F.softsign(input)
 
 
-class Softsign(_NoArg):
-    _fn = staticmethod(F.softsign)
+class LogSigmoid(Module):
+    def forward(self, input):
+        return F.logsigmoid(input)
 
 
-class LogSigmoid(_NoArg):
-    _fn = staticmethod(F.logsigmoid)
-
-
-class Tanhshrink(_NoArg):
-    _fn = staticmethod(F.tanhshrink)
+class Tanhshrink(Module):
+    def forward(self, input):
+        return F.tanhshrink(input)
 
 
 class Softplus(Module):
@@ -219,7 +218,6 @@ class GLU(Module):
 
 class Softmax(Module):
     __constants__ = ["dim"]
-    _fn = staticmethod(F.softmax)
 
     def __init__(self, dim=None):
         super().__init__()
@@ -231,18 +229,20 @@ class Softmax(Module):
             self.dim = None
 
     def forward(self, input):
-        return type(self)._fn(input, self.dim, _stacklevel=5)
+        return F.softmax(input, self.dim, _stacklevel=5)
 
     def extra_repr(self):
         return f"dim={self.dim}"
 
 
 class LogSoftmax(Softmax):
-    _fn = staticmethod(F.log_softmax)
+    def forward(self, input):
+        return F.log_softmax(input, self.dim, _stacklevel=5)
 
 
 class Softmin(Softmax):
-    _fn = staticmethod(F.softmin)
+    def forward(self, input):
+        return F.softmin(input, self.dim, _stacklevel=5)
 
 
 from .transformer import MultiheadAttention  # noqa: E402  (torch.nn.modules.activation exports it too)

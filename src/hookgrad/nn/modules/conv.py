@@ -5,12 +5,9 @@ from ..parameter import Parameter
 from .. import functional as F, init
 from ... import _creation as C
 from .module import Module
+from .utils import _ntuple, _single, _pair, _reverse_repeat_tuple  # noqa: F401  (PyTorch's conv module has them)
 
 __all__ = ["Conv1d", "Conv2d", "ConvTranspose1d", "ConvTranspose2d"]
-
-
-def _ntuple(v, n):
-    return tuple(v) if isinstance(v, (tuple, list)) else (v,) * n
 
 
 class _ConvNd(Module):
@@ -33,9 +30,9 @@ class _ConvNd(Module):
         if padding_mode not in valid:
             raise ValueError(f"padding_mode must be one of {valid}, but got padding_mode='{padding_mode}'")
         self.in_channels, self.out_channels = in_channels, out_channels
-        self.kernel_size = _ntuple(kernel_size, n)
-        self.stride = _ntuple(stride, n)
-        self.dilation = _ntuple(dilation, n)
+        self.kernel_size = _ntuple(n)(kernel_size)
+        self.stride = _ntuple(n)(stride)
+        self.dilation = _ntuple(n)(dilation)
         if isinstance(padding, str):
             if padding not in ("same", "valid"):
                 raise ValueError(f"Invalid padding string '{padding}', should be one of {{'valid', 'same'}}")
@@ -43,8 +40,8 @@ class _ConvNd(Module):
                 raise ValueError("padding='same' is not supported for strided convolutions")
             self.padding = padding
         else:
-            self.padding = _ntuple(padding, n)
-        self.output_padding = _ntuple(output_padding, n)
+            self.padding = _ntuple(n)(padding)
+        self.output_padding = _ntuple(n)(output_padding)
         self.groups = groups
         self.padding_mode = padding_mode
         self.transposed = self._transposed
@@ -87,8 +84,6 @@ class _ConvNd(Module):
         if not hasattr(self, "padding_mode"):
             self.padding_mode = "zeros"
 
-
-class _Conv(_ConvNd):
     def _conv_forward(self, input, weight, bias):
         fn = F.conv2d if self._n == 2 else F.conv1d
         try:
@@ -111,7 +106,7 @@ class _Conv(_ConvNd):
         return self._conv_forward(input, *self._weight_bias())
 
 
-class Conv1d(_Conv):
+class Conv1d(_ConvNd):
     _n = 1
 
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1, bias=True,
@@ -120,7 +115,7 @@ class Conv1d(_Conv):
                          padding_mode, device, dtype)
 
 
-class Conv2d(_Conv):
+class Conv2d(_ConvNd):
     _n = 2
 
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1, bias=True,

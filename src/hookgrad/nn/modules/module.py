@@ -1204,7 +1204,7 @@ class Module:
                 if not isinstance(input_param, Tensor):
                     error_msgs.append(f'While copying the parameter named "{key}", '
                                       "expected torch.Tensor or Tensor-like object from checkpoint but "
-                                      f"received {type(input_param)}")
+                                      f"received {type(input_param)}" + _foreign_tensor_hint(input_param))
                     continue
                 if len(param.shape) == 0 and len(input_param.shape) == 1 and input_param.shape[0] == 1:
                     input_param = input_param[0]
@@ -1456,3 +1456,14 @@ class Module:
 
     def _replicate_for_data_parallel(self):  # pragma: no cover - no data parallel in hookgrad
         raise RuntimeError("hookgrad has no DataParallel")
+
+
+def _foreign_tensor_hint(value):
+    """What to say when a state_dict holds another library's tensors (a real ``torch.Tensor``: hookgrad never
+    imports torch, so it is told by its type's module)."""
+    mod = type(value).__module__ or ""
+    if mod.split(".")[0] != "torch":
+        return ""
+    return (" (hookgrad: this is a PyTorch tensor, not a hookgrad one; convert the state_dict first, e.g. "
+            "{k: hookgrad.tensor(v.detach().cpu().numpy()) for k, v in sd.items()}, or save it with torch.save "
+            "and read the file with hookgrad.load)")

@@ -5,6 +5,7 @@ import numpy as np
 
 from ..._tensor import Tensor
 from ...autograd.grad_mode import no_grad
+from . import rnn  # noqa: F401  (torch.nn.utils.rnn)
 
 __all__ = ["clip_grad_norm_", "clip_grad_norm", "clip_grad_value_", "parameters_to_vector", "vector_to_parameters",
            "get_total_norm", "clip_grads_with_norm_"]

@@ -12,7 +12,7 @@ import numpy as np
 from .dataset import IterableDataset
 from .sampler import SequentialSampler, RandomSampler, BatchSampler
 
-__all__ = ["DataLoader", "default_collate", "default_convert"]
+__all__ = ["DataLoader", "default_collate", "default_convert", "get_worker_info"]
 
 _np_str_obj_array_pattern = re.compile(r"[SaUO]")
 default_collate_err_msg_format = ("default_collate: batch must contain tensors, numpy arrays, numbers, dicts or lists; "
@@ -106,6 +106,12 @@ def default_collate(batch):
         except TypeError:
             return [default_collate(s) for s in transposed]
     raise TypeError(default_collate_err_msg_format.format(elem_type))
+
+
+def get_worker_info():
+    """Information about the current DataLoader worker process: always ``None`` here, because loading runs in
+    the main process (as in PyTorch with ``num_workers=0``)."""
+    return None
 
 
 class _InfiniteConstantSampler:

@@ -1,10 +1,12 @@
-"""Datasets: Dataset, IterableDataset, TensorDataset, Subset, ConcatDataset, random_split."""
+"""Datasets: Dataset, IterableDataset, TensorDataset, StackDataset, Subset, ConcatDataset, ChainDataset,
+random_split."""
 import bisect
 import math
 import warnings
 from itertools import accumulate
 
-__all__ = ["Dataset", "IterableDataset", "TensorDataset", "Subset", "ConcatDataset", "random_split"]
+__all__ = ["Dataset", "IterableDataset", "TensorDataset", "StackDataset", "Subset", "ConcatDataset", "ChainDataset",
+           "random_split"]
 
 
 class Dataset:
@@ -24,7 +26,7 @@ class IterableDataset(Dataset):
         raise NotImplementedError("Subclasses of IterableDataset should implement __iter__.")
 
     def __add__(self, other):
-        raise NotImplementedError("ConcatDataset does not support IterableDataset")
+        return ChainDataset([self, other])
 
 
 class TensorDataset(Dataset):
@@ -40,6 +42,49 @@ class TensorDataset(Dataset):
 
     def __len__(self):
         return self.tensors[0].size(0)
+
+
+class StackDataset(Dataset):
+    """Samples are ``tuple(d[i] for d in args)`` or ``{k: d[i] for k, d in kwargs.items()}``."""
+
+    def __init__(self, *args, **kwargs):
+        if args:
+            if kwargs:
+                raise ValueError("Supported either ``tuple``- (via ``args``) or``dict``- (via ``kwargs``) like "
+                                 "input/output, but both types are given.")
+            datasets = args
+        elif kwargs:
+            datasets = kwargs
+        else:
+            raise ValueError("At least one dataset should be passed")
+        values = list(datasets.values()) if isinstance(datasets, dict) else datasets
+        self._length = len(values[0])
+        if any(self._length != len(d) for d in values):
+            raise ValueError("Size mismatch between datasets")
+        self.datasets = datasets
+
+    def __getitem__(self, index):
+        if isinstance(self.datasets, dict):
+            return {k: d[index] for k, d in self.datasets.items()}
+        return tuple(d[index] for d in self.datasets)
+
+    def __getitems__(self, indices):
+        named = isinstance(self.datasets, dict)
+        columns = []
+        for d in (self.datasets.values() if named else self.datasets):
+            if callable(getattr(d, "__getitems__", None)):
+                items = d.__getitems__(indices)
+                if len(items) != len(indices):
+                    raise ValueError(f"Nested dataset's output size mismatch. Expected {len(indices)}, got {len(items)}")
+            else:
+                items = [d[i] for i in indices]
+            columns.append(items)
+        if named:
+            return [dict(zip(self.datasets, row)) for row in zip(*columns)]
+        return [tuple(row) for row in zip(*columns)]
+
+    def __len__(self):
+        return self._length
 
 
 class Subset(Dataset):
@@ -85,6 +130,28 @@ class ConcatDataset(Dataset):
             idx = len(self) + idx
         i = bisect.bisect_right(self.cumulative_sizes, idx)
         return self.datasets[i][idx - (self.cumulative_sizes[i - 1] if i > 0 else 0)]
+
+
+class ChainDataset(IterableDataset):
+    """The concatenation of several iterable datasets, assembled on the fly."""
+
+    def __init__(self, datasets):
+        super().__init__()
+        self.datasets = datasets
+
+    def __iter__(self):
+        for d in self.datasets:
+            if not isinstance(d, IterableDataset):
+                raise AssertionError("ChainDataset only supports IterableDataset")
+            yield from d
+
+    def __len__(self):
+        total = 0
+        for d in self.datasets:
+            if not isinstance(d, IterableDataset):
+                raise AssertionError("ChainDataset only supports IterableDataset")
+            total += len(d)
+        return total
 
 
 def random_split(dataset, lengths, generator=None):

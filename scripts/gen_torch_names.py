@@ -1,0 +1,225 @@
+"""Write src/hookgrad/_coverage_names.py: torch's public names per namespace, a category for the names
+hookgrad leaves out on purpose or for later, and the aten operators with their overload names.
+
+Run with the test environment's torch, in a fresh interpreter (importing more of torch adds names to
+``dir(torch)``; the library itself never imports torch):
+    .venv/bin/python scripts/gen_torch_names.py [OUTPUT]
+"""
+import collections
+import importlib
+import os
+import pprint
+import re
+import sys
+import types
+
+import torch
+
+NAMESPACES = ["torch", "torch.Tensor", "torch.nn", "torch.nn.functional", "torch.nn.init", "torch.linalg",
+              "torch.optim", "torch.optim.lr_scheduler", "torch.utils.data", "torch.autograd", "torch.distributions"]
+_NOT_API = {"TYPE_CHECKING", "annotations"}
+
+# Families hookgrad leaves for later or out on purpose: (namespace regex, name regex, category).
+# The first rule that matches a name decides; a name no rule matches has no category (everyday).
+LATER_LAYERS = "later: recurrent layers (issue 12)"
+RULES = [
+    (r"^torch\.nn$", r"^SyncBatchNorm$",
+     "later: issue 12 (BatchNorm on one process; synced in issue 14)"),
+    (r".*", r"^(EmbeddingBag|embedding_bag)$", "later: issue 12"),
+    (r".*", r"^(GaussianNLLLoss|PoissonNLLLoss|gaussian_nll_loss|poisson_nll_loss)$",
+     "later: losses (issue 12)"),
+    (r".*", r"(?i)^(.*quantiz.*|q(u)?int\d.*|quint.*|qscheme|q_(scale|zero_point|per_channel.*)|int_repr|"
+            r"per_(tensor|channel)_.*|choose_qparams.*|fake_quantize.*|fused_moving_avg_obs_fake_quant|"
+            r"dequantize|qat|quantizable|intrinsic|ao|quantization)$",
+     "non-goal: quantized tensors"),
+    (r".*", r"(?i)^(.*sparse.*|spmm|smm|dsmm|hsmm|hspmm|saddmm|sspaddmm|(c?col|c?row|crow)_indices.*|"
+            r"indices_copy|values_copy|to_dense|coalesce|is_coalesced|indices|values|sparse_dim|dense_dim|"
+            r"_?nnz|ccol_indices|crow_indices|col_indices|row_indices|SparseAdam)$",
+     "non-goal: sparse tensors"),
+    (r".*", r"(?i)^(.*mkldnn.*|.*cudnn.*|.*miopen.*|fbgemm.*|.*vulkan.*|mps|xpu|mtia|cuda|ipu|hpu|"
+            r"accelerator|.*_ipu_.*|.*_xla_.*|is_cuda|is_xpu|is_mps|is_mtia|is_ipu|is_xla|is_meta|is_vulkan|"
+            r"is_maia|is_mkldnn|is_quantized|is_sparse|is_sparse_csr|is_nested|pin_memory|is_pinned|"
+            r"share_memory_|is_shared|record_stream|cpp|Stream|Event|stream|"
+            r"StreamObjType|DeviceObjType|get_device_module|OutOfMemoryError|AcceleratorError)$",
+     "non-goal: devices other than the CPU"),
+    (r".*", r"^(Sym.*|sym_.*|.*_sym_.*|SymInt|SymFloat|SymBool)$", "non-goal: symbolic shapes (torch.compile)"),
+    (r"^torch$", r"^(Script.*|.*Type|Graph|Block|Node|Value|Use|FunctionSchema|Argument|ArgumentSpec|"
+                 r"CompleteArgumentSpec|CompilationUnit|Code|ConcreteModuleType.*|ErrorReport|ExecutionPlan|"
+                 r"GraphExecutorState|Gradient|IODescriptor|InferredType|JITException|LiteScriptModule|"
+                 r"TracingState|StaticModule|DeepCopyMemoTable|FileCheck|CallStack|AliasDb|Capsule|"
+                 r"parse_ir|parse_schema|parse_type_comment|merge_type_from_type_comment|import_ir_module.*|"
+                 r"unify_type_list|PyTorchFile.*|.*SerializationStorageContext|DeserializationStorageContext|"
+                 r"ScriptModuleSerializer|ThroughputBenchmark|Benchmark.*|LoggerBase|LockingLogger|NoopLogger|"
+                 r"AggregationType|AVG|SUM|set_logger|DisableTorchFunction.*|DispatchKey.*|"
+                 r"ExcludeDispatchKeyGuard|Tag|OperatorInfo|PRIVATE_OPS|classes|library|fx|export|compiler|"
+                 r"package|cond|while_loop|compile|export)$",
+     "non-goal: TorchScript, graph capture and dispatcher internals"),
+    (r".*", r"^(complex(32|64|128)?|cfloat|cdouble|chalf|view_as_complex.*|view_as_real.*|polar|"
+            r"is_complex|ComplexFloatStorage|ComplexDoubleStorage)$", "non-goal: complex tensors"),
+    (r".*", r"^(float8_.*|float4_.*|u?int[1-7]|uint(16|32|64)|bits.*|bfloat16|BFloat16.*)$",
+     "non-goal: dtypes NumPy has no arithmetic for"),
+    (r".*", r"^(nested|jagged|.*nested.*|is_nested|NestedIOFunction)$", "non-goal: nested tensors"),
+    (r".*", r"^(distributed|DistributedSampler|DistributedDataParallel|.*[Dd]istributed.*)$",
+     "later: distributed training (issue 14)"),
+    (r".*", r"^(.*autocast.*|amp|GradScaler)$", "non-goal: mixed-precision autocast"),
+    (r".*", r"^(profiler|profiler_.*|Profiler.*|kineto_available|DeviceType|monitor)$",
+     "non-goal: the PyTorch profiler"),
+    (r"^torch\.utils\.data$", r"^(.*DataPipe.*|datapipes|DataChunk|functional_datapipe|graph|graph_settings|"
+            r"guaranteed_datapipes_determinism|non_deterministic|argument_validation|runtime_validation.*)$",
+     "non-goal: DataPipes (deprecated in PyTorch)"),
+    (r".*", r"(?i)^(lstm.*|gru.*|rnn.*|quantized_(lstm|gru|rnn).*|LSTM.*|GRU.*|RNN.*|.*rnn.*)$", LATER_LAYERS),
+    (r".*", r"^(Transformer.*|MultiheadAttention|attention)$", "later: Transformer layers (issue 12)"),
+    (r".*", r"^(?!atleast_3d$|channels_last_3d$)(.*3d|.*3D)$",
+     "later: 3-D layers (issue 12)"),
+    (r"^torch$", r"^(linalg|cholesky.*|det|logdet|slogdet|inverse|pinverse|solve|lstsq|lu.*|qr|svd.*|eig|symeig|"
+                 r"geqrf|orgqr|ormqr|triangular_solve|matrix_exp|matrix_power|matrix_rank|lobpcg|pca_lowrank|"
+                 r"nuclear_norm|frobenius_norm)$", "later: linear algebra (issue 12)"),
+    (r"^torch\.Tensor$", r"^(cholesky.*|det|logdet|slogdet|inverse|pinverse|lstsq|lu.*|qr|svd|eig|symeig|"
+                         r"geqrf|orgqr|ormqr|triangular_solve|matrix_exp|matrix_power|nuclear_norm)$",
+     "later: linear algebra (issue 12)"),
+    (r"^torch\.linalg$", r".*", "later: linear algebra (issue 12)"),
+    (r".*", r"^(fft|stft|istft|.*_window|signal)$", "later: torch.fft and signal processing (issue 12)"),
+    (r".*", r"^(special|igamma.*)$",
+     "later: special functions (issue 12)"),
+    (r".*", r"^(poisson|binomial)$", "later: distributions (issue 12)"),
+    (r"^torch\.distributions$", r".*", "later: distributions (issue 12)"),
+    # [part G] the rest of issue 12's layers, losses and activations; internals that are no API for hookgrad
+    (r"^torch(\.nn(\.functional)?)?$", r"^(.*Loss|.*_loss|LinearCrossEntropyOptions|linear_cross_entropy)$",
+     "later: losses (issue 12)"),
+    (r".*", r"^(Hardshrink|Softshrink|RReLU|Softmax2d|hardshrink|softshrink|rrelu_?|"
+            r"(celu|elu|hardtanh|leaky_relu|selu|threshold)_)$", "later: the remaining activations (issue 12)"),
+    (r".*", r"^.*3d_with_indices$", "later: 3-D layers (issue 12)"),
+    (r".*", r"^(Fold|Unfold|LPPool[12]d|lp_pool[12]d|MaxUnpool[12]d|max_unpool[12]d|FractionalMaxPool2d|"
+            r"fractional_max_pool2d.*|LocalResponseNorm|local_response_norm|CrossMapLRN2d|"
+            r"AdaptiveLogSoftmaxWithLoss|ChannelShuffle|channel_shuffle|native_channel_shuffle|PixelShuffle|"
+            r"PixelUnshuffle|pixel_shuffle|pixel_unshuffle|RMSNorm|rms_norm|grid_sample|affine_grid|"
+            r"affine_grid_generator|grid_sampler.*|GRID_SAMPLE_.*|conv_tbc|embedding_renorm_|"
+            r"feature_alpha_dropout_?|FeatureAlphaDropout)$", "later: the remaining layers (issue 12)"),
+    (r"^torch$", r"^(func|vmap)$", "later: function transforms (torch.func, vmap)"),
+    (r"^torch$", r"^windows$", "later: torch.fft and signal processing (issue 12)"),
+    (r"^torch\.Tensor$", r"^solve$", "later: linear algebra (issue 12)"),
+    (r"^torch\.Tensor$", r"^to_padded_tensor$", "non-goal: nested tensors"),
+    (r"^torch\.nn\.functional$", r"^(BroadcastingList\d|boolean_dispatch|assert_int_or_pair)$",
+     "non-goal: TorchScript, graph capture and dispatcher internals"),
+    (r"^torch$", r"^(fork|wait)$", "non-goal: TorchScript, graph capture and dispatcher internals"),
+    (r"^torch\.nn\.functional$", r"^(reproducibility_notes|sparse_support_notes|tf32_notes)$",
+     "non-goal: PyTorch's docstring templates"),
+    (r".*", r"^(ScalingType|SwizzleType|scaled_mm|scaled_grouped_mm|grouped_mm)$",
+     "non-goal: low-precision GPU matrix kernels"),
+    (r"^torch$", r"^(native_(batch_norm|dropout|group_norm|layer_norm|norm)|batch_norm_(stats|elemt|"
+                 r"backward_elemt|backward_reduce|gather_stats.*|update_stats)|norm_except_dim|segment_reduce)$",
+     "non-goal: ATen kernel entry points (the public functions cover them)"),
+    (r"^torch$", r"^(USE_GLOBAL_DEPS|USE_RTLD_GLOBAL_WITH_LIBTORCH|compiled_with_cxx11_abi|"
+                 r"has_(lapack|mkl|openmp|spectral)|get_file_path|prepare_multiprocessing_environment|"
+                 r"init_num_threads)$", "non-goal: how PyTorch's C++ library was built and is loaded"),
+]
+
+
+def _public_module(mod):
+    return mod.startswith("torch") and not any(p.startswith("_") for p in mod.split("."))
+
+
+def _is_api(obj, name, path="torch"):
+    """False for what namespace ``path`` merely imported: stdlib modules, typing helpers, functools.partial,
+    ``torch`` itself inside a submodule, and, in a submodule, Python classes and functions defined in a
+    public torch module outside it (``Tensor`` in nn.functional, ``Optimizer`` in lr_scheduler) and
+    constants that are torch's own (``inf``). Builtins (torch._C's operators, which submodules such as
+    nn.functional and linalg re-export as their API) count wherever they appear."""
+    if name in _NOT_API:
+        return False
+    sub = path != "torch"
+    if isinstance(obj, types.ModuleType):
+        mod = obj.__name__
+        return mod.startswith(path + ".") if sub else mod.startswith("torch.")
+    mod = getattr(obj, "__module__", None)
+    if isinstance(obj, (type, types.FunctionType, types.BuiltinFunctionType)) or mod == "typing":
+        if isinstance(mod, str) and not mod.startswith("torch"):
+            return False
+        if (sub and isinstance(mod, str) and not isinstance(obj, types.BuiltinFunctionType)
+                and _public_module(mod) and not (mod == path or mod.startswith(path + "."))):
+            return False
+        return True
+    if sub and not callable(obj) and getattr(torch, name, None) is obj:
+        return False
+    return True
+
+
+def public_names(path):
+    if path == "torch.Tensor":
+        obj = torch.Tensor
+    else:
+        obj = importlib.import_module(path)
+    out = []
+    for n in dir(obj):
+        if n.startswith("_"):
+            continue
+        try:
+            v = getattr(obj, n)
+        except Exception:
+            continue
+        if path == "torch.Tensor" or _is_api(v, n, path):
+            out.append(n)
+    return sorted(out)
+
+
+def category(path, name):
+    for ns_re, name_re, cat in RULES:
+        if re.match(ns_re, path) and re.match(name_re, name):
+            return cat
+    return None
+
+
+# Namespaces whose "later" classes and functions resolve to placeholders (hookgrad._missing): tools key
+# dicts on them at import time.
+PLACEHOLDER_NAMESPACES = ["torch.nn", "torch.nn.functional"]
+
+
+def placeholders(cats):
+    """namespace -> {name: "class" | "function"} for the "later" names of PLACEHOLDER_NAMESPACES that are
+    classes or functions in torch (not submodules such as torch.nn.attention)."""
+    out = {}
+    for path in PLACEHOLDER_NAMESPACES:
+        mod = importlib.import_module(path)
+        kinds = {}
+        for name, cat in cats.get(path, {}).items():
+            obj = getattr(mod, name)
+            if cat.startswith("later:") and not isinstance(obj, types.ModuleType) and callable(obj):
+                kinds[name] = "class" if isinstance(obj, type) else "function"
+        out[path] = kinds
+    return out
+
+
+def aten_ops():
+    ops = collections.defaultdict(list)
+    for s in torch._C._jit_get_all_schemas():
+        if s.name.startswith("aten::"):
+            ops[s.name[6:]].append(s.overload_name or "default")
+    return {k: " ".join(v) for k, v in sorted(ops.items())}
+
+
+def main(dest=None):
+    """Write the data file (to ``dest`` if given: the test suite compares it with the package's file)."""
+    names = {p: public_names(p) for p in NAMESPACES}
+    cats = {p: {n: c for n in ns if (c := category(p, n))} for p, ns in names.items()}
+    here = os.path.dirname(os.path.abspath(__file__))
+    dest = dest or os.path.join(here, "..", "src", "hookgrad", "_coverage_names.py")
+    with open(dest, "w") as f:
+        f.write('"""torch 2.13\'s public names, per namespace, and the category of those hookgrad leaves out.\n\n'
+                "Generated by scripts/gen_torch_names.py from torch " + torch.__version__.split("+")[0] +
+                " (hookgrad never imports torch); do not edit by hand: edit the generator's RULES.\n"
+                '"""\n')
+        f.write(f"TORCH_VERSION = {torch.__version__.split('+')[0]!r}\n\n")
+        f.write("# namespace -> space-separated public names (dir() without leading underscores)\n")
+        f.write("NAMES = " + pprint.pformat({p: " ".join(ns) for p, ns in names.items()}, width=118,
+                                           sort_dicts=False) + "\n\n")
+        f.write("# namespace -> {name: 'later: ...' | 'non-goal: ...'}; a name not listed is everyday API\n")
+        f.write("CATEGORY = " + pprint.pformat(cats, width=118, sort_dicts=False) + "\n\n")
+        f.write("# namespace -> {name: 'class' | 'function'}: the 'later' names that resolve to placeholders\n")
+        f.write("PLACEHOLDERS = " + pprint.pformat(placeholders(cats), width=118, sort_dicts=False) + "\n\n")
+        f.write("# aten operator -> space-separated overload names (torch.ops.aten.<op>.overloads())\n")
+        f.write("ATEN_OVERLOADS = " + pprint.pformat(aten_ops(), width=118, sort_dicts=False) + "\n")
+    print("wrote", os.path.normpath(dest))
+
+
+if __name__ == "__main__":
+    main(*sys.argv[1:2])

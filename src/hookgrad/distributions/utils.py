@@ -1,0 +1,82 @@
+"""Helpers shared by the distributions (``torch.distributions.utils``)."""
+from functools import update_wrapper
+
+import hookgrad
+from ..nn import functional as F
+
+__all__ = ["broadcast_all", "logits_to_probs", "clamp_probs", "probs_to_logits", "lazy_property"]
+
+euler_constant = 0.57721566490153286060     # Euler Mascheroni Constant
+_Number = (int, float, bool)
+
+
+def broadcast_all(*values):
+    """Broadcast tensors and numbers together; numbers become tensors of the first tensor's dtype (or the
+    default dtype when all are numbers)."""
+    if not all(isinstance(v, (hookgrad.Tensor,) + _Number) for v in values):
+        raise ValueError("Input arguments must all be instances of Number, "
+                         "torch.Tensor or objects implementing __torch_function__.")
+    if not all(isinstance(v, hookgrad.Tensor) for v in values):
+        options = dict(dtype=hookgrad.get_default_dtype())
+        for value in values:
+            if isinstance(value, hookgrad.Tensor):
+                options = dict(dtype=value.dtype, device=value.device)
+                break
+        values = [v if isinstance(v, hookgrad.Tensor) else hookgrad.tensor(v, **options) for v in values]
+    return hookgrad.broadcast_tensors(*values)
+
+
+def _standard_normal(shape, dtype, device):
+    return hookgrad.empty(shape, dtype=dtype, device=device).normal_()
+
+
+def _sum_rightmost(value, dim):
+    """Sum out the ``dim`` rightmost dimensions of ``value``."""
+    if dim == 0:
+        return value
+    return value.reshape(value.shape[:-dim] + (-1,)).sum(-1)
+
+
+def logits_to_probs(logits, is_binary=False):
+    """Probabilities from logits: sigmoid of log-odds (binary), else softmax over the last dim."""
+    if is_binary:
+        return hookgrad.sigmoid(logits)
+    return F.softmax(logits, dim=-1)
+
+
+def clamp_probs(probs):
+    """Clamp probabilities into ``[eps, 1 - eps]``, eps the dtype's machine epsilon."""
+    eps = hookgrad.finfo(probs.dtype).eps
+    return probs.clamp(min=eps, max=1 - eps)
+
+
+def probs_to_logits(probs, is_binary=False):
+    """Logits from probabilities: log-odds (binary), else log of the clamped probabilities."""
+    ps_clamped = clamp_probs(probs)
+    if is_binary:
+        return hookgrad.log(ps_clamped) - hookgrad.log1p(-ps_clamped)
+    return hookgrad.log(ps_clamped)
+
+
+class lazy_property:
+    """A non-data descriptor computing the value on first read (with grad enabled), then storing it on the
+    instance."""
+
+    def __init__(self, wrapped):
+        self.wrapped = wrapped
+        update_wrapper(self, wrapped)
+
+    def __get__(self, instance, obj_type=None):
+        if instance is None:
+            return _lazy_property_and_property(self.wrapped)
+        with hookgrad.enable_grad():
+            value = self.wrapped(instance)
+        setattr(instance, self.wrapped.__name__, value)
+        return value
+
+
+class _lazy_property_and_property(lazy_property, property):
+    """Read on the class: both a lazy_property (for argument validation) and a property (for docs)."""
+
+    def __init__(self, wrapped):
+        property.__init__(self, wrapped)

@@ -1,0 +1,451 @@
+"""hookgrad.utils.checkpoint (mirrors torch.utils.checkpoint): activation checkpointing.
+
+``checkpoint(fn, *args, use_reentrant=...)`` runs ``fn`` keeping only its inputs, and runs it again in
+backward to get the values its backward needs, as PyTorch does, so the hooks of modules inside ``fn`` fire
+twice (forward, then recomputation) and the RNG state of the forward is restored for the recomputation
+(dropout draws the same mask):
+
+- ``use_reentrant=True`` (PyTorch's default when the argument is omitted, with its warning): a custom
+  Function whose forward runs ``fn`` under no_grad and whose backward reruns it under enable_grad and calls
+  ``backward`` inside backward.
+- ``use_reentrant=False``: saved-tensor hooks. Every tensor saved inside ``fn`` is packed as a placeholder;
+  the first unpack of a backward pass reruns ``fn`` (stopping as soon as every saved tensor is recomputed,
+  unless early stop is off) and each placeholder unpacks to its recomputed tensor.
+"""
+import contextlib
+import warnings
+import weakref
+from collections import defaultdict
+
+from .. import _creation
+from .._tensor import Tensor
+from ..autograd import engine as _engine
+from ..autograd.function import Function
+from ..autograd.graph import saved_tensors_hooks, _version_error
+from ..autograd.grad_mode import enable_grad, no_grad, is_grad_enabled
+
+__all__ = ["checkpoint", "checkpoint_sequential", "CheckpointError", "CheckpointFunction",
+           "check_backward_validity", "detach_variable", "get_device_states", "set_device_states",
+           "noop_context_fn", "set_checkpoint_early_stop", "DefaultDeviceType", "set_checkpoint_debug_enabled"]
+
+_DEFAULT_DETERMINISM_MODE = "default"
+_checkpoint_debug_enabled = None
+_enable_checkpoint_early_stop = None
+
+
+class CheckpointError(RuntimeError):
+    pass
+
+
+@contextlib.contextmanager
+def set_checkpoint_debug_enabled(enabled):
+    """Context manager overriding ``debug=`` of every checkpoint inside it (accepted; hookgrad's
+    checkpoint errors carry no operator logs)."""
+    global _checkpoint_debug_enabled
+    prev, _checkpoint_debug_enabled = _checkpoint_debug_enabled, enabled
+    try:
+        yield
+    finally:
+        _checkpoint_debug_enabled = prev
+
+
+@contextlib.contextmanager
+def set_checkpoint_early_stop(enable):
+    """Whether non-reentrant checkpoints created inside stop recomputation once every saved tensor exists."""
+    global _enable_checkpoint_early_stop
+    prev, _enable_checkpoint_early_stop = _enable_checkpoint_early_stop, enable
+    try:
+        yield
+    finally:
+        _enable_checkpoint_early_stop = prev
+
+
+class DefaultDeviceType:
+    """The device type whose RNG state checkpoint preserves besides the CPU's (hookgrad: CPU only)."""
+    _default_device_type = "cuda"
+
+    @staticmethod
+    def set_device_type(device="cuda"):
+        DefaultDeviceType._default_device_type = device
+
+    @staticmethod
+    def get_device_type():
+        return DefaultDeviceType._default_device_type
+
+
+def get_device_states(*args):
+    """Devices of the tensor arguments other than the CPU, and their RNG states: none in hookgrad."""
+    return [], []
+
+
+def set_device_states(devices, states, *, device_type=None):
+    return None
+
+
+def noop_context_fn():
+    return contextlib.nullcontext(), contextlib.nullcontext()
+
+
+def detach_variable(inputs):
+    if isinstance(inputs, tuple):
+        out = []
+        for inp in inputs:
+            if not isinstance(inp, Tensor):
+                out.append(inp)
+                continue
+            x = inp.detach()
+            x.requires_grad = inp.requires_grad
+            out.append(x)
+        return tuple(out)
+    raise RuntimeError(f"Only tuple of tensors is supported. Got Unsupported input type: {type(inputs).__name__}")
+
+
+def check_backward_validity(inputs):
+    if not any(inp.requires_grad for inp in inputs if isinstance(inp, Tensor)):
+        warnings.warn("None of the inputs have requires_grad=True. Gradients will be None", stacklevel=2)
+
+
+@contextlib.contextmanager
+def _fork_rng(state, enabled):
+    """Run the block from RNG ``state``; the surrounding state is restored afterwards."""
+    if not enabled:
+        yield
+        return
+    outer = _creation.get_rng_state()
+    _creation.set_rng_state(state)
+    try:
+        yield
+    finally:
+        _creation.set_rng_state(outer)
+
+
+def _is_checkpoint_valid():
+    """False inside a backward pass that runs only part of the graph (autograd.grad, backward(inputs=))."""
+    tasks = _engine._tls.tasks
+    return not tasks or tasks[-1].needed is None
+
+
+# ---------------------------------------------------------------------------------------- reentrant
+
+class CheckpointFunction(Function):
+    @staticmethod
+    def forward(ctx, run_function, preserve_rng_state, *args):
+        check_backward_validity(args)
+        ctx.run_function = run_function
+        ctx.preserve_rng_state = preserve_rng_state
+        if preserve_rng_state:
+            ctx.fwd_cpu_state = _creation.get_rng_state()
+        ctx.had_device_in_fwd = False
+        ctx.inputs = []
+        ctx.tensor_indices = []
+        tensor_inputs = []
+        for i, arg in enumerate(args):
+            if isinstance(arg, Tensor):
+                tensor_inputs.append(arg)
+                ctx.tensor_indices.append(i)
+                ctx.inputs.append(None)
+            else:
+                ctx.inputs.append(arg)
+        ctx.save_for_backward(*tensor_inputs)
+        with no_grad():
+            outputs = run_function(*args)
+        return outputs
+
+    @staticmethod
+    def backward(ctx, *args):
+        if not _is_checkpoint_valid():
+            raise RuntimeError(
+                "When use_reentrant=True, torch.utils.checkpoint is incompatible"
+                " with .grad() or passing an `inputs` parameter to .backward()."
+                " To resolve this error, you can either set use_reentrant=False,"
+                " or call .backward() without passing the `inputs` argument.")
+        inputs = list(ctx.inputs)
+        for i, idx in enumerate(ctx.tensor_indices):
+            inputs[idx] = ctx.saved_tensors[i]
+        with _fork_rng(getattr(ctx, "fwd_cpu_state", None), ctx.preserve_rng_state):
+            detached_inputs = detach_variable(tuple(inputs))
+            with enable_grad():
+                outputs = ctx.run_function(*detached_inputs)
+        if isinstance(outputs, Tensor):
+            outputs = (outputs,)
+        outputs_with_grad = []
+        args_with_grad = []
+        for i in range(len(outputs)):
+            if isinstance(outputs[i], Tensor) and outputs[i].requires_grad:
+                outputs_with_grad.append(outputs[i])
+                args_with_grad.append(args[i])
+        if len(outputs_with_grad) == 0:
+            raise RuntimeError("none of output has requires_grad=True, this checkpoint() is not necessary")
+        from ..autograd import backward
+        backward(outputs_with_grad, args_with_grad)
+        grads = tuple(inp.grad if isinstance(inp, Tensor) else None for inp in detached_inputs)
+        return (None, None) + grads
+
+
+# ------------------------------------------------------------------------------------ non-reentrant
+
+class _StopRecomputationError(Exception):
+    pass
+
+
+class _Holder:
+    def __init__(self):
+        self.handles = {}       # backward pass id -> handle of its recomputed tensor (None once unpacked)
+
+
+class _Handle:
+    pass
+
+
+def _default_meta_extractor(x):
+    return {"shape": x.shape, "dtype": x.dtype, "device": x.device}
+
+
+_allowed_determinism_checks_to_fns = {_DEFAULT_DETERMINISM_MODE: _default_meta_extractor, "none": lambda _: None}
+
+_debug_tip_msg = """
+Tip: To see a more detailed error message, either pass `debug=True` to
+`torch.utils.checkpoint.checkpoint(...)` or wrap the code block
+with `with torch.utils.checkpoint.set_checkpoint_debug_enabled(True):` to
+enable checkpoint\u2011debug mode globally.
+"""
+
+
+class _CheckpointFrame:
+    def __init__(self, recompute_fn, early_stop, metadata_fn):
+        self.recompute_fn = recompute_fn
+        self.saved_args = []
+        self.weak_holders = []
+        self.recomputed = defaultdict(weakref.WeakKeyDictionary)
+        self.recomp_counter = defaultdict(int)
+        self.is_recomputed = defaultdict(bool)
+        self.early_stop = early_stop
+        self.metadata_fn = metadata_fn
+        self.x_metadatas = []
+        self.forward_completed = False
+        self.ignore_saved_mismatch = False
+
+    def save_inputs(self, *args):
+        # (tensor, its version): a later in-place change is reported as a saved tensor's would be
+        self.saved_args = [(a, a._version) if isinstance(a, Tensor) else a for a in args]
+        self.tensor_args = [isinstance(a, Tensor) for a in args]
+
+    def get_inputs(self):
+        out = []
+        for a, is_t in zip(self.saved_args, self.tensor_args):
+            if is_t:
+                t, version = a
+                if t._version != version:
+                    _version_error(t, version)      # PyTorch's "modified by an inplace operation" error
+                a = t
+            out.append(a)
+        return out
+
+    def check_recomputed_tensors_match(self, gid):
+        if self.ignore_saved_mismatch:
+            return
+        if not len(self.weak_holders) == self.recomp_counter[gid]:
+            raise CheckpointError(
+                "torch.utils.checkpoint: A different number of tensors was saved "
+                "during the original forward and recomputation.\n"
+                f"Number of tensors saved during forward: {len(self.weak_holders)}\n"
+                f"Number of tensors saved during recomputation: {self.recomp_counter[gid]}.\n"
+                f"{_debug_tip_msg}")
+        different = []
+        for idx, weak_holder in enumerate(self.weak_holders):
+            holder = weak_holder()
+            if holder is None:
+                continue
+            recomputed_x = self.recomputed[gid][holder.handles[gid]]
+            x_meta = self.x_metadatas[idx]
+            if x_meta != self.metadata_fn(recomputed_x):
+                different.append((idx, x_meta, self.metadata_fn(recomputed_x)))
+        if different:
+            mismatched = "".join(f"tensor at position {idx}:\nsaved metadata: {m}\nrecomputed metadata: {r}\n"
+                                 for idx, m, r in different)
+            raise CheckpointError(
+                "torch.utils.checkpoint: Recomputed values for the following tensors "
+                "have different metadata than during the forward pass.\n"
+                f"{mismatched}.\n{_debug_tip_msg}")
+
+
+class _recomputation_hook(saved_tensors_hooks):
+    def __init__(self, target_frame_ref, gid):
+        def pack_hook(x):
+            x = x.detach() if x.requires_grad else x
+            frame = target_frame_ref()
+            recomp_idx = frame.recomp_counter[gid]
+            frame.recomp_counter[gid] += 1
+            if recomp_idx >= len(frame.weak_holders):
+                if not frame.forward_completed:
+                    frame.ignore_saved_mismatch = True
+                    return x
+                raise CheckpointError(
+                    "torch.utils.checkpoint: trying to save more tensors during "
+                    f"recomputation than during the original forward pass.\n{_debug_tip_msg}")
+            holder = frame.weak_holders[recomp_idx]()
+            if holder is not None:
+                holder.handles[gid] = _Handle()
+                frame.recomputed[gid][holder.handles[gid]] = x
+            if frame.early_stop and frame.recomp_counter[gid] == len(frame.weak_holders):
+                raise _StopRecomputationError
+            return x
+
+        super().__init__(pack_hook, lambda x: x)
+
+
+class _checkpoint_hook(saved_tensors_hooks):
+    def __init__(self, frame):
+        def pack_hook(x):
+            holder = _Holder()
+            frame.weak_holders.append(weakref.ref(holder))
+            if frame.metadata_fn is not None:
+                with no_grad():
+                    frame.x_metadatas.append(frame.metadata_fn(x))
+            return holder
+
+        def unpack_hook(holder):
+            gid = _engine._current_graph_task_id()
+            if gid == -1:           # unpacked outside backward (grad_fn._saved_self): a fresh recomputation
+                gid = object()
+            if not frame.is_recomputed[gid]:
+                args = frame.get_inputs()
+                try:
+                    with _recomputation_hook(weakref.ref(frame), gid), enable_grad():
+                        frame.recompute_fn(*args)
+                except _StopRecomputationError:
+                    pass
+                frame.is_recomputed[gid] = True
+                frame.check_recomputed_tensors_match(gid)
+            if holder.handles.get(gid) is None:
+                raise CheckpointError(
+                    "torch.utils.checkpoint: Unpack is being triggered for a tensor that was already "
+                    "unpacked once. If you are calling ctx.saved_tensors in backward, make sure "
+                    "to do so only once. Otherwise please open an issue with details on your use case.")
+            ret = frame.recomputed[gid][holder.handles[gid]]
+            holder.handles[gid] = None
+            return ret
+
+        super().__init__(pack_hook, unpack_hook)
+
+
+def _checkpoint_without_reentrant_generator(fn, preserve_rng_state=True, context_fn=noop_context_fn,
+                                            determinism_check=_DEFAULT_DETERMINISM_MODE, debug=False,
+                                            early_stop=True, *args, **kwargs):
+    if _checkpoint_debug_enabled if _checkpoint_debug_enabled is not None else debug:
+        if context_fn is not noop_context_fn:
+            raise ValueError("debug=True is incompatible with non-default context_fn")
+    if determinism_check in _allowed_determinism_checks_to_fns:
+        metadata_fn = _allowed_determinism_checks_to_fns[determinism_check]
+    else:
+        raise ValueError(f"determinism_check should be one of {list(_allowed_determinism_checks_to_fns.keys())}, "
+                         f"but got {determinism_check}")
+    forward_context, recompute_context = context_fn()
+    fwd_cpu_state = _creation.get_rng_state() if preserve_rng_state else None
+
+    def recompute_fn(*inputs):
+        with _fork_rng(fwd_cpu_state, preserve_rng_state), recompute_context:
+            fn(*inputs, **kwargs)
+
+    frame = _CheckpointFrame(recompute_fn,
+                             _enable_checkpoint_early_stop if _enable_checkpoint_early_stop is not None
+                             else early_stop, metadata_fn)
+    if not is_grad_enabled():
+        yield
+        return
+    frame.save_inputs(*args)
+    suppressed = False
+    with _checkpoint_hook(frame), forward_context:
+        try:
+            yield
+        except BaseException:
+            suppressed = True
+            raise
+    if suppressed:
+        raise RuntimeError(
+            "torch.utils.checkpoint: the forward context provided by "
+            "context_fn suppressed an exception raised during the "
+            "checkpointed forward. This is not supported because checkpoint "
+            "cannot return a value for a failed forward.")
+    frame.forward_completed = True
+
+
+# ---------------------------------------------------------------------------------------- public
+
+def checkpoint(function, *args, use_reentrant=None, context_fn=noop_context_fn,
+               determinism_check=_DEFAULT_DETERMINISM_MODE, debug=False, early_stop=True, **kwargs):
+    """Run ``function(*args, **kwargs)`` without keeping its intermediate values; they are recomputed in
+    backward (see the module docstring for the two variants)."""
+    if use_reentrant is None:
+        warnings.warn(
+            "torch.utils.checkpoint: the use_reentrant parameter should be "
+            "passed explicitly. Starting in PyTorch 2.9, calling checkpoint "
+            "without use_reentrant will raise an exception. use_reentrant=False is "
+            "recommended, but if you need to preserve the current default "
+            "behavior, you can pass use_reentrant=True. Refer to docs for more "
+            "details on the differences between the two variants.", stacklevel=2)
+        use_reentrant = True
+    preserve = kwargs.pop("preserve_rng_state", True)
+    if kwargs and use_reentrant:
+        raise ValueError("Unexpected keyword arguments: " + ",".join(arg for arg in kwargs))
+    if use_reentrant:
+        if context_fn is not noop_context_fn or debug is not False:
+            raise ValueError("Passing `context_fn` or `debug` is only supported when use_reentrant=False.")
+        return CheckpointFunction.apply(function, preserve, *args)
+    gen = _checkpoint_without_reentrant_generator(function, preserve, context_fn, determinism_check, debug,
+                                                  early_stop, *args, **kwargs)
+    next(gen)
+    try:
+        ret = function(*args, **kwargs)
+    except BaseException as e:
+        try:
+            gen.throw(e)
+        except StopIteration as stop:
+            raise RuntimeError(
+                "torch.utils.checkpoint: the forward context provided by "
+                "context_fn suppressed an exception raised during the "
+                "checkpointed forward. This is not supported because "
+                "checkpoint cannot return a value for a failed forward.") from stop
+        raise
+    try:
+        next(gen)
+    except StopIteration:
+        return ret
+    raise AssertionError("torch.utils.checkpoint: expected context_fn generator to yield "
+                         "exactly twice, but it yielded more than twice.")
+
+
+def checkpoint_sequential(functions, segments, input, use_reentrant=None, **kwargs):
+    """Run a Sequential (or list of modules/functions) in ``segments`` chunks, checkpointing all but the
+    last."""
+    if use_reentrant is None:
+        warnings.warn(
+            "torch.utils.checkpoint.checkpoint_sequential: the use_reentrant "
+            "parameter should be passed explicitly. "
+            "In version 2.9 we will raise an exception if use_reentrant "
+            "is not passed. use_reentrant=False is "
+            "recommended, but if you need to preserve the current default "
+            "behavior, you can pass use_reentrant=True. Refer to docs for more "
+            "details on the differences between the two variants.", stacklevel=2)
+        use_reentrant = True
+    preserve = kwargs.pop("preserve_rng_state", True)
+    if kwargs:
+        raise ValueError("Unexpected keyword arguments: " + ",".join(arg for arg in kwargs))
+
+    def run_function(start, end, functions):
+        def forward(input):
+            for j in range(start, end + 1):
+                input = functions[j](input)
+            return input
+        return forward
+
+    from ..nn import Sequential
+    if isinstance(functions, Sequential):
+        functions = list(functions.children())
+    segment_size = len(functions) // segments
+    end = -1
+    for start in range(0, segment_size * (segments - 1), segment_size):
+        end = start + segment_size - 1
+        input = checkpoint(run_function(start, end, functions), input, use_reentrant=use_reentrant,
+                           preserve_rng_state=preserve)
+    return run_function(end + 1, len(functions) - 1, functions)(input)
