@@ -105,7 +105,7 @@ from ._nn_functions import (conv1d, conv2d, conv_transpose1d, conv_transpose2d, 
                             instance_norm, layer_norm, group_norm, rms_norm, embedding, dropout, dropout_,
                             alpha_dropout, alpha_dropout_, feature_dropout, feature_dropout_, bilinear,
                             binary_cross_entropy_with_logits, kl_div, cosine_embedding_loss, constant_pad_nd,
-                            channel_shuffle, native_channel_shuffle, pixel_shuffle, pixel_unshuffle, prelu)
+                            channel_shuffle, native_channel_shuffle, pixel_shuffle, pixel_unshuffle)
 
 
 def fill_(input, value):
@@ -166,6 +166,22 @@ _out.install(linalg.__dict__, "linalg", "linalg_")
 del _out
 # [end E2]
 
-strided = "torch.strided"
-contiguous_format = preserve_format = channels_last = None
+# [part Q: the last everyday names]
+from ._layout import (layout, memory_format, strided, sparse_coo, sparse_csr, sparse_csc, sparse_bsr, sparse_bsc,
+                      jagged, contiguous_format, preserve_format, channels_last, channels_last_3d,
+                      legacy_contiguous_format)
+from ._misc import (get_deterministic_debug_mode, set_deterministic_debug_mode,
+                    is_deterministic_algorithms_warn_only_enabled, get_float32_matmul_precision,
+                    set_float32_matmul_precision, get_num_interop_threads, set_num_interop_threads,
+                    set_flush_denormal, get_device, FatalError, classproperty)
+from . import random, testing, overrides, functional, types, cpu
+from .random import thread_safe_generator
+from . import storage
+from .storage import (StorageBase, FloatStorage, DoubleStorage, HalfStorage, LongStorage, IntStorage, ShortStorage,
+                      CharStorage, ByteStorage, BoolStorage, FloatStorage as Storage)
+from .primitives.everyday import adjoint, slice_inverse, as_strided_copy, split_with_sizes
+from .primitives import _out as _q_out
+_q_out.install(globals())  # out= on this block's functions too (idempotent for the ones already wrapped)
+del _q_out
+# [end Q]
 __version__ = "0.1.0"

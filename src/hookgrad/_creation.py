@@ -16,8 +16,8 @@ class Generator:
     PyTorch's CPU generator is an MT19937 (the same engine as NumPy's legacy RandomState), and its
     uniform, normal, randint and randperm transforms are reproduced here, so ``manual_seed(s)``
     followed by ``rand``/``randn``/``randint``/``randperm``/``uniform_``/``normal_`` (and hence the
-    default initialisation of layers) gives PyTorch's numbers. Other distributions (bernoulli,
-    multinomial, exponential, dropout masks) use NumPy's PCG64 seeded from the same seed.
+    default initialisation of layers) gives PyTorch's numbers, and so do multinomial and exponential_.
+    What remains on NumPy's PCG64 seeded from the same seed is listed in docs/differences.md.
     """
 
     def __init__(self, device="cpu"):

@@ -158,5 +158,3 @@ channel_shuffle, native_channel_shuffle = F.channel_shuffle, F.native_channel_sh
 pixel_shuffle, pixel_unshuffle = F.pixel_shuffle, F.pixel_unshuffle
 
 
-def prelu(input, weight):
-    return F.prelu(input, weight)

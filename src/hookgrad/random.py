@@ -1,7 +1,7 @@
 """torch.random: the default CPU generator's seed and state, and ``fork_rng``."""
 import contextlib
 
-from ._creation import default_generator, manual_seed, seed, initial_seed, get_rng_state, set_rng_state
+from ._creation import default_generator, manual_seed, seed, initial_seed, get_rng_state, set_rng_state  # noqa: F401
 
 __all__ = ["set_rng_state", "get_rng_state", "manual_seed", "seed", "initial_seed", "fork_rng",
            "thread_safe_generator"]

@@ -180,9 +180,10 @@ def test_identity_functions_return_input():
         x = L.tensor([1.0, -2.0])
         for f in (L.positive, L.real, L.conj, L.conj_physical, L.resolve_conj, L.resolve_neg, L.conj_physical_):
             assert f(x) is x
-        assert x.conj() is x and x.resolve_neg() is x
+        assert x.conj() is x and x.resolve_neg() is x and x.real is x
         assert not L.is_conj(x) and not x.is_conj() and not L.is_neg(x) and not x.is_neg()
     same_error(lambda L, x: L.imag(x), data((2,), "float32"))
+    same_error(lambda L, x: x.imag, data((2,), "float32"))
     same_error(lambda L, x: L.positive(x), data((2,), "bool"))
 
 

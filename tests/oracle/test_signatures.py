@@ -47,7 +47,19 @@ def test_the_sources_read_pytorch_correctly():
     "lib.zeros(2, layout=lib.strided, pin_memory=False, device='cpu')",
     "lib.arange(3, pin_memory=False)", "lib.zeros_like(x, memory_format=lib.preserve_format)",
     "lib.empty(3).uniform_(**{'from': 2, 'to': 3}).ge(2).all()", "lib.empty(3).random_(**{'from': 2, 'to': 3})",
+    "x.flip(dims=0)", "lib.zeros(size=2)", "x.view(size=6)", "x.reshape(shape=6)", "lib.permute(x, dims=0)",
+    "lib.tensor_split(x, sections=2, dim=1)", "lib.tensor_split(x, indices=[1], dim=1)", "x.tensor_split(2, 1)",
+    "lib.tensor_split(x, tensor_indices_or_sections=lib.tensor(2))",
+    "lib.hsplit(x, sections=3)", "x.vsplit(indices=[1])", "lib.hsplit(x, [1, 2])",
+    "lib.median(x, dim=1, keepdim=True)", "x.nanmedian(dim=0)", "lib.kthvalue(x, k=2, dim=1)", "x.mode(dim=0)",
+    "lib.max(x, other=y)", "x.min(other=y)", "lib.norm(x, 2, 1, True)", "x.norm(2, 1, True, lib.float64)",
+    "lib.subtract(x, 1, 2)", "x.subtract(1, 2)", "x.clone().subtract_(1, 2)", "lib.sub(x, y, alpha=2)",
+    "x.clone().div_(y, rounding_mode='floor')", "x.clone().mul_(other=y)", "x.clone().copy_(other=y)",
+    "x.new(size=(2,)).shape", "x.new(data=[1, 2])", "x.new(other=x)",
+    "x.to(dtype=lib.float64)", "x.to(lib.float64, False, True)", "x.to(tensor=lib.ones(1, dtype=lib.int64))",
+    "lib.inner(x, other=x)", "lib.inner(y, 2.0)", "lib.as_strided_(input=x.clone(), size=(3,), stride=(1,))",
 ])
+
 def test_keyword_calls_behave_as_pytorch(expr):
     from oracle import assert_same
     res = {}

@@ -130,6 +130,11 @@ def _kl_uniform_uniform(p, q):
     return result
 
 
+@register_kl(Normal, Uniform)
+def _kl_normal_infinity(p, q):
+    return hookgrad.full_like(p.loc, math.inf)      # a bounded q has no mass where a Normal has some
+
+
 @register_kl(Uniform, Normal)
 def _kl_uniform_normal(p, q):
     common_term = p.high - p.low

@@ -181,9 +181,7 @@ def threshold(input, threshold, value, inplace=False):
     return E.threshold(input, threshold, value, inplace=inplace)
 
 
-def prelu(input, weight):
-    from ..primitives.special import prelu as _prelu     # one primitive (PreluKernelBackward0), as torch.prelu
-    return _prelu(input, weight)
+from ..primitives.special import prelu  # noqa: E402  one primitive (PreluKernelBackward0); F.prelu is torch.prelu
 
 
 def glu(input, dim=-1):
@@ -627,23 +625,12 @@ def _adaptive_sizes(input, output_size, n, kind="avg"):
     return out
 
 
-def _adaptive_matrix(size, o, dtype):
-    m = np.zeros((o, size), np.float64)
-    for i in range(o):
-        a, b = (i * size) // o, -(-((i + 1) * size) // o)
-        m[i, a:b] = 1.0 / (b - a)
-    return _T(m.astype(dtype))
-
-
 def adaptive_avg_pool2d(input, output_size):
     oh, ow = _adaptive_sizes(input, output_size, 2)
     float_kernel(input, "adaptive_avg_pool2d")
-    h, w = input.shape[-2:]
     if (oh, ow) == (1, 1):
         return input.mean((-2, -1), keepdim=True)
-    dt = input._data.dtype
-    x = input if ow == w else matmul(input, _adaptive_matrix(w, ow, dt).t())
-    return x if oh == h else matmul(_adaptive_matrix(h, oh, dt), x)
+    return N.AdaptiveAvgPool.apply(input, out_hw=(oh, ow))
 
 
 def adaptive_avg_pool1d(input, output_size):
@@ -1464,3 +1451,65 @@ __getattr__ = _missing.module_getattr(__name__, 'torch.nn.functional')
 # [part D1]
 from ..primitives.stats import cosine_similarity, pairwise_distance, pdist  # noqa: E402  (F.x is torch.x)
 # [end D1]
+
+
+# [part Q]
+from ..overrides import (has_torch_function, has_torch_function_unary, has_torch_function_variadic,  # noqa: E402
+                         handle_torch_function)
+
+
+def max_pool1d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+                            return_indices=False):
+    return max_pool1d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
+
+
+def adaptive_max_pool1d_with_indices(input, output_size, return_indices=False):
+    return adaptive_max_pool1d(input, output_size, True)
+
+
+def adaptive_max_pool2d_with_indices(input, output_size, return_indices=False):
+    return adaptive_max_pool2d(input, output_size, True)
+
+
+def upsample_nearest(input, size=None, scale_factor=None):
+    """Deprecated: ``interpolate(input, size, scale_factor, mode="nearest")``."""
+    warnings.warn("`nn.functional.upsample_nearest` is deprecated. Use `nn.functional.interpolate` instead.",
+                  stacklevel=2)
+    return interpolate(input, size, scale_factor, mode="nearest")
+
+
+def upsample_bilinear(input, size=None, scale_factor=None):
+    """Deprecated: ``interpolate(input, size, scale_factor, mode="bilinear", align_corners=True)``."""
+    warnings.warn("`nn.functional.upsample_bilinear` is deprecated. Use `nn.functional.interpolate` instead.",
+                  stacklevel=2)
+    return interpolate(input, size, scale_factor, mode="bilinear", align_corners=True)
+
+
+def gumbel_softmax(logits, tau=1, hard=False, eps=1e-10, dim=-1):
+    """Samples from the Gumbel-softmax distribution (straight-through one-hot with ``hard=True``)."""
+    if eps != 1e-10:
+        warnings.warn("`eps` parameter is deprecated and has no effect.", stacklevel=2)
+    from .._creation import empty_like, zeros_like
+    gumbels = -empty_like(logits).exponential_().log()  # ~Gumbel(0,1)
+    gumbels = (logits + gumbels) / tau
+    y_soft = gumbels.softmax(dim)
+    if hard:
+        index = y_soft.max(dim, keepdim=True)[1]
+        y_hard = zeros_like(logits).scatter_(dim, index, 1.0)
+        return y_hard - y_soft.detach() + y_soft
+    return y_soft
+# [end Q]
+
+
+# [part L] the last activations: F.hardshrink is torch.hardshrink, F.softshrink torch._C._nn.softshrink,
+# F.rrelu_ torch.rrelu_; F.rrelu is PyTorch's Python wrapper (adds ``inplace``)
+from ..primitives.special import hardshrink, softshrink, rrelu_  # noqa: E402
+
+
+def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
+    """Randomized leaky ReLU (see :class:`~torch.nn.RReLU`): torch.rrelu, or torch.rrelu_ with ``inplace``."""
+    import hookgrad as torch
+    if inplace:
+        return torch.rrelu_(input, lower, upper, training)
+    return torch.rrelu(input, lower, upper, training)
+# [end L]

@@ -158,6 +158,17 @@ _METHODS.update({  # [part E]
     "where": lambda self, condition, other: I.where(condition, self, other),
     "split": lambda self, split_size, dim=0: J.split(self, split_size, dim),
 })
+from . import everyday as _Q  # [part Q]
+_METHODS.update({  # [part Q]
+    "adjoint": _Q.adjoint, "slice_inverse": _Q.slice_inverse, "dim_order": _Q.dim_order,
+    "new_empty_strided": _Q.new_empty_strided, "as_subclass": _Q.as_subclass, "resize": _Q.resize,
+    "resize_as": _Q.resize_as, "reinforce": _Q.reinforce, "volatile": _Q.volatile, "is_cpu": _Q.is_cpu,
+    "const_data_ptr": _Q.const_data_ptr, "storage_type": _Q.storage_type, "module_load": _Q.module_load,
+    "apply_": _Q.apply_, "map_": _Q.map_, "map2_": _Q.map2_, "fill_diagonal_": _Q.fill_diagonal_, "set_": _Q.set_,
+    "is_set_to": _Q.is_set_to, "cauchy_": _Q.cauchy_, "log_normal_": _Q.log_normal_, "geometric_": _Q.geometric_,
+    "broadcast_to": S.broadcast_to, "ger": L.ger, "inner": L.inner, "multinomial": C.multinomial,
+    "split_with_sizes": _Q.split_with_sizes_method,
+})
 for _k in [k for k, v in _METHODS.items() if v is None]:
     del _METHODS[_k]
 
@@ -170,6 +181,7 @@ _INPLACE_VIA += _SP.INPLACE_VIA  # [part C]
 _INPLACE_VIA += ()  # [part D1]
 _INPLACE_VIA += ("addmv", "addr", "baddbmm", "addbmm")  # [part D2]
 _INPLACE_VIA += ()  # [part E]
+_INPLACE_VIA += ("addmm",)  # [part Q]
 
 _INPLACE_BINARY = {"add_": E.Add, "sub_": E.Sub, "mul_": E.Mul, "div_": E.Div, "__iadd__": E.Add,
                    "__isub__": E.Sub, "__imul__": E.Mul, "__itruediv__": E.Div, "subtract_": E.Sub,

@@ -799,3 +799,42 @@ class PackPaddedSequenceGrad(Node, name="PackPaddedSequenceBackwardBackward0"):
 
     def backward(self, gg):
         return PackPaddedSequence.apply(gg, batch_sizes=self.batch_sizes, batch_first=self.batch_first)
+
+
+# [part P] adaptive average pooling: one primitive (AdaptiveAvgPool2DBackward0), as PyTorch
+def _adaptive_avg_matrix(size, o):
+    """(o, size): row i averages PyTorch's adaptive region [floor(i*size/o), ceil((i+1)*size/o))."""
+    m = np.zeros((o, size), np.float64)
+    for i in range(o):
+        a, b = (i * size) // o, -(-((i + 1) * size) // o)
+        m[i, a:b] = 1.0 / (b - a)
+    return m
+
+
+class AdaptiveAvgPool(Node, name="AdaptiveAvgPool2DBackward0"):
+    """Mean over PyTorch's adaptive regions of the last two dims: ``A_h @ x @ A_w.T`` with averaging
+    matrices (computed in float64). Linear: its gradient is AdaptiveAvgPoolGrad, whose gradient is this."""
+    save = (0,)
+    saved_names = ("self",)
+
+    def forward(self, x):
+        h, w = x.shape[-2:]
+        oh, ow = self.out_hw
+        self.mats = _adaptive_avg_matrix(h, oh), _adaptive_avg_matrix(w, ow)
+        return (self.mats[0] @ x.astype(np.float64) @ self.mats[1].T).astype(x.dtype)
+
+    def backward(self, g):
+        (x,) = self.saved_values
+        return AdaptiveAvgPoolGrad.apply(g, x, mats=self.mats)
+
+
+class AdaptiveAvgPoolGrad(Node, name="AdaptiveAvgPool2DBackwardBackward0"):
+    """``A_h.T @ g @ A_w``: g spread evenly over each region. ``x`` is only a graph edge, as in PyTorch."""
+
+    def forward(self, g, x=None):
+        ah, aw = self.mats
+        return (ah.T @ g.astype(np.float64) @ aw).astype(g.dtype)
+
+    def backward(self, gg):
+        ah, aw = self.mats
+        return AdaptiveAvgPool.apply(gg, out_hw=(ah.shape[0], aw.shape[0])), None

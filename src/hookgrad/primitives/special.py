@@ -270,7 +270,7 @@ class Asin(Unary, name="AsinBackward0"):
         return np.arcsin(x)
 
     def backward(self, g):
-        (x,) = self.saved_tensors
+        (x,) = self.saved_values
         return g * (-x * x + 1).rsqrt()
 
 
@@ -279,7 +279,7 @@ class Acos(Unary, name="AcosBackward0"):
         return np.arccos(x)
 
     def backward(self, g):
-        (x,) = self.saved_tensors
+        (x,) = self.saved_values
         return g * -(-x * x + 1).rsqrt()
 
 
@@ -288,7 +288,7 @@ class Atan(Unary, name="AtanBackward0"):
         return np.arctan(x)
 
     def backward(self, g):
-        (x,) = self.saved_tensors
+        (x,) = self.saved_values
         return g / (x * x + 1)
 
 
@@ -297,7 +297,7 @@ class Asinh(Unary, name="AsinhBackward0"):
         return np.arcsinh(x)
 
     def backward(self, g):
-        (x,) = self.saved_tensors
+        (x,) = self.saved_values
         return g * (x * x + 1).rsqrt()
 
 
@@ -306,7 +306,7 @@ class Acosh(Unary, name="AcoshBackward0"):
         return np.arccosh(x)
 
     def backward(self, g):
-        (x,) = self.saved_tensors
+        (x,) = self.saved_values
         return g * (x * x - 1).rsqrt()
 
 
@@ -315,7 +315,7 @@ class Atanh(Unary, name="AtanhBackward0"):
         return np.arctanh(x)
 
     def backward(self, g):
-        (x,) = self.saved_tensors
+        (x,) = self.saved_values
         return g * (1 / (-x * x + 1))
 
 
@@ -329,7 +329,7 @@ class Sinh(Unary, name="SinhBackward0"):
         return np.sinh(x)
 
     def backward(self, g):
-        (x,) = self.saved_tensors
+        (x,) = self.saved_values
         return g * x.cosh()
 
 
@@ -338,7 +338,7 @@ class Cosh(Unary, name="CoshBackward0"):
         return np.cosh(x)
 
     def backward(self, g):
-        (x,) = self.saved_tensors
+        (x,) = self.saved_values
         return g * x.sinh()
 
 
@@ -350,7 +350,7 @@ class Exp2(Node, name="Exp2Backward0"):
         return np.exp2(x)
 
     def backward(self, g):
-        (out,) = self.saved_tensors
+        (out,) = self.saved_values
         return g * (out * _LN2)
 
 
@@ -359,7 +359,7 @@ class Erfc(Unary, name="ErfcBackward0"):
         return _erfc(x)
 
     def backward(self, g):
-        (x,) = self.saved_tensors
+        (x,) = self.saved_values
         return g * (-_2_SQRTPI) * (-(x * x)).exp()
 
 
@@ -368,7 +368,7 @@ class Erfinv(Unary, name="ErfinvBackward0"):
         return _erfinv(x)
 
     def backward(self, g):
-        (x,) = self.saved_tensors
+        (x,) = self.saved_values
         return g * (0.5 * math.sqrt(_PI)) * (erfinv(x) ** 2).exp()
 
 
@@ -377,7 +377,7 @@ class Lgamma(Unary, name="LgammaBackward0"):
         return _lgamma(x)
 
     def backward(self, g):
-        (x,) = self.saved_tensors
+        (x,) = self.saved_values
         return g * digamma(x)
 
 
@@ -386,7 +386,7 @@ class Digamma(Unary, name="DigammaBackward0"):
         return _digamma(x)
 
     def backward(self, g):
-        (x,) = self.saved_tensors
+        (x,) = self.saved_values
         return g * polygamma(1, x)
 
 
@@ -397,7 +397,7 @@ class Polygamma(Unary, name="PolygammaBackward0"):
         return np.asarray(_polygamma64(self.n, np.asarray(x, np.float64))).astype(x.dtype, copy=False)
 
     def backward(self, g):
-        (x,) = self.saved_tensors
+        (x,) = self.saved_values
         return g * polygamma(self.n + 1, x)
 
 
@@ -415,7 +415,7 @@ class Mvlgamma(Unary, name="MvlgammaBackward0"):
         return np.asarray(out).astype(x.dtype, copy=False)
 
     def backward(self, g):
-        (x,) = self.saved_tensors
+        (x,) = self.saved_values
         d = digamma(x)
         for j in range(1, self.p):
             d = d + digamma(x - 0.5 * j)
@@ -427,7 +427,7 @@ class I0(Unary, name="I0Backward0"):
         return _i0(x)
 
     def backward(self, g):
-        (x,) = self.saved_tensors
+        (x,) = self.saved_values
         return g * I1.apply(x)
 
 
@@ -439,7 +439,7 @@ class I1(Node, name="SpecialI1Backward0"):
         return _i1(x)
 
     def backward(self, g):
-        x, out = self.saved_tensors
+        x, out = self.saved_values
         # PyTorch's i1_backward: i0(x) - i1(x) / x, 0.5 at x == 0
         return g * _where(x == 0, 0.5, i0(x) - out / x)
 
@@ -451,7 +451,7 @@ class Sinc(Unary, name="SincBackward0"):
             return np.where(x == 0, 1.0, np.sin(px) / px).astype(x.dtype, copy=False)
 
     def backward(self, g):
-        (x,) = self.saved_tensors
+        (x,) = self.saved_values
         px = x * _PI
         d = (px * px.cos() - px.sin()) / (px * x)
         return g * _where(x == 0, 0.0, d)
@@ -481,7 +481,7 @@ class Logit(Unary, name="LogitBackward0"):
             return np.log(x / (1 - x))
 
     def backward(self, g):
-        (x,) = self.saved_tensors
+        (x,) = self.saved_values
         d = g / (x * (1 - x))
         if self.eps is None:
             return _where((x < 0) | (x > 1), float("nan"), d)
@@ -511,7 +511,7 @@ class NanToNum(Unary, name="NanToNumBackward0"):
                              neginf=fi.min if self.neginf is None else self.neginf)
 
     def backward(self, g):
-        (x,) = self.saved_tensors
+        (x,) = self.saved_values
         return scale(g, np.isfinite(x._data))
 
 
@@ -541,7 +541,7 @@ class Xlogy(Node, name="XlogyBackward0"):
             return np.where((x == 0) & ~np.isnan(y), 0, x * np.log(y)).astype(np.result_type(x, y), copy=False)
 
     def backward(self, g):
-        x, y = self.saved_tensors
+        x, y = self.saved_values
         nf = self.next_functions
         gy = g * x / y if nf[1][0] is not None else None      # other first (alphabetical)
         gx = None
@@ -561,7 +561,7 @@ class XlogyScalarSelf(Node, name="XlogyBackward1"):
         return Xlogy.forward(self, np.asarray(self.x, y.dtype), y)
 
     def backward(self, g):
-        (y,) = self.saved_tensors
+        (y,) = self.saved_values
         return g * self.x / y
 
 
@@ -576,7 +576,7 @@ class XlogyScalarOther(Node, name="XlogyBackward2"):
         return Xlogy.forward(self, x, np.asarray(self.y, x.dtype))
 
     def backward(self, g):
-        (x,) = self.saved_tensors
+        (x,) = self.saved_values
         return g * xlogy((x != 0).to(x.dtype), self.y)
 
 
@@ -589,7 +589,7 @@ class Hypot(Node, name="HypotBackward0"):
         return np.hypot(x, y, dtype=self.dt)
 
     def backward(self, g):
-        x, y, out = self.saved_tensors
+        x, y, out = self.saved_values
         nf = self.next_functions
         gy = g * y / out if nf[1][0] is not None else None
         return (g * x / out if nf[0][0] is not None else None), gy
@@ -604,7 +604,7 @@ class Logaddexp(Node, name="LogaddexpBackward0"):
         return np.logaddexp(x, y, dtype=self.dt)
 
     def backward(self, g):
-        x, y = self.saved_tensors
+        x, y = self.saved_values
         nf = self.next_functions
         gy = g / ((x - y).exp() + 1) if nf[1][0] is not None else None
         return (g / ((y - x).exp() + 1) if nf[0][0] is not None else None), gy
@@ -615,7 +615,7 @@ class Logaddexp2(Logaddexp, name="Logaddexp2Backward0"):
         return np.logaddexp2(x, y, dtype=self.dt)
 
     def backward(self, g):
-        x, y = self.saved_tensors
+        x, y = self.saved_values
         nf = self.next_functions
         gy = g / (E.pow(2.0, x - y) + 1) if nf[1][0] is not None else None
         return (g / (E.pow(2.0, y - x) + 1) if nf[0][0] is not None else None), gy
@@ -630,7 +630,7 @@ class Copysign(Node, name="CopysignBackward0"):
         return np.copysign(x, y, dtype=self.dt)
 
     def backward(self, g):
-        x, out = self.saved_tensors
+        x, out = self.saved_values
         nf = self.next_functions
         gy = Tensor._make(np.zeros_like(g._data)) if nf[1][0] is not None else None
         # PyTorch's copysign_tensor_self_backward: grad * result / self, zero where self == 0
@@ -648,7 +648,7 @@ class CopysignScalar(Node, name="CopysignBackward1"):
         return np.copysign(x, np.asarray(self.other, x.dtype))
 
     def backward(self, g):
-        x, out = self.saved_tensors
+        x, out = self.saved_values
         return g * _where(x == 0, 0.0, out / x)
 
 
@@ -662,7 +662,7 @@ class Ldexp(Node, name="LdexpBackward0"):
         return (np.asarray(x, dt) * np.exp2(np.asarray(y, dt))).astype(dt, copy=False)
 
     def backward(self, g):
-        x, y = self.saved_tensors
+        x, y = self.saved_values
         nf = self.next_functions
         p = E.pow(2.0, y)
         gy = g * x * p * _LN2 if nf[1][0] is not None else None
@@ -726,7 +726,7 @@ class Addcmul(Node, name="AddcmulBackward0"):
                       dtype=dt)
 
     def backward(self, g):
-        a, b = self.saved_tensors
+        a, b = self.saved_values
         nf = self.next_functions
         v = self.value
         gb = g * (a * v) if nf[2][0] is not None else None        # tensor2, tensor1, self (alphabetical)
@@ -741,7 +741,7 @@ class Addcdiv(Addcmul, name="AddcdivBackward0"):
                       dtype=dt)
 
     def backward(self, g):
-        a, b = self.saved_tensors
+        a, b = self.saved_values
         nf = self.next_functions
         v = self.value
         gb = -g * (a * v / (b * b)) if nf[2][0] is not None else None
@@ -757,7 +757,21 @@ class Hardshrink(Unary, name="HardshrinkBackward0"):
         return np.where((x > self.lambd) | (x < -self.lambd), x, 0).astype(x.dtype, copy=False)
 
     def backward(self, g):
-        (x,) = self.saved_tensors
+        (x,) = self.saved_values
+        xa = x._data
+        return scale(g, (xa > self.lambd) | (xa < -self.lambd), x)
+
+
+class Softshrink(Unary, name="SoftshrinkBackward0"):
+    """x - lambd above lambd, x + lambd below -lambd, else x * 0 (PyTorch's kernel: -0.0 for negative x)."""
+    lambd = 0.5
+
+    def forward(self, x):
+        lam = x.dtype.type(self.lambd)
+        return np.where(x > lam, x - lam, np.where(x < -lam, x + lam, x * 0)).astype(x.dtype, copy=False)
+
+    def backward(self, g):
+        (x,) = self.saved_values
         xa = x._data
         return scale(g, (xa > self.lambd) | (xa < -self.lambd), x)
 
@@ -774,7 +788,7 @@ class Rrelu(Unary, name="RreluWithNoiseBackward0"):
         return (x * self.noise).astype(x.dtype, copy=False)
 
     def backward(self, g):
-        (x,) = self.saved_tensors
+        (x,) = self.saved_values
         if self.noise is None:
             f = np.where(x._data > 0, 1.0, (self.lower + self.upper) / 2)
         else:
@@ -794,7 +808,7 @@ class Prelu(Node, name="PreluKernelBackward0"):
         return np.where(x > 0, x, x * _prelu_w(w, x.ndim)).astype(np.result_type(x, w), copy=False)
 
     def backward(self, g):
-        x, w = self.saved_tensors
+        x, w = self.saved_values
         nf = self.next_functions
         pos = x > 0
         gw = None
@@ -1115,6 +1129,18 @@ def hardshrink(input, lambd=0.5):
     return Hardshrink.apply(input, lambd=lambd)
 
 
+def softshrink(input, lambd=0.5):
+    """F.softshrink (torch._C._nn.softshrink): shrinks x toward 0 by lambd, 0 inside [-lambd, lambd]."""
+    from .._errors import scalar_name
+    E._act(input, "softshrink", "softshrink_check", (("lambd", lambd, 2),))
+    dt = input._data.dtype
+    big = float(np.finfo(dt).max)
+    if not 0 <= lambd <= big:
+        raise RuntimeError(f"lambda must be in range [0, {big:g}] for input dtype {scalar_name(dt)}, but found "
+                           f"{lambd:g}")
+    return Softshrink.apply(input, lambd=lambd)
+
+
 def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, generator=None):
     """torch.rrelu (F.rrelu is the same with ``inplace``)."""
     return _rrelu(input, lower, upper, training, False, generator)
@@ -1123,7 +1149,8 @@ def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, generator=None):
 def _rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False, generator=None):
     """Randomized leaky ReLU: in training, each negative element is scaled by a slope drawn uniformly from
     [lower, upper]; in evaluation by (lower + upper) / 2."""
-    E._act(input, "rrelu", "rrelu_with_noise_cpu", (("lower", lower, 2), ("upper", upper, 3)))
+    E._act(input, "rrelu", "rrelu_with_noise_out_cpu" if training else "leaky_relu_cpu",
+           (("lower", lower, 2), ("upper", upper, 3)))
     noise = None
     if training:
         from .._creation import empty
@@ -1304,6 +1331,7 @@ METHODS = {
     "float_power": float_power, "float_power_": float_power_, "addcmul": addcmul, "addcdiv": addcdiv,
     "hardshrink": hardshrink, "prelu": prelu,
     "atanh_": atanh_, "arctanh_": atanh_, "polygamma_": polygamma_,
+    "real": property(real, doc="The real part: the tensor itself."), "imag": property(imag, doc="Complex only."),
     **{a + "_": _CMP_INPLACE[b] for a, b in (("eq", "eq"), ("ne", "ne"), ("lt", "lt"), ("le", "le"), ("gt", "gt"),
                                              ("ge", "ge"), ("not_equal", "ne"), ("less", "lt"), ("less_equal", "le"),
                                              ("greater", "gt"), ("greater_equal", "ge"))},

@@ -9,7 +9,8 @@ from .module import Module
 
 __all__ = ["ReLU", "ReLU6", "LeakyReLU", "PReLU", "ELU", "CELU", "SELU", "GELU", "SiLU", "Mish", "Tanh", "Sigmoid",
            "Hardswish", "Hardsigmoid", "Hardtanh", "Softmax", "LogSoftmax", "Softmin", "Softplus", "Softsign",
-           "LogSigmoid", "Tanhshrink", "Threshold", "GLU", "MultiheadAttention"]
+           "LogSigmoid", "Tanhshrink", "Threshold", "GLU", "MultiheadAttention", "Hardshrink", "Softshrink", "RReLU",
+           "Softmax2d"]
 
 
 def _inplace_str(inplace, lead=""):
@@ -243,6 +244,61 @@ class LogSoftmax(Softmax):
 class Softmin(Softmax):
     def forward(self, input):
         return F.softmin(input, self.dim, _stacklevel=5)
+
+
+class Hardshrink(Module):
+    __constants__ = ["lambd"]
+
+    def __init__(self, lambd=0.5):
+        super().__init__()
+        self.lambd = lambd
+
+    def forward(self, input):
+        return F.hardshrink(input, self.lambd)
+
+    def extra_repr(self):
+        return f"{self.lambd}"
+
+
+class Softshrink(Module):
+    __constants__ = ["lambd"]
+
+    def __init__(self, lambd=0.5):
+        super().__init__()
+        self.lambd = lambd
+
+    def forward(self, input):
+        return F.softshrink(input, self.lambd)
+
+    def extra_repr(self):
+        return str(self.lambd)
+
+
+class RReLU(Module):
+    """Randomized leaky ReLU: in training each negative element's slope is drawn from U(lower, upper) (from
+    hookgrad's generator: not PyTorch's numbers); in evaluation the slope is (lower + upper) / 2, as in PyTorch."""
+    __constants__ = ["lower", "upper", "inplace"]
+
+    def __init__(self, lower=1.0 / 8, upper=1.0 / 3, inplace=False):
+        super().__init__()
+        self.lower = lower
+        self.upper = upper
+        self.inplace = inplace
+
+    def forward(self, input):
+        return F.rrelu(input, self.lower, self.upper, self.training, self.inplace)
+
+    def extra_repr(self):
+        return f"lower={self.lower}, upper={self.upper}{_inplace_str(self.inplace, ', ')}"
+
+
+class Softmax2d(Module):
+    """Softmax over the channel dimension (-3) of a 3-D or 4-D input."""
+
+    def forward(self, input):
+        if input.dim() not in (3, 4):
+            raise ValueError(f"Softmax2d: expected input to be 3D or 4D, got {input.dim()}D instead")
+        return F.softmax(input, -3, _stacklevel=5)
 
 
 from .transformer import MultiheadAttention  # noqa: E402  (torch.nn.modules.activation exports it too)

@@ -1,13 +1,14 @@
 """BatchNorm layers and their bases _NormBase, _BatchNorm (torch.nn.modules.batchnorm)."""
 import numpy as np
 
-from ..parameter import Parameter
+from ..parameter import Parameter, UninitializedParameter, UninitializedBuffer
 from .. import functional as F, init
 from ... import _creation as C
 from ..._tensor import Tensor
 from .module import Module
+from .lazy import LazyModuleMixin
 
-__all__ = ["BatchNorm1d", "BatchNorm2d"]
+__all__ = ["BatchNorm1d", "BatchNorm2d", "LazyBatchNorm1d", "LazyBatchNorm2d"]
 
 
 class _NormBase(Module):
@@ -103,3 +104,57 @@ class BatchNorm2d(_BatchNorm):
         if input.shape[1] != self.num_features:
             raise RuntimeError(f"running_mean should contain {input.shape[1]} elements not {self.num_features} "
                                f"(hookgrad: in {self!r}, input of shape {list(input.shape)})")
+
+
+class _LazyNormBase(LazyModuleMixin, _NormBase):
+    """The lazy norms: ``num_features`` is inferred from the first input's dim 1."""
+
+    def __init__(self, eps=1e-5, momentum=0.1, affine=True, track_running_stats=True, device=None, dtype=None, *,
+                 bias=True):
+        super().__init__(0, eps, momentum, False, False, device, dtype, bias=False)
+        self.affine = affine
+        self.track_running_stats = track_running_stats
+        if self.affine:
+            self.weight = UninitializedParameter(device=device, dtype=dtype)
+            if bias:
+                self.bias = UninitializedParameter(device=device, dtype=dtype)
+        if self.track_running_stats:
+            self.running_mean = UninitializedBuffer(device=device, dtype=dtype)
+            self.running_var = UninitializedBuffer(device=device, dtype=dtype)
+            self.num_batches_tracked = Tensor._make(np.array(0, np.int64))
+
+    def reset_parameters(self):
+        if not self.has_uninitialized_params() and self.num_features != 0:
+            super().reset_parameters()
+
+    def initialize_parameters(self, input):
+        if self.has_uninitialized_params():
+            self.num_features = input.shape[1]
+            if self.affine:
+                if not isinstance(self.weight, UninitializedParameter):
+                    raise AssertionError("self.weight must be an UninitializedParameter")
+                self.weight.materialize((self.num_features,))
+                if self.bias is not None:
+                    if not isinstance(self.bias, UninitializedParameter):
+                        raise AssertionError("self.bias must be an UninitializedParameter")
+                    self.bias.materialize((self.num_features,))
+            if self.track_running_stats:
+                self.running_mean.materialize((self.num_features,))
+                self.running_var.materialize((self.num_features,))
+            self.reset_parameters()
+
+
+class LazyBatchNorm1d(_LazyNormBase, _BatchNorm):
+    cls_to_become = BatchNorm1d
+
+    def _check_input_dim(self, input):
+        if input.dim() != 2 and input.dim() != 3:
+            raise ValueError(f"expected 2D or 3D input (got {input.dim()}D input)")
+
+
+class LazyBatchNorm2d(_LazyNormBase, _BatchNorm):
+    cls_to_become = BatchNorm2d
+
+    def _check_input_dim(self, input):
+        if input.dim() != 4:
+            raise ValueError(f"expected 4D input (got {input.dim()}D input)")

@@ -1,10 +1,11 @@
 """Identity, Linear, Bilinear."""
 import math
 
-from ..parameter import Parameter
+from ..parameter import Parameter, UninitializedParameter
 from .. import functional as F, init
 from ... import _creation as C
 from .module import Module
+from .lazy import LazyModuleMixin
 
 __all__ = ["Identity", "Linear", "Bilinear", "LazyLinear", "NonDynamicallyQuantizableLinear"]
 
@@ -55,57 +56,35 @@ class NonDynamicallyQuantizableLinear(Linear):
     pass
 
 
-class LazyLinear(Linear):
-    """Linear whose ``in_features`` is inferred from its first input (PyTorch's LazyModuleMixin): a forward
-    pre-hook (with kwargs) materialises ``weight``/``bias`` in place (same Parameter objects), initialises
-    them, removes itself and the load hook, and the module becomes a :class:`Linear`. Until then the
-    parameters hold no elements (PyTorch's UninitializedParameter) and draw no random numbers."""
+class LazyLinear(LazyModuleMixin, Linear):
+    """Linear whose ``in_features`` is inferred from its first input; it becomes a :class:`Linear` then."""
     cls_to_become = Linear
 
     def __init__(self, out_features, bias=True, device=None, dtype=None):
-        super().__init__(0, out_features, bias, device, dtype)
-        self._load_hook = self._register_load_state_dict_pre_hook(self._lazy_load_hook)
-        self._initialize_hook = self.register_forward_pre_hook(self._infer_parameters, with_kwargs=True)
+        super().__init__(0, 0, False)     # bias False: no tensor made that is replaced at once (PyTorch's)
+        self.weight = UninitializedParameter(device=device, dtype=dtype)
+        self.out_features = out_features
+        if bias:
+            self.bias = UninitializedParameter(device=device, dtype=dtype)
 
     def reset_parameters(self):
         if not self.has_uninitialized_params() and self.in_features != 0:
             super().reset_parameters()
 
-    def has_uninitialized_params(self):
-        return any(p is not None and p._data.size == 0 and self.in_features == 0
-                   for p in (self.weight, self.bias))
-
-    def _materialize(self, in_features):
-        import numpy as np
-        self.in_features = in_features
-        w = self.weight
-        w._data = np.empty((self.out_features, in_features), dtype=w._data.dtype)
-        if self.bias is not None:
-            self.bias._data = np.empty((self.out_features,), dtype=self.bias._data.dtype)
-
     def initialize_parameters(self, input):
         if self.has_uninitialized_params():
             from ...autograd.grad_mode import no_grad
             with no_grad():
-                self._materialize(input.shape[-1])
+                self.in_features = input.shape[-1]
+                self.weight.materialize((self.out_features, self.in_features))
+                if self.bias is not None:
+                    self.bias.materialize((self.out_features,))
                 self.reset_parameters()
-
-    def _lazy_load_hook(self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
-                        error_msgs):
-        key = prefix + "weight"
-        if self.has_uninitialized_params() and key in state_dict and getattr(state_dict[key], "ndim", 0) == 2:
-            self._materialize(state_dict[key].shape[1])
-
-    def _infer_parameters(self, module, args, kwargs=None):
-        module.initialize_parameters(*args, **(kwargs or {}))
-        if module.has_uninitialized_params():
-            raise RuntimeError(f"module {self._get_name()} has not been fully initialized")
-        module._initialize_hook.remove()
-        module._load_hook.remove()
-        delattr(module, "_initialize_hook")
-        delattr(module, "_load_hook")
-        if module.cls_to_become is not None:
-            module.__class__ = module.cls_to_become
+        if self.in_features == 0:
+            if input.shape[-1] != self.weight.shape[-1]:
+                raise AssertionError(f"The in_features inferred from input: {input.shape[-1]} is not equal to "
+                                     f"in_features from self.weight: {self.weight.shape[-1]}")
+            self.in_features = input.shape[-1]
 
 
 class Bilinear(Module):

@@ -1206,6 +1206,8 @@ class Module:
                                       "expected torch.Tensor or Tensor-like object from checkpoint but "
                                       f"received {type(input_param)}" + _foreign_tensor_hint(input_param))
                     continue
+                if "_lazy_data" in param.__dict__:   # an uninitialised (lazy) one: PyTorch copies nothing in
+                    continue
                 if len(param.shape) == 0 and len(input_param.shape) == 1 and input_param.shape[0] == 1:
                     input_param = input_param[0]
                 if input_param.shape != param.shape:
@@ -1255,7 +1257,7 @@ class Module:
         snap = []
         for m in self.modules():
             tensors = [(t, t._data.copy()) for t in itertools.chain(m._parameters.values(), m._buffers.values())
-                       if t is not None]
+                       if t is not None and "_lazy_data" not in t.__dict__]   # an uninitialised one has no values
             snap.append((m, dict(m._parameters), dict(m._buffers), tensors))
         return snap
 
