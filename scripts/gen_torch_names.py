@@ -112,6 +112,10 @@ RULES = [
     (r"^torch$", r"^(USE_GLOBAL_DEPS|USE_RTLD_GLOBAL_WITH_LIBTORCH|compiled_with_cxx11_abi|"
                  r"has_(lapack|mkl|openmp|spectral)|get_file_path|prepare_multiprocessing_environment|"
                  r"init_num_threads)$", "non-goal: how PyTorch's C++ library was built and is loaded"),
+    # [lead] top-level ModuleDict/ParameterDict/BufferDict are TorchScript's classes (not nn's); masked is a prototype
+    (r"^torch$", r"^(ModuleDict|ParameterDict|BufferDict)$",
+     "non-goal: TorchScript, graph capture and dispatcher internals"),
+    (r"^torch$", r"^masked$", "non-goal: masked tensors (a prototype API in PyTorch)"),
 ]
 
 

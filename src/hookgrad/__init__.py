@@ -159,13 +159,6 @@ __getattr__ = _missing.module_getattr(__name__, "torch")  # torch names hookgrad
 # [part H: alias]
 from . import version, torch_version   # torch.version, torch.torch_version (the release hookgrad mirrors)
 # [end H]
-# [part E2: out=] (last: wraps every function above that declares out, PyTorch's out= semantics)
-from .primitives import _out
-_out.install(globals())
-_out.install(linalg.__dict__, "linalg", "linalg_")
-del _out
-# [end E2]
-
 # [part Q: the last everyday names]
 from ._layout import (layout, memory_format, strided, sparse_coo, sparse_csr, sparse_csc, sparse_bsr, sparse_bsc,
                       jagged, contiguous_format, preserve_format, channels_last, channels_last_3d,
@@ -180,8 +173,21 @@ from . import storage
 from .storage import (StorageBase, FloatStorage, DoubleStorage, HalfStorage, LongStorage, IntStorage, ShortStorage,
                       CharStorage, ByteStorage, BoolStorage, FloatStorage as Storage)
 from .primitives.everyday import adjoint, slice_inverse, as_strided_copy, split_with_sizes
-from .primitives import _out as _q_out
-_q_out.install(globals())  # out= on this block's functions too (idempotent for the ones already wrapped)
-del _q_out
 # [end Q]
+# out= (after every block that defines functions): PyTorch's out= semantics for each function that has it in
+# PyTorch, one wrapper (primitives/_out.py); nn.functional's names that are torch's functions get the same object
+from .primitives import _out
+_out.install(globals())
+_out.install(linalg.__dict__, "linalg", "linalg_")
+del _out
 __version__ = "0.1.0"
+# [part R: PyTorch's argument-parser errors] (after every block that defines or wraps functions)
+from .primitives._dispatch import install_checks as _r_install
+_r_install(globals())
+_r_install(linalg.__dict__)
+del _r_install
+# [end R]
+# nn.functional's names that are torch's functions: the same (wrapped) objects as torch's, as in PyTorch
+from .primitives._out import share as _share
+_share(globals(), nn.functional.__dict__)
+del _share

@@ -580,9 +580,9 @@ def bernoulli(input, p=None, *, generator=None):
     d = input._data
     if p is None:      # per-element probabilities: bernoulli_distribution<float>, a 24-bit uniform each
         u = _gen(generator)._uniform01(d.size, np.float32).reshape(d.shape)
-        return Tensor._make((u < d).astype(d.dtype))
+        return _sampled((u < d).astype(d.dtype), (input,), "BernoulliBackward0")
     u = _gen(generator)._uniform01(d.size, np.float64).reshape(d.shape)
-    return Tensor._make((u < p).astype(d.dtype))
+    return _sampled((u < p).astype(d.dtype), (input,), None, "bernoulli")
 
 
 def multinomial(input, num_samples, replacement=False, *, generator=None):
@@ -628,7 +628,8 @@ def normal(mean=0.0, std=1.0, size=None, *, generator=None, out=None, dtype=None
         shp = np.broadcast_shapes(np.shape(m), np.shape(s))
         ref = mean if isinstance(mean, Tensor) else std
         z = _gen(generator)._normal(_numel(shp), ref._data.dtype).reshape(shp)
-        return Tensor._make((m + s * z).astype(ref._data.dtype))
+        kind = 3 if isinstance(mean, Tensor) and isinstance(std, Tensor) else 1 if isinstance(mean, Tensor) else 2
+        return _sampled((m + s * z).astype(ref._data.dtype), (mean, std), f"NormalBackward{kind}")
     shp = _size((size,))
     dt = _default(dtype)
     return _finish(_gen(generator)._normal(_numel(shp), dt, mean, std).reshape(shp).astype(dt), None, requires_grad)
@@ -680,6 +681,40 @@ class _FillRandom(_Fill, name="FillBackward0"):
 _RANDOM_NODES = {n: type(n, (_FillRandom,), {}, name=n) for n in (
     "NormalBackward0", "UniformBackward0", "RandomBackward0", "RandomBackward1", "RandomBackward2",
     "BernoulliBackward1", "BernoulliBackward2", "ExponentialBackward0")}
+
+
+class _Sampled(_Node, name="BernoulliBackward0"):
+    """A sample drawn from tensor parameters (bernoulli(p), normal(mean, std)): it requires grad when they
+    do, and its gradient to each is zeros, as PyTorch's; ``_v`` is the sample."""
+
+    def forward(self, *params):
+        return self._v
+
+    def backward(self, g):
+        z = Tensor._make(np.zeros(g._data.shape, g._data.dtype))
+        return z if len(self.next_functions) == 1 else (z,) * len(self.next_functions)
+
+
+class _SampledNoGrad(_Sampled, name="NotImplemented"):
+    def name(self):
+        return "torch::autograd::NotImplemented"
+
+    def backward(self, g):
+        raise RuntimeError(f"derivative for aten::{self.op} is not implemented")
+
+
+_SAMPLED = {n: type(n, (_Sampled,), {}, name=n) for n in ("NormalBackward1", "NormalBackward2", "NormalBackward3")}
+_SAMPLED["BernoulliBackward0"] = _Sampled
+
+
+def _sampled(value, params, name, op=None):
+    """``value`` (an array) as a Tensor recorded on the tensor ``params`` that require grad (else plain)."""
+    ts = [t for t in params if isinstance(t, Tensor)]
+    if _state.enabled and any(t.requires_grad for t in ts):
+        if op is not None:
+            return _SampledNoGrad.apply(*ts, _v=value, op=op)
+        return _SAMPLED[name].apply(*ts, _v=value)
+    return Tensor._make(value)
 
 
 def fill_(self, value):

@@ -103,6 +103,8 @@ def type_name(x):
     t = type(x)
     if any(k.__name__ == "Tensor" and k.__module__.startswith("hookgrad") for k in t.__mro__):
         return "Tensor"
+    if t.__module__.startswith("hookgrad"):
+        return f"torch.{t.__name__}"           # torch.dtype, torch.device, torch.Size
     return t.__name__ if t.__module__ == "builtins" else f"{t.__module__}.{t.__name__}"
 
 
@@ -150,3 +152,97 @@ def no_device(dv):
         return NoCuda(f"Torch not compiled with CUDA enabled (hookgrad runs on the CPU only; device '{dv}' is not "
                       "available)")
     return RuntimeError(f"hookgrad runs on the CPU only; device '{dv}' is not available")
+
+
+# ------------------------------------------------------------------ PyTorch's argument parser, on the error path
+# Parameter names whose type in PyTorch's signatures is Tensor, int, bool or a sequence of Tensors. hookgrad's
+# public functions keep PyTorch's parameter names, so the name says what the parser would have demanded.
+_TENSOR_PARAMS = frozenset(
+    "input self other mat mat1 mat2 vec vec1 vec2 batch1 batch2 tensor tensor1 tensor2 weight bias index src "
+    "mask target condition indices x1 x2 input1 input2 the_template source sorted_sequence boundaries elements "
+    "test_elements exponent end weights grad_output log_probs targets anchor positive negative var".split())
+_SCALAR_OK = frozenset("input self other exponent end weight value elements test_elements index src".split())
+_INT_PARAMS = frozenset(
+    "dim dim0 dim1 dim2 chunks k row col offset groups start_dim end_dim n diagonal num_samples "
+    "output_size dims_other num_classes min_length ddof correction "
+    "shifts source_dim destination_dim".split())
+# Functions PyTorch writes in Python (torch.functional, ...): no argument parser in front of them.
+_PYTHON_LEVEL = frozenset(
+    "atleast_1d atleast_2d atleast_3d block_diag broadcast_shapes broadcast_tensors cartesian_prod cdist "
+    "chain_matmul einsum istft lu meshgrid norm pca_lowrank split stft svd_lowrank tensordot unique "
+    "unique_consecutive unravel_index lobpcg is_tensor is_storage typename vmap cond while_loop".split())
+# Int parameters that an overload of the same function takes as a Tensor (max(input, other), ...).
+_TENSOR_OVERLOAD = {"max": "dim", "min": "dim"}
+_BOOL_PARAMS = frozenset(
+    "keepdim sorted largest descending stable unbiased right return_inverse return_counts training train "
+    "inplace transpose unitriangular align_corners ceil_mode count_include_pad return_indices "
+    "out_int32 assume_unique invert".split())
+_TENSOR_LISTS = frozenset("tensors".split())
+_INT_LISTS = frozenset("split_sizes size dims shape kernel_size stride dilation".split())
+_NUMBERS = frozenset("lower upper alpha beta negative_slope min_val max_val".split())
+
+
+def _is_tensor(x):
+    return type_name(x) == "Tensor"
+
+
+def _is_int(x):
+    return isinstance(x, (int, np.integer)) and not _is_tensor(x)
+
+
+def parser_error(fname, fn, args, kwargs, exc, python_level=False, method=False):
+    """The TypeError PyTorch's argument parser raises for ``fname(*args, **kwargs)``, or None when the
+    arguments' types are what PyTorch's signature takes (the error ``exc`` is then the op's own).
+
+    Runs only after the call failed: hookgrad's ops take the arguments on trust, and an argument of the
+    wrong type shows up as whatever the op's body tripped on (AttributeError on a number's ``_data``, ...)."""
+    import inspect
+    if fname in _PYTHON_LEVEL:
+        return None
+    try:
+        sig = inspect.signature(fn)
+        bound = sig.bind(*args, **kwargs)
+    except ValueError:
+        return None
+    except TypeError:       # Python's own binding error: PyTorch's text names the function as PyTorch does
+        m = re.match(r"^[\w.<>]+\(\) (takes .*|got .*|missing .*)$", str(exc)) if isinstance(exc, TypeError) else None
+        return TypeError(f"{fname}() {m.group(1)}") if m else None
+    if isinstance(exc, TypeError) and re.search(r"\): argument '|invalid combination|positional arg", str(exc)):
+        return None                     # hookgrad's own parser text already (conv1d's overloads, ...)
+    pos = {}
+    for i, name in enumerate(list(bound.arguments)[:len(args)]):
+        pos[name] = i + 1 - method
+    for name, v in bound.arguments.items():
+        p = sig.parameters[name]
+        if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+            continue
+        if v is None and p.default is None:
+            continue
+        at = f" (position {pos[name]})" if name in pos else ""
+        if name in _TENSOR_PARAMS and not _is_tensor(v):
+            if name in _SCALAR_OK and is_number(v) and not isinstance(exc, AttributeError):
+                continue
+            if isinstance(v, (list, tuple)) and not isinstance(exc, AttributeError):
+                continue
+            if python_level and (name != "input" or not is_number(v)) and isinstance(exc, AttributeError):
+                continue
+            return TypeError(f"{fname}(): argument '{name}'{at} must be Tensor, not {type_name(v)}")
+        if name in _INT_PARAMS and not _is_int(v) and not (python_level and name == "output_size") and _TENSOR_OVERLOAD.get(fname) != name and not (isinstance(v, (list, tuple)) and name.startswith(
+                ("dim", "shifts", "split", "repeats", "output_size", "sections"))):
+            if isinstance(v, (list, tuple)) and all(_is_int(d) for d in v):
+                continue
+            return TypeError(f"{fname}(): argument '{name}'{at} must be int, not {type_name(v)}")
+        if name in _BOOL_PARAMS and not python_level and not isinstance(v, (bool, np.bool_)):
+            return TypeError(f"{fname}(): argument '{name}'{at} must be bool, not {type_name(v)}")
+        if name in _INT_LISTS and not _is_int(v) and not (
+                isinstance(v, (list, tuple)) and all(_is_int(d) for d in v)) and not (name == "size" and _is_tensor(v)):
+            return TypeError(f"{fname}(): argument '{name}'{at} must be tuple of ints, not {type_name(v)}")
+        if name in _NUMBERS and not is_number(v):
+            return TypeError(f"{fname}(): argument '{name}'{at} must be Number, not {type_name(v)}")
+        if name in _TENSOR_LISTS:
+            if _is_tensor(v) or not isinstance(v, (list, tuple)):
+                return TypeError(f"{fname}(): argument '{name}'{at} must be tuple of Tensors, not {type_name(v)}")
+            for i, t in enumerate(v):
+                if not _is_tensor(t):
+                    return TypeError(f"expected Tensor as element {i} in argument 0, but got {type_name(t)}")
+    return None

@@ -1,9 +1,10 @@
 """Real third-party tools (captum, ptflops, torchviz) run unchanged on a small CNN and an MLP.
 
-Imported by test_tools_more.py, where ``torch`` is PyTorch; run as a script under the alias
-(``python -m hookgrad _tools_more_cases.py DIR``), where ``import torch`` gives hookgrad: it loads the
-weights PyTorch saved in DIR and prints every tool's output as JSON. The tools' code is the same
-unmodified code on both sides.
+Run as a script twice by test_tools_more.py, each in a fresh process (the tools patch and cache torch's
+functions, so the test process's own torch state must not leak in): ``python _tools_more_cases.py DIR torch``
+on PyTorch and ``python -m hookgrad _tools_more_cases.py DIR hookgrad`` under the alias, where ``import torch``
+gives hookgrad. Both load the weights PyTorch saved in DIR and print every tool's output as JSON. The tools'
+code is the same unmodified code on both sides.
 """
 import io
 import json
@@ -103,9 +104,10 @@ def run_tools(torch, model, shape):
             "torchviz": run_torchviz(torch, model, shape)}
 
 
-def main(folder):
-    import torch                                 # hookgrad, through the alias
-    assert "hookgrad" in torch.__version__, torch.__version__
+def main(folder, side):
+    """Print every tool's output as JSON: ``side`` "torch" (plain PyTorch) or "hookgrad" (under the alias)."""
+    import torch
+    assert ("hookgrad" in torch.__version__) == (side == "hookgrad"), torch.__version__
     result = {}
     for name in MODELS:
         model = build(torch, name)
@@ -115,4 +117,4 @@ def main(folder):
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    main(*sys.argv[1:3])

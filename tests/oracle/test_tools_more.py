@@ -1,15 +1,13 @@
 """captum, ptflops and torchviz, unmodified, give the same output on hookgrad as on PyTorch; the "later"
 layers tools name at import are placeholders; scalars from tensors warn and format as PyTorch.
 
-PyTorch runs the tools here; hookgrad runs them in one subprocess under the alias (``python -m hookgrad``),
-on the same weights (see test_real_tools.py and _tools_more_cases.py).
+PyTorch and hookgrad (under the alias, ``python -m hookgrad``) each run the tools in a fresh subprocess, on
+the same weights (see _tools_more_cases.py).
 """
 import json
 import os
 import subprocess
 import sys
-import warnings
-
 import pytest
 import torch
 
@@ -24,18 +22,18 @@ ENV = dict(os.environ, PYTHONPATH=os.pathsep.join([os.path.abspath(SRC), os.envi
 def both(tmp_path_factory):
     folder = tmp_path_factory.mktemp("tools_more")
     torch.manual_seed(0)
-    ours = {}
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")             # captum's notes about hooks and inputs requiring grad
-        for name, shape in cases.MODELS.items():
-            model = cases.build(torch, name)
-            torch.save(model.state_dict(), folder / (name + ".pt"))
-            ours[name] = cases.run_tools(torch, model, shape)
-    proc = subprocess.run([sys.executable, "-W", "ignore", "-m", "hookgrad",
-                           os.path.join(HERE, "_tools_more_cases.py"), str(folder)],
-                          capture_output=True, text=True, env=ENV, timeout=300)
-    assert proc.returncode == 0, proc.stderr[-4000:]
-    return ours, json.loads(proc.stdout)
+    for name in cases.MODELS:
+        torch.save(cases.build(torch, name).state_dict(), folder / (name + ".pt"))
+    script = os.path.join(HERE, "_tools_more_cases.py")
+    procs = [subprocess.Popen([sys.executable, "-W", "ignore"] + alias + [script, str(folder), side],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV)
+             for side, alias in (("torch", []), ("hookgrad", ["-m", "hookgrad"]))]
+    out = []
+    for proc in procs:
+        stdout, stderr = proc.communicate(timeout=300)
+        assert proc.returncode == 0, stderr[-4000:]
+        out.append(json.loads(stdout))
+    return tuple(out)
 
 
 CAPTUM = ["ig", "ig_delta", "saliency", "saliency_signed", "deeplift", "guided_backprop", "input_x_gradient",

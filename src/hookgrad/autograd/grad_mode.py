@@ -26,8 +26,8 @@ class _DecoratorContextManager:
     """Usable as ``with ctx():`` and as ``@ctx()`` (and, like torch, as bare ``@ctx``)."""
 
     def __new__(cls, *args, **kwargs):
-        if cls is not set_grad_enabled and len(args) == 1 and callable(args[0]) and not kwargs \
-                and not isinstance(args[0], bool):
+        # like torch's _NoParamDecoratorContextManager: any argument given is the function decorated
+        if cls in (no_grad, enable_grad) and len(args) == 1 and args[0] is not None and not kwargs:
             return cls()(args[0])
         return super().__new__(cls)
 

@@ -10,7 +10,6 @@ disable_saved_tensors_hooks, allow_mutation_on_saved_tensors and increment_versi
 """
 import contextlib
 import itertools
-import sys as _sys
 import re
 import threading
 import traceback
@@ -560,15 +559,6 @@ class Node:
             else:
                 out.append(s.unpack() if type(s) is SavedTensor else s)
         return tuple(out)
-
-    @property
-    def saved_tensors(self):
-        # PyTorch's built-in nodes have no saved_tensors (torchviz tests hasattr): an AttributeError
-        # outside hookgrad. NOTE: ops still written with ``self.saved_tensors`` keep working until
-        # they are moved to ``self.saved_values`` (then this compatibility path can go).
-        if _sys._getframe(1).f_globals.get("__name__", "").startswith("hookgrad."):
-            return self.saved_values
-        raise AttributeError(f"'{type(self).__name__}' object has no attribute 'saved_tensors'")
 
     @property
     def needs_input_grad(self):

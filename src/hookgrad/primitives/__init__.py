@@ -318,7 +318,9 @@ def _make_inplace_binary(cls, name):
         def fn(self, other, alpha=1):
             return general(self, other, {} if alpha == 1 else {"alpha": alpha})
     else:
-        def fn(self, other, *, alpha=1):
+        def fn(self, other, *rest, alpha=1):
+            if rest:        # the deprecated x.add_(Number alpha, Tensor other)
+                other, alpha = E._alpha_overload(name, self, other, rest, alpha)
             return general(self, other, {} if alpha == 1 else {"alpha": alpha})
     fn.__name__ = fn.__qualname__ = name
     return fn
@@ -326,3 +328,37 @@ def _make_inplace_binary(cls, name):
 
 
 _install()
+
+
+# [part S: results as PyTorch's]
+def _s_varargs(fn):
+    """``x.squeeze(0, 1)``: PyTorch's methods whose one argument is a list of ints also take them as varargs."""
+    import functools
+
+    @functools.wraps(fn)            # PyTorch's keyword names (inspect.signature follows __wrapped__)
+    def method(self, *args, **kw):
+        if len(args) > 1 and all(type(a) is int for a in args):
+            return fn(self, args, **kw)
+        return fn(self, *args, **kw)
+    return method
+
+
+for _k in ("squeeze", "squeeze_", "count_nonzero", "hsplit", "vsplit", "dsplit", "broadcast_to"):
+    setattr(Tensor, _k, _s_varargs(getattr(Tensor, _k)))
+# [end S]
+
+
+# [part R: PyTorch's argument-parser errors on Tensor methods] (error path only; the fast dunders stay as they are)
+def _r_check_methods():
+    from ._dispatch import checked
+    from .._errors import _PYTHON_LEVEL
+    skip = set(_FAST) | set(_FAST_UNARY) | _PYTHON_LEVEL
+    for name in list(_METHODS) + [n + "_" for n in _INPLACE_VIA]:
+        fn = Tensor.__dict__.get(name)
+        if name.startswith("__") or name in skip or not inspect.isfunction(fn) or getattr(fn, "_arg_checked", 0):
+            continue
+        setattr(Tensor, name, checked(fn, name, method=True))
+
+
+_r_check_methods()
+# [end R]

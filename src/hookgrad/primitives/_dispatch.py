@@ -102,3 +102,37 @@ def apply_inplace(self, cls, *args, **params):
     """
     from ._inplace import inplace_apply
     return inplace_apply(self, cls, args, params)
+
+
+# ------------------------------------------------------------------ PyTorch's argument parser (error path only)
+def checked(fn, fname=None, python_level=False, method=False):
+    """``fn`` whose failures on arguments of the wrong type become the TypeError of PyTorch's argument parser
+    (``clone(): argument 'input' (position 1) must be Tensor, not int``). A call that succeeds costs one frame;
+    the arguments are looked at only after ``fn`` raised (see _errors.parser_error)."""
+    import functools
+    from .._errors import parser_error
+    fname = fname or fn.__name__
+
+    @functools.wraps(fn)
+    def call(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except Exception as e:          # noqa: BLE001 -- re-raised unless an argument has the wrong type
+            err = parser_error(fname, fn, args, kwargs, e, python_level, method)
+            if err is None:
+                raise
+            raise err from None
+    call._arg_checked = fn
+    return call
+
+
+def install_checks(namespace, module_prefix="hookgrad", python_level=False):
+    """Wrap each public function of ``namespace`` (a module's dict) defined in hookgrad with ``checked``."""
+    import inspect
+    for k, v in list(namespace.items()):
+        if k.startswith("_") or not inspect.isfunction(v):
+            continue
+        v = getattr(v, "_arg_checked", v)      # checked already under another name (an alias, a method)
+        if not (getattr(v, "__module__", "") or "").startswith(module_prefix):
+            continue
+        namespace[k] = checked(v, k, python_level)

@@ -1128,22 +1128,58 @@ def _check_alpha(fname, input, other, alpha):
         raise RuntimeError("Boolean alpha only supported for Boolean results.")
 
 
-def add(input, other, *, alpha=1, out=None):
+def deprecated_overload(fname, old, new):
+    """PyTorch's warning for a deprecated positional overload (``add(input, alpha, other)``)."""
+    import warnings
+    warnings.warn(f"This overload of {fname} is deprecated:\n\t{old}\nConsider using one of the following "
+                  f"signatures instead:\n\t{new}", UserWarning, stacklevel=3)
+
+
+def _alpha_overload(fname, input, other, rest, alpha):
+    """``add(input, Number alpha, Tensor other)`` (deprecated) -> (other, alpha)."""
+    if len(rest) == 1 and is_number(other) and isinstance(rest[0], Tensor) and alpha == 1:
+        deprecated_overload(fname, f"{fname}(Tensor input, Number alpha, Tensor other, *, Tensor out = None)",
+                            f"{fname}(Tensor input, Tensor other, *, Number alpha = 1, Tensor out = None)")
+        return rest[0], other
+    raise TypeError(f"{fname}() takes 2 positional arguments but {2 + len(rest)} were given")
+
+
+def _numbers(input, other):
+    """torch.add(2, 3) & co.: two Python numbers give a 0-d tensor with PyTorch's dtype rules."""
+    if not isinstance(input, Tensor) and not isinstance(other, Tensor) and is_number(input) and is_number(other):
+        from .. import _dtype as D
+        return Tensor._make(np.asarray(input, D.result_type_of([], [input]).np))
+    return input
+
+
+def add(input, other, *rest, alpha=1, out=None):
     """input + alpha * other, with broadcasting and type promotion."""
+    if rest:
+        other, alpha = _alpha_overload("add", input, other, rest, alpha)
+    if not isinstance(input, Tensor):
+        input = _numbers(input, other)
     if alpha != 1 or type(alpha) is not int:
         _check_alpha("add", input, other, alpha)
     r = binary(Add, input, other, alpha=alpha) if alpha != 1 else binary(Add, input, other)
     return r if out is None else _out(r, out)
 
 
-def sub(input, other, *, alpha=1, out=None):
+def sub(input, other, *rest, alpha=1, out=None):
     """input - alpha * other."""
+    if rest:
+        other, alpha = _alpha_overload("sub", input, other, rest, alpha)
+    if not isinstance(input, Tensor):
+        input = _numbers(input, other)
     if alpha != 1 or type(alpha) is not int:
         _check_alpha("sub", input, other, alpha)
-    if isinstance(input, Tensor) and input._data.dtype == np.bool_ and isinstance(other, Tensor) \
-            and other._data.dtype == np.bool_:
+    ba = input._data.dtype == np.bool_ if isinstance(input, Tensor) else isinstance(input, (bool, np.bool_))
+    bb = other._data.dtype == np.bool_ if isinstance(other, Tensor) else isinstance(other, (bool, np.bool_))
+    if ba and bb:
         raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or "
                            "`logical_xor()` operator instead.")
+    if ba or bb:
+        raise RuntimeError("Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying to "
+                           "invert a mask, use the `~` or `logical_not()` operator instead.")
     r = binary(Sub, input, other, alpha=alpha) if alpha != 1 else binary(Sub, input, other)
     return r if out is None else _out(r, out)
 
@@ -1168,6 +1204,8 @@ class RsubT(Rsub, name="RsubBackward0"):
 
 def mul(input, other, *, out=None):
     """input * other."""
+    if not isinstance(input, Tensor):
+        input = _numbers(input, other)
     r = binary(Mul, input, other)
     return r if out is None else _out(r, out)
 
@@ -1177,6 +1215,8 @@ multiply = mul
 
 def div(input, other, *, rounding_mode=None, out=None):
     """True division (integers give floats); rounding_mode 'trunc' or 'floor' rounds the quotient."""
+    if not isinstance(input, Tensor):
+        input = _numbers(input, other)
     if rounding_mode is None:
         r = binary(Div, input, other, float_only=True)
     elif rounding_mode in ("trunc", "floor"):
@@ -1192,6 +1232,12 @@ divide = true_divide = div
 
 def floor_divide(input, other):
     """Floor of input / other (no derivative, as in PyTorch)."""
+    if not isinstance(input, Tensor):
+        input = _numbers(input, other)
+    if isinstance(input, Tensor) and input._data.dtype == np.bool_ and (
+            other._data.dtype == np.bool_ if isinstance(other, Tensor) else isinstance(other, (bool, np.bool_))):
+        from .. import bool as _bool
+        raise not_implemented_for("div_floor_cpu", _bool)
     return binary(FloorDivide, input, other)
 
 
@@ -1309,24 +1355,80 @@ def lerp(input, end, weight):
     return Lerp.apply(input, end, w=weight)
 
 
+class Hardsigmoid(Unary, name="HardsigmoidBackward0"):
+    def forward(self, x):
+        return (np.clip(x + 3, 0, 6) / 6).astype(x.dtype, copy=False)
+
+    def backward(self, g):
+        (x,) = self.saved_values
+        return HardsigmoidGrad.apply(g, x)
+
+
+class HardsigmoidGrad(Node, name="HardsigmoidBackwardBackward0"):
+    """g / 6 strictly inside (-3, 3): PyTorch defines no derivative of it (backward raises)."""
+
+    def forward(self, g, x):
+        # PyTorch multiplies by its float constant 1/6 (a float32), also for double
+        return np.where((x > -3) & (x < 3), g * g.dtype.type(np.float32(1 / 6)), 0).astype(g.dtype, copy=False)
+
+    def backward(self, gg):
+        raise RuntimeError("derivative for aten::hardsigmoid_backward is not implemented")
+
+
+class Hardswish(Unary, name="HardswishBackward0"):
+    def forward(self, x):
+        return (x * np.clip(x + 3, 0, 6) / 6).astype(x.dtype, copy=False)
+
+    def backward(self, g):
+        (xt,) = self.saved_values
+        x = xt._data
+        # PyTorch: 0 up to -3, x/3 + 1/2 inside (-3, 3), 1 from 3 on; its derivative 1/3 strictly inside
+        slope = np.where((x > -3) & (x < 3), 1 / 3, 0).astype(x.dtype)
+        d = np.where(x <= -3, 0, np.where(x < 3, x / 3 + 0.5, 1)).astype(x.dtype) - slope * x
+        return g * (xt * Tensor._make(slope) + Tensor._make(d))
+
+
+class Mish(Unary, name="MishBackward0"):
+    def forward(self, x):
+        return (x * np.tanh(np.logaddexp(0, x))).astype(x.dtype, copy=False)
+
+    def backward(self, g):
+        (x,) = self.saved_values
+        t = softplus(x).tanh()
+        return g * (t + x * x.sigmoid() * (1 - t * t))
+
+
+class LogSigmoid(Unary, name="LogSigmoidBackward0"):
+    saved_attrs = ("buffer=buf",)
+
+    def forward(self, x):
+        z = np.exp(-np.abs(x))
+        self.buf = z
+        return (np.minimum(x, 0) - np.log1p(z)).astype(x.dtype, copy=False)
+
+    def backward(self, g):
+        (x,) = self.saved_values
+        return g * (-x).sigmoid()
+
+
 def hardsigmoid(input, inplace=False):
     _act(input, "hardsigmoid", "hardsigmoid_cpu")
-    return relu6(input + 3) / 6
+    return Hardsigmoid.apply(input)
 
 
 def hardswish(input, inplace=False):
     _act(input, "hardswish", "hardswish_cpu")
-    return input * relu6(input + 3) / 6
+    return Hardswish.apply(input)
 
 
 def mish(input, inplace=False):
     _act(input, "mish", "mish_cpu")
-    return input * tanh(softplus(input))
+    return Mish.apply(input)
 
 
 def logsigmoid(input):
     _act(input, "log_sigmoid", "log_sigmoid_cpu")
-    return -softplus(-input)
+    return LogSigmoid.apply(input)
 
 
 def softsign(input):

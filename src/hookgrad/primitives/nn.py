@@ -838,3 +838,145 @@ class AdaptiveAvgPoolGrad(Node, name="AdaptiveAvgPool2DBackwardBackward0"):
     def backward(self, gg):
         ah, aw = self.mats
         return AdaptiveAvgPool.apply(gg, out_hw=(ah.shape[0], aw.shape[0])), None
+
+
+# ----------------------------------------------------------------- pointwise losses (one node each, as PyTorch)
+_REDUCTIONS = ("none", "mean", "sum")
+
+
+class _PointLoss(Node):
+    """A pointwise loss of (input, target) with its reduction; forward on arrays, backward with Tensor ops
+    (so the gradient is differentiable again). Gradients come at the broadcast shape (reduced by the engine)."""
+    save = (0, 1)
+    saved_names = ("self", "target")
+    saved_attrs = ('reduction=("none", "mean", "sum").index(reduction)',)
+
+    def _reduce(self, loss, dt):
+        r = self.reduction
+        self.n = loss.size
+        if r == "none":
+            return loss.astype(dt, copy=False)
+        s = loss.sum(dtype=dt)
+        if r == "mean":
+            with np.errstate(invalid="ignore", divide="ignore"):
+                s = s / dt.type(loss.size)
+        return np.asarray(s, dt)
+
+    def _scaled(self, g):
+        """g (the loss's gradient) with the mean's 1/N."""
+        if self.reduction == "mean":
+            return g / self.n if self.n else g * float("nan")
+        return g
+
+    def backward(self, g, *_):
+        x, y = self.saved_values
+        gx, gy = self._grads(self._scaled(g), x, y)
+        return (gx if _need(self, 0) else None), (gy if _need(self, 1) else None)
+
+
+class MseLoss(_PointLoss, name="MseLossBackward0"):
+    def forward(self, x, y):
+        d = np.subtract(x, y)
+        return self._reduce(d * d, x.dtype)
+
+    def _grads(self, g, x, y):
+        gx = 2 * (x - y) * g
+        return gx, -gx
+
+
+class HuberLoss(_PointLoss, name="HuberLossBackward0"):
+    saved_attrs = ("delta", 'reduction=("none", "mean", "sum").index(reduction)')
+
+    def forward(self, x, y):
+        d = np.subtract(x, y)
+        z = np.abs(d)
+        dl = x.dtype.type(self.delta)
+        return self._reduce(np.where(z < dl, 0.5 * d * d, dl * (z - 0.5 * dl)), x.dtype)
+
+    def _grads(self, g, x, y):
+        gx = (x - y).clamp(-self.delta, self.delta) * g
+        return gx, -gx
+
+
+class SmoothL1Loss(_PointLoss, name="SmoothL1LossBackward0"):
+    saved_attrs = ("beta", 'reduction=("none", "mean", "sum").index(reduction)')
+
+    def forward(self, x, y):
+        d = np.subtract(x, y)
+        z = np.abs(d)
+        b = x.dtype.type(self.beta)
+        return self._reduce(np.where(z < b, 0.5 * d * d / b, z - 0.5 * b), x.dtype)
+
+    def _grads(self, g, x, y):
+        gx = ((x - y) / self.beta).clamp(-1.0, 1.0) * g
+        return gx, -gx
+
+
+class BinaryCrossEntropy(_PointLoss, name="BinaryCrossEntropyBackward0"):
+    saved_attrs = ('reduction=("none", "mean", "sum").index(reduction)', "weight=w")
+    w = None
+
+    def forward(self, x, y):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            loss = (y - 1) * np.maximum(np.log1p(-x), -100) - y * np.maximum(np.log(x), -100)
+        if self.w is not None:
+            loss = loss * self.w
+        return self._reduce(loss, x.dtype)
+
+    def _grads(self, g, x, y):
+        if self.w is not None:
+            g = g * _T(self.w)
+        gx = g * (x - y) / ((1 - x) * x).clamp_min(1e-12)
+        gy = g * ((-x).log1p().clamp_min(-100.0) - x.log().clamp_min(-100.0)) if _need(self, 1) else None
+        return gx, gy
+
+
+class BinaryCrossEntropyWithLogits(_PointLoss, name="BinaryCrossEntropyWithLogitsBackward0"):
+    saved_attrs = ("pos_weight=pw", 'reduction=("none", "mean", "sum").index(reduction)', "weight=w")
+    w = pw = None
+
+    def forward(self, x, y):
+        mv = np.maximum(-x, 0)
+        sp = np.log(np.exp(-mv) + np.exp(-x - mv)) + mv          # softplus(-x), as PyTorch computes it
+        loss = (1 - y) * x + (sp if self.pw is None else (1 + (self.pw - 1) * y) * sp)
+        if self.w is not None:
+            loss = loss * self.w
+        return self._reduce(loss, x.dtype)
+
+    def _grads(self, g, x, y):
+        if self.w is not None:
+            g = g * _T(self.w)
+        if self.pw is None:
+            gx = (x.sigmoid() - y) * g
+            gy = -x * g if _need(self, 1) else None
+        else:
+            pw = _T(self.pw)
+            t = pw * y
+            gx = ((t + 1 - y) * x.sigmoid() - t) * g
+            gy = -(x + (pw - 1) * x.sigmoid().log()) * g if _need(self, 1) else None
+        return gx, gy
+
+
+class Glu(Node, name="GluBackward0"):
+    """a * sigmoid(b) for the two halves of x along dim."""
+    save = (0,)
+    saved_names = ("self",)
+    saved_attrs = ("dim=odim if odim >= 0 else odim + 2 ** 64",)     # the dim as given, as a uint64
+
+    def forward(self, x):
+        a, b = np.split(x, 2, axis=self.dim)
+        with np.errstate(over="ignore"):
+            return (a / (1 + np.exp(-b))).astype(x.dtype, copy=False)
+
+    def backward(self, g):
+        (x,) = self.saved_values
+        h = x.shape[self.dim] // 2
+        a, b = x.narrow(self.dim, 0, h), x.narrow(self.dim, h, h)
+        s = b.sigmoid()
+        gs = g * s
+        return _cat2(gs, gs * a * (1 - s), self.dim)
+
+
+def _cat2(a, b, dim):
+    from .join import cat
+    return cat([a, b], dim)

@@ -1110,7 +1110,9 @@ def diagonal_copy(input, offset=0, dim1=0, dim2=1):
 
 
 def detach_copy(input):
-    return _as_copy(input, input.detach())
+    """A copy of input's values; it requires grad when input does, with no derivative (as PyTorch's)."""
+    from .._creation import _sampled
+    return _sampled(np.array(input._data, copy=True), (input,), None, "detach_copy")
 
 
 def alias_copy(input):
@@ -1192,6 +1194,9 @@ def squeeze_(self, dim=None):
         cls = SqueezeInplaceAll
     else:
         ds = dims_of(dim, len(shp)) if shp else ()
+        if len(set(ds)) != len(ds):
+            d = next(d for d in ds if ds.count(d) > 1)
+            raise RuntimeError(f"dim {d} appears multiple times in the list of dims")
         new = tuple(s for i, s in enumerate(shp) if not (i in ds and s == 1))
         cls = SqueezeInplace
     return _meta_inplace(self, cls.apply(self, shape=new), lambda t: t.squeeze(dim))
@@ -1282,7 +1287,7 @@ def broadcast_tensors(*tensors):
             shape = np.broadcast_shapes(shape, t._data.shape)
         except ValueError:
             raise broadcast_error(shape, t._data.shape) from None
-    return tuple(expand(t, shape) for t in tensors)
+    return tuple(t if t._data.shape == shape else expand(t, shape) for t in tensors)   # no-op: the tensor itself
 
 
 _MESHGRID_WARNING = "torch.meshgrid: in an upcoming release, it will be required to pass the indexing argument."

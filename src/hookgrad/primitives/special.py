@@ -475,8 +475,9 @@ class Logit(Unary, name="LogitBackward0"):
     eps = None
 
     def forward(self, x):
-        if self.eps is not None:
-            x = np.clip(x, self.eps, 1.0 - self.eps)
+        if self.eps is not None:     # as PyTorch: x < eps -> eps, else x > 1 - eps -> 1 - eps (eps > 0.5 too)
+            lo, hi = x.dtype.type(self.eps), x.dtype.type(1.0 - self.eps)
+            x = np.where(x < lo, lo, np.where(x > hi, hi, x))
         with np.errstate(all="ignore"):
             return np.log(x / (1 - x))
 
@@ -1097,8 +1098,15 @@ def float_power(input, exponent, *, out=None):
 
 
 def _addc(cls, fname):
-    def fn(input, tensor1, tensor2, *, value=1, out=None):
+    def fn(input, tensor1, tensor2, *rest, value=1, out=None):
         from .. import _dtype as D
+        if len(rest) == 1 and is_number(tensor1) and isinstance(rest[0], Tensor):   # (input, value, t1, t2)
+            E.deprecated_overload(fname, f"{fname}(Tensor input, Number value, Tensor tensor1, Tensor tensor2, *, "
+                                  "Tensor out = None)", f"{fname}(Tensor input, Tensor tensor1, Tensor tensor2, *, "
+                                  "Number value = 1, Tensor out = None)")
+            tensor1, tensor2, value = tensor2, rest[0], tensor1
+        elif rest:
+            raise TypeError(f"{fname}() takes 3 positional arguments but {3 + len(rest)} were given")
         for i, (n, t) in enumerate((("input", input), ("tensor1", tensor1), ("tensor2", tensor2))):
             if not isinstance(t, Tensor):
                 raise not_tensor(fname, t, n, i + 1)
@@ -1265,6 +1273,28 @@ def polygamma_(self, n):
     return apply_inplace(self, PolygammaInplace, n=int(n))
 
 
+class AsinhInplace(Asinh, name="AsinhBackward1"):
+    def backward(self, g):
+        raise NotImplementedError("the derivative for 'inplace version of asinh' is not implemented.")
+
+
+class AcoshInplace(Acosh, name="AcoshBackward1"):
+    def backward(self, g):
+        raise NotImplementedError("the derivative for 'inplace version of acosh' is not implemented.")
+
+
+def asinh_(self):
+    """In-place asinh: PyTorch defines no derivative for it (grad_fn AsinhBackward1 raises)."""
+    _float_result_into(self)
+    return apply_inplace(self, AsinhInplace)
+
+
+def acosh_(self):
+    """In-place acosh: PyTorch defines no derivative for it (grad_fn AcoshBackward1 raises)."""
+    _float_result_into(self)
+    return apply_inplace(self, AcoshInplace)
+
+
 def _float_result_into(self):
     """An in-place float op on an integer tensor: PyTorch's cast error."""
     if self._data.dtype.kind != "f":
@@ -1331,6 +1361,7 @@ METHODS = {
     "float_power": float_power, "float_power_": float_power_, "addcmul": addcmul, "addcdiv": addcdiv,
     "hardshrink": hardshrink, "prelu": prelu,
     "atanh_": atanh_, "arctanh_": atanh_, "polygamma_": polygamma_,
+    "asinh_": asinh_, "arcsinh_": asinh_, "acosh_": acosh_, "arccosh_": acosh_,
     "real": property(real, doc="The real part: the tensor itself."), "imag": property(imag, doc="Complex only."),
     **{a + "_": _CMP_INPLACE[b] for a, b in (("eq", "eq"), ("ne", "ne"), ("lt", "lt"), ("le", "le"), ("gt", "gt"),
                                              ("ge", "ge"), ("not_equal", "ne"), ("less", "lt"), ("less_equal", "le"),
@@ -1339,7 +1370,7 @@ METHODS = {
     "__rlshift__": lambda s, o: bitwise_left_shift(o, s), "__rrshift__": lambda s, o: bitwise_right_shift(o, s),
 }
 # the in-place Tensor.X_ computed by the out-of-place X (installed through primitives/__init__._via)
-INPLACE_VIA = ("asin", "arcsin", "acos", "arccos", "atan", "arctan", "asinh", "arcsinh", "acosh", "arccosh",
+INPLACE_VIA = ("asin", "arcsin", "acos", "arccos", "atan", "arctan",
                "sinh", "cosh", "arctan2", "exp2", "erfc", "erfinv", "lgamma", "digamma",
                "mvlgamma", "i0", "sinc", "deg2rad", "rad2deg", "logit", "sgn", "nan_to_num",
                "hypot", "xlogy", "copysign", "ldexp", "heaviside", "nextafter", "gcd", "lcm",

@@ -1,7 +1,7 @@
 """torch.nn.modules.rnn: the recurrent layers (RNNBase, RNN, LSTM, GRU and the cells) come in issue 12.
 
-The module exists so that `import torch.nn.modules.rnn` works; reading one of its names raises
-NotImplementedName (an AttributeError) naming the PyTorch class.
+The module exists so that ``from torch.nn.modules.rnn import LSTM`` works as it does for ``nn.LSTM``: the
+name is the same placeholder class (see ``_missing``), which raises NotImplementedError when built.
 """
 from ... import _missing
 
@@ -11,6 +11,8 @@ _LATER = ("RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell",
 
 def __getattr__(name):
     if name in _LATER:
-        raise _missing.NotImplementedName(_missing.message("torch.nn", name), name=name,
-                                          torch_name=f"torch.nn.{name}", category=_missing.category("torch.nn", name))
+        obj = _missing.placeholder("hookgrad.nn", "torch.nn", name)
+        if obj is not None:
+            return obj
+        raise _missing.missing(None, "torch.nn", name, f"module {__name__!r} has no attribute {name!r}")
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}", name=name)
