@@ -183,11 +183,12 @@ del _out
 __version__ = "0.1.0"
 # [part R: PyTorch's argument-parser errors] (after every block that defines or wraps functions)
 from .primitives._dispatch import install_checks as _r_install
-_r_install(globals())
-_r_install(linalg.__dict__)
-del _r_install
+from ._missing import torch_names as _missing_names
+_r_install(globals(), names=_missing_names("torch"))
+_r_install(linalg.__dict__, names=_missing_names("torch.linalg"))
+del _r_install, _missing_names
 # [end R]
 # nn.functional's names that are torch's functions: the same (wrapped) objects as torch's, as in PyTorch
 from .primitives._out import share as _share
-_share(globals(), nn.functional.__dict__)
+_share(globals(), nn.functional.__dict__, _missing.torch_names("torch.nn.functional"))
 del _share

@@ -126,11 +126,13 @@ def checked(fn, fname=None, python_level=False, method=False):
     return call
 
 
-def install_checks(namespace, module_prefix="hookgrad", python_level=False):
-    """Wrap each public function of ``namespace`` (a module's dict) defined in hookgrad with ``checked``."""
+def install_checks(namespace, module_prefix="hookgrad", python_level=False, names=None):
+    """Wrap each public function of ``namespace`` (a module's dict) defined in hookgrad with ``checked``; only
+    the names in ``names`` (torch's public names there) when given, so that the helpers a module imports
+    for its own use (``addmm`` in nn.functional) stay unwrapped."""
     import inspect
     for k, v in list(namespace.items()):
-        if k.startswith("_") or not inspect.isfunction(v):
+        if k.startswith("_") or not inspect.isfunction(v) or (names is not None and k not in names):
             continue
         v = getattr(v, "_arg_checked", v)      # checked already under another name (an alias, a method)
         if not (getattr(v, "__module__", "") or "").startswith(module_prefix):

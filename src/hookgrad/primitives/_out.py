@@ -162,13 +162,14 @@ def install(namespace, ns="torch", prefix=""):
             namespace[k] = _with_out_param(takes_out(v, prefix + v.__name__))
 
 
-def share(src, dst):
-    """Where the namespace ``dst`` (nn.functional) holds the function that ``src`` (torch) wraps, give ``dst``
-    torch's object itself, so that ``F.pdist is torch.pdist`` as in PyTorch."""
+def share(src, dst, names):
+    """Where the namespace ``dst`` (nn.functional) holds, under one of torch's public names ``names``, the
+    function that ``src`` (torch) wraps, give ``dst`` torch's object itself, so that ``F.pdist is torch.pdist``
+    as in PyTorch (a helper the module imported for its own use is left alone)."""
     outer = {id(inspect.unwrap(v)): v for v in src.values()
              if inspect.isfunction(v) and getattr(v, "__wrapped__", None) is not None}
     for k, v in list(dst.items()):
-        if inspect.isfunction(v):
+        if k in names and inspect.isfunction(v):
             w = outer.get(id(inspect.unwrap(v)))
             if w is not None:
                 dst[k] = w
