@@ -65,6 +65,22 @@ def _use_grad_for_differentiable(func):
     return _use_grad
 
 
+def _check_adam_args(lr, eps, betas, weight_decay):
+    """The Adam family's constructor checks (Adam, Adamax, NAdam, RAdam), in PyTorch's order and words."""
+    if isinstance(lr, Tensor) and lr.numel() != 1:
+        raise ValueError("Tensor lr must be 1-element")
+    if not 0.0 <= lr:
+        raise ValueError(f"Invalid learning rate: {lr}")
+    if not 0.0 <= eps:
+        raise ValueError(f"Invalid epsilon value: {eps}")
+    if not 0.0 <= betas[0] < 1.0:
+        raise ValueError(f"Invalid beta parameter at index 0: {betas[0]}")
+    if not 0.0 <= betas[1] < 1.0:
+        raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
+    if not 0.0 <= weight_decay:
+        raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+
+
 def _get_scalar_dtype():
     return D.float64 if D.get_default_dtype() is D.float64 else D.float32
 
