@@ -4,8 +4,9 @@ import numbers
 
 import numpy as np
 
+from . import _array
 from . import _dtype as D
-from ._tensor import Tensor, Size, _check_device
+from ._tensor import Tensor, Size, _check_device, _tname, _as_int, int_list, size_args  # noqa: F401  (parsers: _tensor)
 from .autograd.grad_mode import _state
 
 
@@ -158,84 +159,6 @@ def _numel(shape):
 
 
 # ------------------------------------------------------------------------------ factories
-def _tname(x):
-    """The type name PyTorch's argument parser prints (``float``, ``NoneType``, ``numpy.float64``, ``Tensor``)."""
-    t = type(x)
-    if isinstance(x, Tensor):
-        return "Tensor"
-    return t.__name__ if t.__module__ == "builtins" else f"{t.__module__}.{t.__name__}"
-
-
-def _as_int(x, first):
-    """x as a Python int if PyTorch's IntArrayRef parser takes it, else None (a bool only after the first)."""
-    if isinstance(x, bool):
-        return None if first else int(x)
-    if isinstance(x, (int, np.integer)):
-        return int(x)
-    if isinstance(x, Tensor) and x._data.ndim == 0 and x._data.dtype.kind in "iu":
-        return int(x._data)
-    return None
-
-
-def int_list(args, fname, argname="size", pos=1, varargs=True, overloaded=False):
-    """Parse an int-list argument as PyTorch's argument parser does, raising its TypeError.
-
-    args: the positional varargs (``zeros(2, 3)`` -> (2, 3); ``zeros((2, 3))`` -> ((2, 3),)), or with
-    varargs=False the one argument itself. Returns a tuple of Python ints (not yet checked for sign)."""
-    if not varargs:
-        args = (args,)
-    at = f"argument '{argname}'" + (f" (position {pos})" if pos else "")
-    if len(args) == 1 and isinstance(args[0], (tuple, list, Size)):
-        seq, single = args[0], True
-    elif len(args) == 1:
-        v = _as_int(args[0], True)
-        if v is not None:
-            return (v,)
-        if overloaded:
-            raise TypeError(f"{fname}() received an invalid combination of arguments - got ({_tname(args[0])}), but "
-                            "expected one of:")
-        raise TypeError(f"{fname}(): {at} must be tuple of ints, not {_tname(args[0])}")
-    else:
-        seq, single = args, False
-    out = []
-    for i, x in enumerate(seq):
-        v = _as_int(x, i == 0)
-        if v is None:
-            if i == 0 and overloaded:
-                raise TypeError(f"{fname}() received an invalid combination of arguments - got "
-                                f"({', '.join(_tname(a) for a in args)}), but expected one of:")
-            if i == 0 and not single:
-                raise TypeError(f"{fname}() takes 1 positional argument but {len(args)} were given")
-            if i == 0 and isinstance(x, bool):      # PyTorch then rejects the whole sequence
-                raise TypeError(f"{fname}(): {at} must be tuple of ints, not {_tname(seq)}")
-            if i == 0:
-                raise TypeError(f"{fname}(): {at} must be tuple of ints, but found element of type {_tname(x)} at pos 0")
-            raise TypeError(f"{fname}(): argument '{argname}' failed to unpack the object at pos {i + 1} with error "
-                            f"\"type must be tuple of ints,but got {_tname(x)}\"")
-        out.append(v)
-    return tuple(out)
-
-
-def size_args(args, size, fname, argname="size", overloaded=False):
-    """PyTorch's ``f(*size)`` that also takes its list by keyword: ``zeros(2, 3)``, ``zeros((2, 3))`` and
-    ``zeros(size=(2, 3))`` (``permute(dims=...)``, ``reshape(shape=...)``, ...); returns the int tuple."""
-    if size is not None:
-        if args:
-            raise TypeError(f"{fname}() got multiple values for argument '{argname}'")
-        if not isinstance(size, (tuple, list, Size)):      # by keyword: only a sequence (zeros(size=2) fails)
-            if overloaded:
-                raise TypeError(f"{fname}() received an invalid combination of arguments - got ({argname}="
-                                f"{_tname(size)}, ), but expected one of:")
-            raise TypeError(f"{fname}(): argument '{argname}' must be tuple of ints, not {_tname(size)}")
-        return int_list(size, fname, argname, pos=0, varargs=False)
-
-    if not args:
-        if overloaded:
-            raise TypeError(f"{fname}() received an invalid combination of arguments - got (), but expected one of:")
-        raise TypeError(f'{fname}() missing 1 required positional arguments: "{argname}"')
-    return int_list(args, fname, argname, overloaded=overloaded)
-
-
 def _size(size, fname="empty"):
     size = int_list(size, fname)
     for s in size:
@@ -246,8 +169,14 @@ def _size(size, fname="empty"):
     return size
 
 
-def _finish(data, dtype, requires_grad, device=None):
+def _finish(data, dtype, requires_grad, device=None, xp=None):
+    """The new tensor over ``data``, in array module ``xp`` (default: the default module; data drawn or
+    computed on the host, as random numbers, is converted once here)."""
     _check_device(device)
+    if xp is None:
+        xp = _array.default_module()
+    if _array.array_module(data) is not xp:
+        data = xp.asarray(data)
     if dtype is not None:
         dt = D.to_dtype(dtype)
         if data.dtype != dt.np:
@@ -264,7 +193,7 @@ def _finish(data, dtype, requires_grad, device=None):
 
 def _infer_dtype(data):
     """dtype of nested Python data, with PyTorch's rules (floats -> default dtype)."""
-    if isinstance(data, np.ndarray):
+    if _array.is_array(data):
         return D.from_numpy_dtype(data.dtype)
     flat = []
 
@@ -308,8 +237,8 @@ def _to_array(data):
         return np.array([_to_array(x) for x in data]) if data and isinstance(data[0], (list, tuple, Tensor)) \
             else np.array([x.item() if isinstance(x, Tensor) else x for x in data])
     if isinstance(data, Tensor):
-        return data._data
-    return np.asarray(data)
+        return _array.to_numpy(data._data)
+    return _array.to_numpy(data) if _array.is_array(data) else np.asarray(data)    # host data, converted once
 
 
 def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=False):
@@ -317,10 +246,11 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=Fal
     if isinstance(data, Tensor):
         arr = data._data.copy()
         dt = D.to_dtype(dtype) if dtype is not None else data.dtype
+        return _finish(arr, dt, requires_grad, device, data._xp)      # stays in the tensor's module
     else:
         dt = D.to_dtype(dtype) if dtype is not None else _infer_dtype(data)
         try:
-            arr = np.array(_to_array(data), dtype=dt.np)
+            arr = _array.default_module().array(_to_array(data), dtype=dt.np)
         except ValueError as e:
             if "inhomogeneous" in str(e) or "sequence" in str(e):
                 raise ValueError(f"expected sequence of length {_first_len(data)} at dim 1 (got {_other_len(data)})") from None
@@ -352,6 +282,10 @@ def as_tensor(data, dtype=None, device=None):
     if isinstance(data, np.ndarray):
         t = from_numpy(data)
         return t if dtype is None else t.to(dtype)
+    if _array.is_array(data):       # another module's array: shared, in its own module
+        D.from_numpy_dtype(data.dtype)
+        t = Tensor._make(data)
+        return t if dtype is None else t.to(dtype)
     return tensor(data, dtype=dtype, device=device)
 
 
@@ -363,7 +297,9 @@ def from_numpy(ndarray):
     if not isinstance(ndarray, np.ndarray):
         raise TypeError(f"expected np.ndarray (got {type(ndarray).__name__})")
     D.from_numpy_dtype(ndarray.dtype)
-    return Tensor._make(ndarray)
+    # under another default module the array is converted (memory stays shared where the module can view it)
+    xp = _array.default_module()
+    return Tensor._make(ndarray if xp is np else xp.asarray(ndarray))
 
 
 def _default(dtype):
@@ -371,19 +307,28 @@ def _default(dtype):
 
 
 def zeros(*args, size=None, out=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False):
-    return _finish(np.zeros(_size(size_args(args, size, "zeros"), "zeros"), _default(dtype)), None, requires_grad, device)
+    xp = _array.default_module()
+    return _finish(xp.zeros(_size(size_args(args, size, "zeros"), "zeros"), _default(dtype)), None, requires_grad, device,
+                   xp)
 
 
 def ones(*args, size=None, out=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False):
-    return _finish(np.ones(_size(size_args(args, size, "ones"), "ones"), _default(dtype)), None, requires_grad, device)
+    xp = _array.default_module()
+    return _finish(xp.ones(_size(size_args(args, size, "ones"), "ones"), _default(dtype)), None, requires_grad, device, xp)
 
 
 def empty(*args, size=None, out=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False,
           memory_format=None):
-    return _finish(np.zeros(_size(size_args(args, size, "empty")), _default(dtype)), None, requires_grad, device)
+    xp = _array.default_module()
+    return _finish(xp.zeros(_size(size_args(args, size, "empty")), _default(dtype)), None, requires_grad, device, xp)
 
 
 def full(size, fill_value, *, out=None, dtype=None, layout=None, device=None, pin_memory=False, requires_grad=False):
+    return _full(size, fill_value, dtype, requires_grad, device, _array.default_module())
+
+
+def _full(size, fill_value, dtype, requires_grad, device, xp):
+    """full() in array module ``xp`` (full_like and new_full: the tensor's module)."""
     if dtype is None:
         if isinstance(fill_value, bool):
             dtype = D.bool_
@@ -396,7 +341,7 @@ def full(size, fill_value, *, out=None, dtype=None, layout=None, device=None, pi
         raise TypeError(f"full(): argument 'size' (position 1) must be tuple of ints, not {_tname(size)}")
     if not isinstance(fill_value, (numbers.Number, np.generic, Tensor)):
         raise TypeError(f"full(): argument 'fill_value' (position 2) must be Number, not {_tname(fill_value)}")
-    return _finish(np.full(_size((size,), "full"), fill_value, _default(dtype)), None, requires_grad, device)
+    return _finish(xp.full(_size((size,), "full"), fill_value, _default(dtype)), None, requires_grad, device, xp)
 
 
 def _need_tensor(x, fname, argname="input", pos=1):
@@ -407,9 +352,16 @@ def _need_tensor(x, fname, argname="input", pos=1):
 def _like(fn):
     def like(input, *, dtype=None, layout=None, device=None, pin_memory=False, requires_grad=False, memory_format=None):
         _need_tensor(input, fn.__name__ + "_like")
-        return fn(input._data.shape, dtype=dtype if dtype is not None else input.dtype, device=device,
-                  requires_grad=requires_grad)
+        return _in_module(fn(input._data.shape, dtype=dtype if dtype is not None else input.dtype, device=device,
+                             requires_grad=requires_grad), input._xp)
     return like
+
+
+def _in_module(t, xp):
+    """A tensor just made (a leaf of no graph) moved to array module ``xp``: ``*_like`` follow their input."""
+    if t._xp is not xp:
+        t._data = xp.asarray(t._data)
+    return t
 
 
 zeros_like = _like(zeros)
@@ -420,29 +372,31 @@ empty_like = _like(empty)
 def _new_factory(fn, fname):
     """Tensor.new_zeros/new_ones/new_empty: fn with the tensor's dtype, errors named fname."""
     def new(self, *args, size=None, dtype=None, layout=None, device=None, pin_memory=False, requires_grad=False):
-        return _finish(fn(_size(size_args(args, size, fname), fname), _default(dtype if dtype is not None else self.dtype)),
-                       None, requires_grad, device)
+        xp = self._xp       # torch's new_* stay on self's device: here, in self's array module
+        return _finish(getattr(xp, fn)(_size(size_args(args, size, fname), fname),
+                                       _default(dtype if dtype is not None else self.dtype)),
+                       None, requires_grad, device, xp)
     new.__name__ = fname
     return new
 
 
-new_zeros = _new_factory(np.zeros, "new_zeros")
-new_ones = _new_factory(np.ones, "new_ones")
-new_empty = _new_factory(np.zeros, "new_empty")
+new_zeros = _new_factory("zeros", "new_zeros")
+new_ones = _new_factory("ones", "new_ones")
+new_empty = _new_factory("zeros", "new_empty")
 
 
 def new_full(self, size, fill_value, *, dtype=None, layout=None, device=None, pin_memory=False, requires_grad=False):
     if not isinstance(size, (tuple, list, Size)):
         raise TypeError(f"new_full(): argument 'size' (position 1) must be tuple of ints, not {_tname(size)}")
-    return full(int_list(size, "new_full", varargs=False), fill_value, dtype=dtype or self.dtype,
-                requires_grad=requires_grad)
+    return _full(int_list(size, "new_full", varargs=False), fill_value, dtype or self.dtype, requires_grad, None,
+                 self._xp)
 
 
 def full_like(input, fill_value, *, dtype=None, layout=None, device=None, pin_memory=False, requires_grad=False,
               memory_format=None):
     _need_tensor(input, "full_like")
-    return full(input._data.shape, fill_value, dtype=dtype if dtype is not None else input.dtype,
-                requires_grad=requires_grad)
+    return _full(input._data.shape, fill_value, dtype if dtype is not None else input.dtype, requires_grad, None,
+                 input._xp)
 
 
 def arange(start, end=None, step=1, *, out=None, dtype=None, layout=None, device=None, pin_memory=False,
@@ -461,8 +415,9 @@ def arange(start, end=None, step=1, *, out=None, dtype=None, layout=None, device
         dtype = D.int64 if all(isinstance(v, int) for v in vals) else D.get_default_dtype()
     dt = D.to_dtype(dtype)
     n = int(math.ceil((end - start) / step))
-    data = (start + np.arange(n, dtype=np.float64) * step) if dt.is_floating_point else np.arange(start, end, step)
-    return _finish(data.astype(dt.np), None, requires_grad, device)
+    xp = _array.default_module()
+    data = (start + xp.arange(n, dtype=np.float64) * step) if dt.is_floating_point else xp.arange(start, end, step)
+    return _finish(data.astype(dt.np), None, requires_grad, device, xp)
 
 
 def range_(start, end, step=1, *, dtype=None, requires_grad=False, device=None):
@@ -508,7 +463,8 @@ def eye(n, m=None, *, out=None, dtype=None, layout=None, device=None, pin_memory
     for name, v in (("n", n), ("m", m)):
         if v < 0:
             raise RuntimeError(f"{name} must be greater or equal to 0, got {v}")
-    return _finish(np.eye(n, m if m is not None else n, dtype=_default(dtype)), None, requires_grad, device)
+    xp = _array.default_module()
+    return _finish(xp.eye(n, m if m is not None else n, dtype=_default(dtype)), None, requires_grad, device, xp)
 
 
 # ----------------------------------------------------------------------------------- random
@@ -557,22 +513,22 @@ def randperm(n, *, generator=None, out=None, dtype=None, layout=None, device=Non
 
 def rand_like(input, *, generator=None, dtype=None, layout=None, device=None, pin_memory=False, requires_grad=False,
               memory_format=None):
-    return rand(input._data.shape, dtype=dtype or input.dtype, generator=generator, device=device,
-                requires_grad=requires_grad)
+    return _in_module(rand(input._data.shape, dtype=dtype or input.dtype, generator=generator, device=device,
+                           requires_grad=requires_grad), input._xp)
 
 
 def randn_like(input, *, generator=None, dtype=None, layout=None, device=None, pin_memory=False, requires_grad=False,
                memory_format=None):
-    return randn(input._data.shape, dtype=dtype or input.dtype, generator=generator, device=device,
-                 requires_grad=requires_grad)
+    return _in_module(randn(input._data.shape, dtype=dtype or input.dtype, generator=generator, device=device,
+                            requires_grad=requires_grad), input._xp)
 
 
 def randint_like(input, low=0, high=None, *, generator=None, dtype=None, layout=None, device=None, pin_memory=False,
                  requires_grad=False, memory_format=None):
     if high is None:
         low, high = 0, low
-    return randint(low, high, input._data.shape, generator=generator, dtype=dtype or input.dtype, device=device,
-                   requires_grad=requires_grad)
+    return _in_module(randint(low, high, input._data.shape, generator=generator, dtype=dtype or input.dtype,
+                              device=device, requires_grad=requires_grad), input._xp)
 
 
 def bernoulli(input, p=None, *, generator=None):
@@ -615,9 +571,10 @@ def multinomial(input, num_samples, replacement=False, *, generator=None):
         cum[-1] = 1
         u = _gen(generator)._uniform01(num_samples, np.float64)
         return np.searchsorted(cum.astype(np.float64), u, side="left")
+    xp = input._xp
     if p.ndim == 1:
-        return Tensor._make(one(p, d).astype(np.int64))
-    return Tensor._make(np.stack([one(r, raw) for r, raw in zip(p, d)]).astype(np.int64))
+        return Tensor._make(xp.asarray(one(p, d)).astype(np.int64))
+    return Tensor._make(xp.stack([xp.asarray(one(r, raw)) for r, raw in zip(p, d)]).astype(np.int64))
 
 
 def normal(mean=0.0, std=1.0, size=None, *, generator=None, out=None, dtype=None, layout=None, device=None,
@@ -629,58 +586,15 @@ def normal(mean=0.0, std=1.0, size=None, *, generator=None, out=None, dtype=None
         ref = mean if isinstance(mean, Tensor) else std
         z = _gen(generator)._normal(_numel(shp), ref._data.dtype).reshape(shp)
         kind = 3 if isinstance(mean, Tensor) and isinstance(std, Tensor) else 1 if isinstance(mean, Tensor) else 2
-        return _sampled((m + s * z).astype(ref._data.dtype), (mean, std), f"NormalBackward{kind}")
+        return _sampled(ref._xp.asarray(m + s * z).astype(ref._data.dtype), (mean, std), f"NormalBackward{kind}")
     shp = _size((size,))
     dt = _default(dtype)
     return _finish(_gen(generator)._normal(_numel(shp), dt, mean, std).reshape(shp).astype(dt), None, requires_grad)
 
 
-# ------------------------------------------------------------------------- in-place fills
-def _fill_check(self):
-    from .primitives._inplace import check_inplace
-    check_inplace(self)
-
-
-def _fill(self, values, cls=None, value=None):
-    """Write values into self as an in-place op whose gradient is zero (PyTorch's FillBackward2,
-    ZeroBackward0, NormalBackward0, ...): rebase, views (CopySlices) and versions as any in-place op."""
-    from .primitives._inplace import inplace_apply
-    args = () if value is None else (value,)
-    return inplace_apply(self, cls or _FillRandom, args, {"_v": values})
-
-
-from .autograd.graph import Node as _Node  # noqa: E402
-
-
-class _Fill(_Node, name="FillBackward2"):
-    """x.fill_(value) & co.: the new values do not depend on x (its gradient is zeros, as PyTorch's
-    zeros_like(grad)); fill_ with a 0-dim tensor (FillBackward3) gives that tensor the gradient's sum."""
-    _overlap_ok = True          # PyTorch writes a constant even where elements share memory (expand)
-
-    def forward(self, x, *value):
-        v = value[0] if value else self._v
-        return np.broadcast_to(np.asarray(v).astype(x.dtype, copy=False), x.shape)
-
-    def backward(self, g):
-        z = Tensor._make(np.zeros_like(g._data))
-        return (z, g.sum()) if len(self.next_functions) > 1 else z
-
-
-class _Zero(_Fill, name="ZeroBackward0"):
-    pass
-
-
-class _FillT(_Fill, name="FillBackward3"):
-    _overlap_ok = False
-
-
-class _FillRandom(_Fill, name="FillBackward0"):
-    _overlap_ok = False
-
-
-_RANDOM_NODES = {n: type(n, (_FillRandom,), {}, name=n) for n in (
-    "NormalBackward0", "UniformBackward0", "RandomBackward0", "RandomBackward1", "RandomBackward2",
-    "BernoulliBackward1", "BernoulliBackward2", "ExponentialBackward0")}
+# ----------------------------------------------------------------- samples drawn from tensor parameters
+# (the in-place fills fill_, zero_, normal_, uniform_, ..., copy_ are in-place ops: primitives/fill.py)
+from .autograd.node import Node as _Node  # noqa: E402
 
 
 class _Sampled(_Node, name="BernoulliBackward0"):
@@ -691,7 +605,7 @@ class _Sampled(_Node, name="BernoulliBackward0"):
         return self._v
 
     def backward(self, g):
-        z = Tensor._make(np.zeros(g._data.shape, g._data.dtype))
+        z = Tensor._make(g._xp.zeros(g._data.shape, g._data.dtype))
         return z if len(self.next_functions) == 1 else (z,) * len(self.next_functions)
 
 
@@ -715,89 +629,6 @@ def _sampled(value, params, name, op=None):
             return _SampledNoGrad.apply(*ts, _v=value, op=op)
         return _SAMPLED[name].apply(*ts, _v=value)
     return Tensor._make(value)
-
-
-def fill_(self, value):
-    if isinstance(value, Tensor):
-        if value._data.ndim:
-            raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor with {value._data.ndim} "
-                               "dimensions.")
-        return _fill(self, None, _FillT, value)
-    return _fill(self, value, _Fill)
-
-
-def zero_(self):
-    return _fill(self, 0, _Zero)
-
-
-def normal_(self, mean=0.0, std=1.0, *, generator=None):
-    d = self._data
-    return _fill(self, _gen(generator)._normal(d.size, d.dtype, mean, std).reshape(d.shape), _RANDOM_NODES["NormalBackward0"])
-
-
-def uniform_(self, from_=0.0, to=1.0, *, generator=None, **kw):
-    # ``from`` is a Python keyword: PyTorch's x.uniform_(**{"from": 0, "to": 1}) arrives in kw
-    a, b = kw.pop("from", from_), to
-    _no_more_kwargs(kw, "uniform_")
-    d = self._data
-    return _fill(self, (_gen(generator)._uniform01(d.size, d.dtype) * (b - a) + a).reshape(d.shape),
-                 _RANDOM_NODES["UniformBackward0"])
-
-
-def random_(self, from_=0, to=None, *, generator=None, **kw):
-    from_ = kw.pop("from", from_)
-    _no_more_kwargs(kw, "random_")
-    kind = 0 if to is not None else 1 if from_ else 2
-    if to is None:
-        if from_:
-            from_, to = 0, from_
-        else:
-            k = self._data.dtype
-            to = 2 ** 24 + 1 if k == np.float32 else 2 ** 53 + 1 if k == np.float64 else \
-                int(np.iinfo(k).max) + 1 if k.kind in "iu" else 2
-    d = self._data
-    return _fill(self, _gen(generator)._randint(from_, to, d.size).reshape(d.shape), _RANDOM_NODES[f"RandomBackward{kind}"])
-
-
-def bernoulli_(self, p=0.5, *, generator=None):
-    d = self._data
-    prob = p._data if isinstance(p, Tensor) else p
-    return _fill(self, _gen(generator)._uniform01(d.size, np.float64).reshape(d.shape) < prob,
-                 _RANDOM_NODES["BernoulliBackward1" if isinstance(p, Tensor) else "BernoulliBackward2"])
-
-
-def exponential_(self, lambd=1.0, *, generator=None):
-    u = _gen(generator)._uniform01(self._data.size, np.float64).reshape(self._data.shape)
-    return _fill(self, -np.log1p(-u) / lambd, _RANDOM_NODES["ExponentialBackward0"])   # PyTorch's numbers
-
-
-def copy_(self, other, non_blocking=False):
-    """Copy other into self (broadcasting); differentiable w.r.t. other, like PyTorch (whose keyword is other)."""
-    from .primitives._inplace import inplace_apply
-    src = other
-
-    if not isinstance(src, Tensor):
-        src = tensor(src)
-    try:
-        np.broadcast_to(src._data, self._data.shape)
-    except ValueError:
-        raise RuntimeError(f"The size of tensor a ({self._data.shape[-1] if self._data.ndim else 1}) must match the size "
-                           f"of tensor b ({src._data.shape[-1] if src._data.ndim else 1}) at non-singleton dimension "
-                           f"{max(self._data.ndim - 1, 0)}") from None
-    return inplace_apply(self, _Copy, (src,), {})
-
-
-class _Copy(_Node, name="CopyBackwards"):
-    def name(self):
-        return "torch::autograd::CopyBackwards"
-
-    def forward(self, x, src):
-        self.src_dtype = src.dtype
-        return np.broadcast_to(src, x.shape).astype(x.dtype)
-
-    def backward(self, g):
-        # PyTorch's CopyBackwards: zeros_like(grad) for self, a constant (no graph under create_graph)
-        return Tensor._make(np.zeros_like(g._data)), g
 
 
 # ======================================================= issue 10 [part D2]: more creation functions
@@ -826,7 +657,7 @@ def _window(fname, length, periodic, dtype, requires_grad, device, formula):
     if length < 0:
         raise RuntimeError(f"{fname} requires non-negative window_length, got window_length={length}")
     if length <= 1:
-        return _finish(np.ones(length, dt.np), None, requires_grad)
+        return _finish(_array.default_module().ones(length, dt.np), None, requires_grad)
     N = length + 1 if periodic else length
     w = formula(np.arange(length, dtype=np.float64), N)
     return _finish(w.astype(dt.np), None, requires_grad)
@@ -898,7 +729,7 @@ def scalar_tensor(s, *, dtype=None, layout=None, device=None, pin_memory=False, 
     if isinstance(s, Tensor):
         s = s.item()
     dt = _default(dtype)
-    return _finish(np.asarray(s).astype(dt), None, requires_grad, device)
+    return _finish(_array.default_module().asarray(s).astype(dt), None, requires_grad, device)
 
 
 def empty_strided(size, stride, *, dtype=None, layout=None, device=None, pin_memory=False, requires_grad=False):
@@ -971,7 +802,7 @@ def _tri_indices(fname, row, col, offset, dtype, upper):
         raise RuntimeError(f"col must be non-negative, got{col}")
     mask = np.triu(np.ones((row, col), bool), offset) if upper else np.tril(np.ones((row, col), bool), offset)
     r, c = np.nonzero(mask)
-    return Tensor._make(np.stack([r, c]).astype(dt.np).reshape(2, -1))
+    return Tensor._make(_array.default_module().asarray(np.stack([r, c]).astype(dt.np).reshape(2, -1)))
 
 
 def tril_indices(row, col, offset=0, *, dtype=None, layout=None, device=None, pin_memory=False, requires_grad=False):
@@ -992,7 +823,8 @@ class _FillOut(_Node, name="FillBackward0"):
 
     def forward(self, x, *value):
         v = value[0] if value else self._v
-        return np.full(x.shape, np.asarray(v).astype(x.dtype, copy=False), x.dtype)
+        xp = _array.array_module(x)
+        return xp.full(x.shape, xp.asarray(v).astype(x.dtype, copy=False), x.dtype)
 
     def backward(self, g):
         z = Tensor._make(np.zeros_like(g._data))

@@ -182,9 +182,10 @@ def _add_suffixes(body, suffixes, indent):
 
 def tensor_repr(t, tensor_contents=None):
     """``repr(t)`` as PyTorch prints it (``str(t)`` is the same); ``tensor_contents`` replaces the body."""
-    from ._tensor import Tensor
-    from .nn.parameter import Parameter, Buffer
-    plain = type(t) in (Tensor, Parameter, Buffer) or type(t).__dict__.get("_plain_repr", False)   # views
+    # Tensor, nn.Parameter, nn.Buffer (_tensor_repr) and views (_plain_repr) print as tensor(...); read from the
+    # class's own dict, so that a subclass prints its name
+    cd = type(t).__dict__
+    plain = cd.get("_tensor_repr", False) or cd.get("_plain_repr", False)
     prefix = "tensor(" if plain else f"{type(t).__name__}("
     indent = len(prefix)
     arr, dt, default = t._data, t.dtype, _dtype.get_default_dtype()
@@ -206,4 +207,5 @@ def tensor_repr(t, tensor_contents=None):
     elif t.requires_grad:
         suffixes.append("requires_grad=True")
     s = _add_suffixes(prefix + tensor_contents, suffixes, indent)
-    return f"Parameter({s})" if isinstance(t, Parameter) and not plain else s
+    wrap = getattr(t, "_repr_wrap", None)       # a subclass of nn.Parameter: Parameter(Name(...))
+    return f"{wrap}({s})" if wrap is not None and not plain else s

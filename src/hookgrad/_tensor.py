@@ -1,15 +1,15 @@
 """Tensor: a NumPy array plus what autograd needs (requires_grad, grad, grad_fn, hooks).
 
-Arithmetic and other methods are installed by ``hookgrad.primitives`` (each op lives with its gradient);
-this file holds the state, the hook registration methods and the autograd entry points.
+Arithmetic and other methods are installed by ``hookgrad.primitives`` (each op lives with its gradient), and the
+autograd entry points (``backward``, ``_grad_accumulator``) by ``hookgrad.autograd``: this file holds the state
+and the hook registration methods, and imports nothing from autograd (it sits below it).
 """
 import warnings
-import weakref
 
 import numpy as np
 
+from . import _array
 from . import _dtype as D
-from .autograd import graph as _graph
 from .utils.hooks import add_hook, HookDict
 
 _NONLEAF_GRAD_WARNING = (
@@ -110,6 +110,7 @@ class Tensor:
     _view_fn = None
     _creation = None          # views: "no_grad" / "inference" when made there (PyTorch's CreationMeta)
     _lazy_rg = False          # views compute requires_grad (PyTorch: own flag, grad_fn or the base's)
+    _tensor_repr = True       # _printing: prints as tensor(...) (read from a class's own dict: subclasses print their name)
 
     __array_priority__ = 1000
 
@@ -121,11 +122,11 @@ class Tensor:
         # legacy constructor torch.Tensor(data) / torch.Tensor(2, 3)
         if args and isinstance(args[0], np.ndarray) and kwargs.get("_internal"):
             return
+        xp = _array.default_module()
         if len(args) == 1 and not isinstance(args[0], int):
-            data = np.array(args[0].tolist() if isinstance(args[0], Tensor) else args[0], dtype=D.get_default_dtype().np)
+            data = xp.array(args[0].tolist() if isinstance(args[0], Tensor) else args[0], dtype=D.get_default_dtype().np)
         else:
-            data = np.empty(tuple(args), dtype=D.get_default_dtype().np) if args else np.empty((0,), D.get_default_dtype().np)
-            data[...] = 0
+            data = xp.zeros(tuple(args) if args else (0,), D.get_default_dtype().np)
         _init(self, data, False, None, 0, None)
 
     # NOTE: the flag lives in the slot ``_requires_grad``: code inside hookgrad reads and writes the slot
@@ -301,7 +302,7 @@ class Tensor:
 
     @data.setter
     def data(self, value):
-        self._data = value._data if isinstance(value, Tensor) else np.asarray(value)
+        self._data = value._data if isinstance(value, Tensor) else _array.default_module().asarray(value)
 
     @property
     def retains_grad(self):
@@ -316,17 +317,6 @@ class Tensor:
             raise RuntimeError("only Tensors of floating point dtype can require gradients")
         self._requires_grad = requires_grad
         return self
-
-    def _grad_accumulator(self):
-        acc = self._grad_acc() if self._grad_acc is not None else None
-        if acc is None:
-            # NOTE: several threads may reach a leaf at once; one AccumulateGrad per leaf (PyTorch locks too)
-            with _graph.grad_accumulator_lock:
-                acc = self._grad_acc() if self._grad_acc is not None else None
-                if acc is None:
-                    acc = _graph.AccumulateGrad(self)
-                    self._grad_acc = weakref.ref(acc)
-        return acc
 
     # ---- detach / clone share-or-copy ----------------------------------------------------
     def detach(self):
@@ -412,16 +402,16 @@ class Tensor:
         self.grad_fn._register_retain_grad(self._output_nr, self)
         self._retains_grad = True
 
-    # ---- autograd entry points --------------------------------------------------------------
-    def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
-        from .autograd import backward
-        backward(self, gradient, retain_graph, create_graph, inputs=inputs)
+    @property
+    def _xp(self):
+        """The array module of this tensor's storage (NumPy, or another module with NumPy's API)."""
+        return _array.array_module(self._data)
 
     # ---- conversions ----------------------------------------------------------------------
     def numpy(self, *, force=False):
         if self.requires_grad and not force:
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.")
-        return self._data
+        return _array.to_numpy(self._data)      # a NumPy ndarray (sharing memory where the module can)
 
     def item(self):
         if self._data.size != 1:
@@ -432,7 +422,8 @@ class Tensor:
         return self._data.tolist()
 
     def __array__(self, dtype=None, copy=None):
-        return self._data if dtype is None else self._data.astype(dtype)
+        a = _array.to_numpy(self._data)
+        return a if dtype is None else a.astype(dtype)
 
     def __len__(self):
         if self._data.ndim == 0:
@@ -564,7 +555,6 @@ def _wrap_dim(dim, ndim):
 
 
 _raw_grad_fn = Tensor.__dict__["grad_fn"].__get__     # the slot, without a view's regeneration
-_graph.Tensor = Tensor
 
 
 # ---- the legacy tensor API: storages, FloatTensor & co., Tensor.new ---------------------------------------
@@ -576,7 +566,7 @@ _TYPED_STORAGE_WARNING = (
 
 def _root(a):
     """The NumPy array that owns the memory under ``a`` (its storage): views of one base share it."""
-    while isinstance(a.base, np.ndarray):
+    while a.base is not None and _array.is_array(a.base):
         a = a.base
     return a
 
@@ -679,17 +669,96 @@ def _bytes(a):
         return a.reshape(-1).view(np.uint8)
     if a.flags.f_contiguous:
         return a.T.reshape(-1).view(np.uint8)
-    return np.frombuffer(a.tobytes(), np.uint8)
+    return _array.array_module(a).frombuffer(a.tobytes(), np.uint8)
 
 
 def is_storage(obj):
     return isinstance(obj, UntypedStorage)
 
 
+# ---- PyTorch's argument parser for int lists (sizes, dims): here, next to Size, for the legacy constructors
+def _tname(x):
+    """The type name PyTorch's argument parser prints (``float``, ``NoneType``, ``numpy.float64``, ``Tensor``)."""
+    t = type(x)
+    if isinstance(x, Tensor):
+        return "Tensor"
+    return t.__name__ if t.__module__ == "builtins" else f"{t.__module__}.{t.__name__}"
+
+
+def _as_int(x, first):
+    """x as a Python int if PyTorch's IntArrayRef parser takes it, else None (a bool only after the first)."""
+    if isinstance(x, bool):
+        return None if first else int(x)
+    if isinstance(x, (int, np.integer)):
+        return int(x)
+    if isinstance(x, Tensor) and x._data.ndim == 0 and x._data.dtype.kind in "iu":
+        return int(x._data)
+    return None
+
+
+def int_list(args, fname, argname="size", pos=1, varargs=True, overloaded=False):
+    """Parse an int-list argument as PyTorch's argument parser does, raising its TypeError.
+
+    args: the positional varargs (``zeros(2, 3)`` -> (2, 3); ``zeros((2, 3))`` -> ((2, 3),)), or with
+    varargs=False the one argument itself. Returns a tuple of Python ints (not yet checked for sign)."""
+    if not varargs:
+        args = (args,)
+    at = f"argument '{argname}'" + (f" (position {pos})" if pos else "")
+    if len(args) == 1 and isinstance(args[0], (tuple, list, Size)):
+        seq, single = args[0], True
+    elif len(args) == 1:
+        v = _as_int(args[0], True)
+        if v is not None:
+            return (v,)
+        if overloaded:
+            raise TypeError(f"{fname}() received an invalid combination of arguments - got ({_tname(args[0])}), but "
+                            "expected one of:")
+        raise TypeError(f"{fname}(): {at} must be tuple of ints, not {_tname(args[0])}")
+    else:
+        seq, single = args, False
+    out = []
+    for i, x in enumerate(seq):
+        v = _as_int(x, i == 0)
+        if v is None:
+            if i == 0 and overloaded:
+                raise TypeError(f"{fname}() received an invalid combination of arguments - got "
+                                f"({', '.join(_tname(a) for a in args)}), but expected one of:")
+            if i == 0 and not single:
+                raise TypeError(f"{fname}() takes 1 positional argument but {len(args)} were given")
+            if i == 0 and isinstance(x, bool):      # PyTorch then rejects the whole sequence
+                raise TypeError(f"{fname}(): {at} must be tuple of ints, not {_tname(seq)}")
+            if i == 0:
+                raise TypeError(f"{fname}(): {at} must be tuple of ints, but found element of type {_tname(x)} at pos 0")
+            raise TypeError(f"{fname}(): argument '{argname}' failed to unpack the object at pos {i + 1} with error "
+                            f"\"type must be tuple of ints,but got {_tname(x)}\"")
+        out.append(v)
+    return tuple(out)
+
+
+def size_args(args, size, fname, argname="size", overloaded=False):
+    """PyTorch's ``f(*size)`` that also takes its list by keyword: ``zeros(2, 3)``, ``zeros((2, 3))`` and
+    ``zeros(size=(2, 3))`` (``permute(dims=...)``, ``reshape(shape=...)``, ...); returns the int tuple."""
+    if size is not None:
+        if args:
+            raise TypeError(f"{fname}() got multiple values for argument '{argname}'")
+        if not isinstance(size, (tuple, list, Size)):      # by keyword: only a sequence (zeros(size=2) fails)
+            if overloaded:
+                raise TypeError(f"{fname}() received an invalid combination of arguments - got ({argname}="
+                                f"{_tname(size)}, ), but expected one of:")
+            raise TypeError(f"{fname}(): argument '{argname}' must be tuple of ints, not {_tname(size)}")
+        return int_list(size, fname, argname, pos=0, varargs=False)
+
+    if not args:
+        if overloaded:
+            raise TypeError(f"{fname}() received an invalid combination of arguments - got (), but expected one of:")
+        raise TypeError(f'{fname}() missing 1 required positional arguments: "{argname}"')
+    return int_list(args, fname, argname, overloaded=overloaded)
+
+
 def _legacy_new(dt, args, fname):
     """The legacy constructors (``torch.FloatTensor(...)``, ``x.new(...)``): sizes, data, another tensor or nothing."""
     if not args:
-        return Tensor._make(np.empty((0,), dt.np))
+        return Tensor._make(_array.default_module().zeros((0,), dt.np))
     if len(args) == 1 and isinstance(args[0], Tensor):
         from ._errors import scalar_name
         t = args[0]
@@ -702,12 +771,12 @@ def _legacy_new(dt, args, fname):
         return Tensor._make(_bytes(st._array).view(dt.np))
     if all(isinstance(a, (int, np.integer)) and not isinstance(a, bool) for a in args) or \
             len(args) == 1 and isinstance(args[0], Size):
-        from ._creation import size_args
         shape = size_args(args, None, fname)
-        return Tensor._make(np.zeros(shape, dt.np))       # PyTorch leaves it uninitialised
+        return Tensor._make(_array.default_module().zeros(shape, dt.np))       # PyTorch leaves it uninitialised
     if len(args) == 1:
         data = args[0]
-        return Tensor._make(np.array(data.tolist() if isinstance(data, Tensor) else data, dtype=dt.np))
+        return Tensor._make(_array.default_module().array(data.tolist() if isinstance(data, Tensor) else data,
+                                                           dtype=dt.np))
     raise TypeError(f"{fname}() received an invalid combination of arguments - got "
                     f"({', '.join(type(a).__name__ for a in args)}), but expected one of:")
 

@@ -6,11 +6,22 @@ gradient (first order, and second order with ``second=True``).
 
 ``events(scenario)`` runs ``scenario(lib, log)`` under both libraries; ``log`` records hook events
 (converting tensors to NumPy), and the two event sequences must be equal.
+
+Under a test backend (``HOOKGRAD_TEST_BACKEND=xarray``, see tests/backend) both also check that every
+hookgrad output, gradient and tensor seen by a hook holds the backend's array type.
 """
+import os
+import sys
+
 import numpy as np
 import torch
 
 import hookgrad
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import backend  # noqa: E402
+
+_ARRAY = backend.array_type()   # None without a backend: the checks below cost nothing
 
 torch.set_num_threads(1)
 
@@ -44,7 +55,21 @@ def to_np(x):
     return x
 
 
+class BackendArrayError(AssertionError):
+    """A hookgrad tensor holds another array type than the test backend's (raised through events())."""
+
+
+def _check_array(h, what):
+    """Under a test backend: hookgrad Tensor ``h`` holds the backend's array type."""
+    d = h._data
+    if not isinstance(d, _ARRAY):
+        t = type(d)
+        raise BackendArrayError(f"{what} is a {t.__module__}.{t.__qualname__}, not the backend's {_ARRAY.__name__}")
+
+
 def assert_same(t_val, h_val, what="output", tol=None):
+    if _ARRAY is not None and isinstance(h_val, hookgrad.Tensor):
+        _check_array(h_val, what)
     if isinstance(t_val, torch.Tensor):
         assert isinstance(h_val, hookgrad.Tensor), f"{what}: torch gave a Tensor, hookgrad gave {type(h_val).__name__}"
         assert str(t_val.dtype) == str(h_val.dtype), f"{what}: dtype torch {t_val.dtype} vs hookgrad {h_val.dtype}"
@@ -101,6 +126,8 @@ def check(fn, *arrays, grad=True, second=False, tol=None, requires_grad=None):
             h_gg = hookgrad.autograd.grad(h_s, h_leaves, allow_unused=True)
             for i, (a, b) in enumerate(zip(t_gg, h_gg)):
                 if a is None and b is not None:
+                    if _ARRAY is not None:
+                        _check_array(b, f"second-order grad of input {i}")
                     np.testing.assert_allclose(to_np(b), 0, atol=1e-6, err_msg=f"second-order grad {i}")
                     continue
                 if b is None and a is not None:
@@ -117,17 +144,19 @@ class Log:
         self.events = []
 
     def __call__(self, name, *values):
-        self.events.append((name,) + tuple(_plain(v) for v in values))
+        self.events.append((name,) + tuple(_plain(v, name) for v in values))
 
 
-def _plain(v):
+def _plain(v, what="logged value"):
+    if _ARRAY is not None and isinstance(v, hookgrad.Tensor):
+        _check_array(v, f"a tensor logged at {what!r}")
     if isinstance(v, (torch.Tensor, hookgrad.Tensor)):
         a = to_np(v)
         return ("T", str(v.dtype), tuple(a.shape), np.round(a.astype(np.float64), 5).tolist())
     if isinstance(v, (tuple, list)):
-        return tuple(_plain(x) for x in v)
+        return tuple(_plain(x, what) for x in v)
     if isinstance(v, dict):
-        return tuple(sorted((k, _plain(x)) for k, x in v.items()))
+        return tuple(sorted((k, _plain(x, what)) for k, x in v.items()))
     if isinstance(v, float):
         return round(v, 5)
     return v
@@ -143,6 +172,8 @@ def events(scenario):
         et = type(e).__name__
     try:
         scenario(hookgrad, lh)
+    except BackendArrayError:       # a tensor a hook saw is not the backend's: name it, not the events it cut short
+        raise
     except Exception as e:
         eh = type(e).__name__
     assert lh.events == lt.events, f"\ntorch:    {lt.events}\nhookgrad: {lh.events}"

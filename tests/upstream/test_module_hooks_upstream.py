@@ -1594,7 +1594,7 @@ class TestModuleHookNN(NNTestCase):
 def _restore_global_hooks():
     """TestModuleGlobalHooks.tearDown rebinds the global hook dicts, as upstream does; put hookgrad's back."""
     mod = nn.modules.module
-    saved = {k: v for k, v in vars(mod).items() if k.startswith("_global_")}
+    saved = {k: getattr(mod, k) for k in dir(mod) if k.startswith("_global_")}
     yield
     for k, v in saved.items():
         setattr(mod, k, v)

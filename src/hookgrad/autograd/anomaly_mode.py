@@ -1,28 +1,32 @@
 """Anomaly detection (torch.autograd.detect_anomaly / set_detect_anomaly).
 
 While enabled, every recorded node keeps the traceback of the forward call that created it (this
-costs nothing while disabled: ``Node._record`` checks one module flag). During backward, a node that
+costs nothing while disabled: recording reads one flag of :data:`state`). During backward, a node that
 fails (itself, a hook, or with check_nan a NaN in its grad_inputs) warns with that traceback;
 NaN raises ``RuntimeError("Function 'DivBackward0' returned nan values in its 0th output.")``.
+
+This module owns the mode's state: node recording and the engine read ``state``; nothing here
+writes into another module. The engine asks :func:`wrap_step` once per backward pass.
 """
 import functools
 import warnings
 
 import numpy as np
 
-from . import graph as _g
-from . import engine as _engine
-
 __all__ = ["detect_anomaly", "set_detect_anomaly", "is_anomaly_enabled", "is_anomaly_check_nan_enabled",
            "set_anomaly_enabled"]
 
 
 class _State:          # process-wide, like torch's AnomalyMode
-    enabled = False
-    check_nan = True
+    __slots__ = ("enabled", "check_nan")
+
+    def __init__(self):
+        self.enabled = False
+        self.check_nan = True
 
 
-_st = _State()
+state = _State()
+_st = state
 
 
 def is_anomaly_enabled():
@@ -33,17 +37,18 @@ def is_anomaly_check_nan_enabled():
     return _st.check_nan
 
 
-class _Anomaly:
-    """What the engine calls instead of the plain node step while anomaly mode is on."""
-
-    @staticmethod
-    def run(fn, buf, task=None):
+def wrap_step(step, space):
+    """The engine's node step under anomaly mode: a failing node (itself or a hook), or with check_nan
+    a NaN in what it returns, warns with the traceback of the forward call that made the node."""
+    def run_anomaly(task, fn, buf):
         try:
-            outs = _engine._run_node(fn, buf, task)
+            outs = step(task, fn, buf)
             if _st.check_nan:
                 for i, g in enumerate(outs):
-                    if g is not None and g._data.dtype.kind == "f" and np.isnan(g._data).any():
-                        raise RuntimeError(f"Function '{fn.name()}' returned nan values in its {i}th output.")
+                    if g is not None:
+                        a = space.tensor(g)._data
+                        if a.dtype.kind == "f" and np.isnan(a).any():
+                            raise RuntimeError(f"Function '{fn.name()}' returned nan values in its {i}th output.")
             return outs
         except Exception:
             trace = fn._trace
@@ -54,6 +59,7 @@ class _Anomaly:
                 warnings.warn(f"Error detected in {fn.name()}. No forward pass information available. Enable "
                               "detect anomaly during forward pass for more information.", UserWarning, stacklevel=2)
             raise
+    return run_anomaly
 
 
 def set_anomaly_enabled(enabled, check_nan=True):
@@ -64,8 +70,6 @@ def set_anomaly_enabled(enabled, check_nan=True):
 def _set(enabled, check_nan):
     _st.enabled = enabled
     _st.check_nan = check_nan
-    _g._anomaly_enabled = enabled
-    _engine._anomaly = _Anomaly if enabled else None
 
 
 class detect_anomaly:

@@ -9,8 +9,10 @@ import functools
 
 import numpy as np
 
+from .. import _array
 from .grad_mode import _state, no_grad
-from . import graph as _g
+from . import node as _g
+from .formulas import TENSORS
 from .graph import Node, SavedTensor
 
 __all__ = ["Function", "FunctionCtx", "BackwardCFunction", "once_differentiable", "InplaceFunction",
@@ -94,10 +96,14 @@ class BackwardCFunction(Node, FunctionCtx):
         """``grad_fn.apply(*grads)`` calls the user's backward (as in torch)."""
         return self._forward_cls.backward(self, *grads)
 
-    def _run_backward(self, grads):
+    def _run_backward(self, grads, space=TENSORS):
+        """The user's backward, on Tensors whatever the pass carries; checked grads out, carried."""
         cls = self._forward_cls
-        if self.materialize_grads and self._out_meta is not None:
-            grads = [g if g is not None else _g.Tensor._make(np.zeros(m[0], m[1].np))
+        grads = [space.tensor(g) for g in grads]
+        if self.materialize_grads and self._out_meta is not None and any(g is None for g in grads):
+            present = [g._data for g in grads if g is not None]
+            xp = _array.module_of(*present) if present else _array.default_module()
+            grads = [g if g is not None else _g.Tensor._make(xp.zeros(m[0], m[1].np))
                      for g, m in zip(grads, self._out_meta)]
         res = cls.backward(self, *grads)
         if type(res) is not tuple:
@@ -139,7 +145,7 @@ class BackwardCFunction(Node, FunctionCtx):
             if g._data.dtype != dt:
                 g = g.to(_g._dt(dt))
             checked.append(g)
-        return checked
+        return [space.carry(g) for g in checked]
 
 
 class FunctionMeta(type):
@@ -210,7 +216,7 @@ class Function(metaclass=FunctionMeta):
 def _wrap_outputs(ctx, args, outputs):
     """Record ctx as the grad_fn of the outputs (PyTorch: _wrap_outputs / process_outputs)."""
     T = _g.Tensor
-    from ..primitives._inplace import _LEAF, _rebase
+    from .views import _LEAF, _rebase
     tensor_args = [a for a in args if isinstance(a, T)]
     edges, meta = [], []
     for a in tensor_args:
@@ -225,7 +231,7 @@ def _wrap_outputs(ctx, args, outputs):
     ctx.next_functions = tuple(edges)
     ctx._in_meta = meta
     ctx._seq = next(_g._seq)
-    if _g._anomaly_enabled:
+    if _g._anomaly.enabled:
         ctx._trace = _g._user_stack()
     single = not isinstance(outputs, tuple)
     outs = (outputs,) if single else outputs

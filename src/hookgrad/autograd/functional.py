@@ -7,7 +7,7 @@ import numpy as np
 
 from .grad_mode import enable_grad, set_grad_enabled, is_grad_enabled
 from .graph import Node
-from . import graph as _g
+from . import node as _g
 
 __all__ = ["vjp", "jvp", "vhp", "hvp", "jacobian", "hessian"]
 
@@ -101,7 +101,7 @@ def _check_requires_grad(inputs, input_type, strict):
 
 
 def _autograd_grad(outputs, inputs, grad_outputs=None, create_graph=False, retain_graph=None):
-    from . import grad
+    from .api import grad
     if grad_outputs is None:
         grad_outputs = (None,) * len(outputs)
     pairs = [(o, g) for o, g in zip(outputs, grad_outputs) if o is not None and o.requires_grad]

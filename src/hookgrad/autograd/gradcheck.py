@@ -8,7 +8,7 @@ import warnings
 
 import numpy as np
 
-from . import graph as _g
+from . import node as _g
 
 __all__ = ["gradcheck", "gradgradcheck", "GradcheckError"]
 
@@ -66,7 +66,7 @@ def _numerical_jacobian(func, inputs, outputs, eps):
 
 def _analytical_jacobian(inputs, outputs):
     """Per (input, output): array (input.numel(), output.numel()); also whether backward is reentrant."""
-    from . import grad
+    from .api import grad
     T = _T()
     diff = [t for _, t in _diff_inputs(inputs)]
     jac = [[np.zeros((t._data.size, o._data.size), np.float64) for o in outputs] for t in diff]
@@ -95,7 +95,7 @@ def _fail(msg, raise_exception):
 
 
 def _fmt(a):
-    from .. import tensor
+    from .._creation import tensor
     return repr(tensor(a))
 
 
@@ -155,7 +155,7 @@ def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=
                   check_grad_dtypes=False, check_batched_grad=False, check_fwd_over_rev=False,
                   check_rev_over_rev=True, fast_mode=False, masked=False):
     """Check second-order gradients: gradcheck of (inputs, grad_outputs) -> grad w.r.t. inputs."""
-    from . import grad
+    from .api import grad
     T = _T()
     tupled = _as_tuple(inputs)
     if grad_outputs is None:

@@ -1,4 +1,4 @@
 """torch.autograd.variable: the module that holds the legacy ``Variable`` class (defined in hookgrad.autograd)."""
-from . import Variable
+from .api import Variable
 
 __all__ = ["Variable"]

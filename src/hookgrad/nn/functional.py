@@ -90,9 +90,10 @@ def where(cond, a, b):
     """where() for float tensors/scalars of one dtype (cond: bool Tensor or array)."""
     like = a if isinstance(a, Tensor) else b
     dt = like._data.dtype
-    c = cond if isinstance(cond, Tensor) else _T(np.asarray(cond))
-    a = a if isinstance(a, Tensor) else _T(np.asarray(a, dt))
-    b = b if isinstance(b, Tensor) else _T(np.asarray(b, dt))
+    xp = like._xp
+    c = cond if isinstance(cond, Tensor) else _T(xp.asarray(cond))
+    a = a if isinstance(a, Tensor) else _T(xp.asarray(a, dt))
+    b = b if isinstance(b, Tensor) else _T(xp.asarray(b, dt))
     return Where.apply(c, a, b)
 
 
@@ -562,7 +563,7 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
         return avg_pool2d(input.double(), kernel_size, stride, padding, ceil_mode, count_include_pad,
                           divisor_override).trunc().long()
     if divisor_override:
-        div = np.asarray(divisor_override, input._data.dtype)
+        div = input._xp.asarray(divisor_override, input._data.dtype)
     else:
         sizes = []
         for i, (o, size) in enumerate(zip((geo["oh"], geo["ow"]), geo["in_hw"])):
@@ -573,7 +574,7 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
             if not count_include_pad:
                 n = np.minimum(en, size) - np.maximum(st, 0)
             sizes.append(n)
-        div = (sizes[0][:, None] * sizes[1][None, :]).astype(input._data.dtype)
+        div = input._xp.asarray((sizes[0][:, None] * sizes[1][None, :]).astype(input._data.dtype))  # host: once
     return N.AvgPool.apply(input, div=div, **geo)
 
 
@@ -836,7 +837,7 @@ def _dropout(input, p, training, inplace, mshape):
     for d in mshape:
         n *= d
     keep = C.default_generator._uniform01(n, np.float64).reshape(mshape) < (1.0 - p)
-    mask = (keep * (1.0 / (1.0 - p)) if p < 1 else np.zeros(mshape)).astype(dt)
+    mask = input._xp.asarray((keep * (1.0 / (1.0 - p)) if p < 1 else np.zeros(mshape)).astype(dt))   # drawn on the host
     if inplace:
         from ..primitives._inplace import inplace_apply
         return inplace_apply(input, N.Dropout, (), {"mask": mask})
@@ -876,7 +877,7 @@ def alpha_dropout(input, p=0.5, training=False, inplace=False):
     keep = C._rng(None).random(input._data.shape) >= p
     a = (1.0 / math.sqrt((alpha * alpha * p + 1) * (1 - p)))
     b = -a * alpha * p
-    kt = _T(keep.astype(input._data.dtype))
+    kt = _T(input._xp.asarray(keep.astype(input._data.dtype)))     # drawn on the host: converted once
     return (input * kt + alpha * (1 - kt)) * a + b
 
 
@@ -915,7 +916,7 @@ def one_hot(input, num_classes=-1):
         num_classes = int(a.max()) + 1 if a.size else 0
     elif a.size and a.max() >= num_classes:
         raise RuntimeError("Class values must be smaller than num_classes.")
-    out = np.zeros(a.shape + (num_classes,), np.int64)
+    out = input._xp.zeros(a.shape + (num_classes,), np.int64)
     np.put_along_axis(out, a[..., None].astype(np.int64), 1, -1)
     return _T(out)
 
@@ -967,7 +968,8 @@ def pad(input, pad, mode="constant", value=None):
 
 
 # ---------------------------------------------------------------------------- interpolation
-def _interp_matrix(n_in, n_out, scale, align_corners, dtype):
+def _interp_matrix(n_in, n_out, scale, align_corners, dtype, xp):
+    """The (n_out, n_in) linear-interpolation matrix, computed on the host, as a tensor of array module xp."""
     m = np.zeros((n_out, n_in), np.float64)
     dst = np.arange(n_out, dtype=np.float64)
     if align_corners:
@@ -980,7 +982,7 @@ def _interp_matrix(n_in, n_out, scale, align_corners, dtype):
     r = np.arange(n_out)
     m[r, i0] += 1 - lam
     m[r, i1] += lam
-    return _T(m.astype(dtype))
+    return _T(xp.asarray(m.astype(dtype)))
 
 
 _INTERP_MODES = {"nearest": "compute_indices_weights_nearest", "nearest-exact": "compute_indices_weights_nearest",
@@ -1046,9 +1048,9 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
             dst = np.arange(out_sz[i], dtype=np.float64)
             src = np.floor((dst + 0.5) * scales[i]) if mode == "nearest-exact" else np.floor(dst * np.float32(scales[i]))
             idx = np.minimum(src.astype(np.int64), in_sz[i] - 1)
-            out = out[(slice(None),) * d + (_T(idx),)]
+            out = out[(slice(None),) * d + (_T(input._xp.asarray(idx)),)]
         elif mode in need:
-            m = _interp_matrix(in_sz[i], out_sz[i], scales[i], bool(align_corners), dt)
+            m = _interp_matrix(in_sz[i], out_sz[i], scales[i], bool(align_corners), dt, input._xp)
             out = matmul(out.transpose(d, -1), m.t()).transpose(d, -1) if d != input.dim() - 1 else matmul(out, m.t())
         else:
             raise NotImplementedError(f"hookgrad: interpolate mode '{mode}' is not supported")
@@ -1356,9 +1358,9 @@ def cosine_embedding_loss(input1, input2, target, margin=0.0, size_average=None,
 
 
 # --------------------------------------------------------------------------------- attention
-def _float_mask(mask, dtype, true_means_masked):
-    """A boolean mask as an additive float mask (0 / -inf); a float mask as it is."""
-    a = mask._data if isinstance(mask, Tensor) else np.asarray(mask)
+def _float_mask(mask, dtype, true_means_masked, xp):
+    """A boolean mask as an additive float mask (0 / -inf) of array module xp; a float mask as it is."""
+    a = mask._data if isinstance(mask, Tensor) else xp.asarray(mask)
     if a.dtype == np.bool_:
         blocked = a if true_means_masked else ~a
         return _T(np.where(blocked, -np.inf, 0.0).astype(dtype))
@@ -1372,9 +1374,9 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     w = matmul(query, key.transpose(-2, -1)) * sc
     dt = query._data.dtype
     if is_causal:
-        w = w + _float_mask(_T(np.tril(np.ones((L, S), bool))), dt, False)
+        w = w + _float_mask(_T(np.tril(query._xp.ones((L, S), bool))), dt, False, query._xp)
     if attn_mask is not None:
-        w = w + _float_mask(attn_mask, dt, False)
+        w = w + _float_mask(attn_mask, dt, False, query._xp)
     w = N.softmax(w, -1)
     if dropout_p > 0:
         w = dropout(w, dropout_p, True)
@@ -1419,11 +1421,11 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
         raise RuntimeError("Need attn_mask if specifying the is_causal hint. You may use the Transformer module "
                            "method `generate_square_subsequent_mask` to create this mask.")
     if attn_mask is not None:
-        mask = _float_mask(attn_mask, dt, True)
+        mask = _float_mask(attn_mask, dt, True, query._xp)
         if mask.dim() == 2:
             mask = mask.unsqueeze(0)
     if key_padding_mask is not None:
-        kpm = _float_mask(key_padding_mask, dt, True).reshape(B, 1, 1, S).expand(B, H, 1, S).reshape(B * H, 1, S)
+        kpm = _float_mask(key_padding_mask, dt, True, query._xp).reshape(B, 1, 1, S).expand(B, H, 1, S).reshape(B * H, 1, S)
         mask = kpm if mask is None else mask + kpm
     q = q.reshape(L, B * H, hd).transpose(0, 1)
     k = k.reshape(S, B * H, hd).transpose(0, 1)

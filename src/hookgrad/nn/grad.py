@@ -21,7 +21,9 @@ __all__ = ["conv1d_input", "conv1d_weight", "conv2d_input", "conv2d_weight", "co
 
 
 def _grad(conv, which, size, input, weight, grad_output, stride, padding, dilation, groups):
-    from .. import zeros, autograd, enable_grad
+    from .. import autograd
+    from .._creation import zeros
+    from ..autograd.grad_mode import enable_grad
     with enable_grad():
         if which == "input":
             x = zeros(*size, dtype=weight.dtype).requires_grad_(True)

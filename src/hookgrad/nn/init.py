@@ -9,6 +9,7 @@ import warnings
 import numpy as np
 
 from .. import _creation as C
+from ..primitives.fill import _fill
 from ..autograd.grad_mode import no_grad
 
 __all__ = ["calculate_gain", "uniform_", "normal_", "trunc_normal_", "constant_", "ones_", "zeros_", "eye_",
@@ -58,8 +59,9 @@ def _calculate_correct_fan(tensor, mode):
 
 
 def _write(tensor, values):
+    """Write ``values`` (an array of the tensor's module, or a number) into ``tensor`` without a graph."""
     with no_grad():
-        C._fill(tensor, values)
+        _fill(tensor, values)
     return tensor
 
 
@@ -136,7 +138,7 @@ def zeros_(tensor):
 def eye_(tensor):
     if tensor.dim() != 2:
         raise ValueError("Only tensors with 2 dimensions are supported")
-    return _write(tensor, np.eye(*tensor.shape))
+    return _write(tensor, tensor._xp.eye(*tensor.shape))
 
 
 def dirac_(tensor, groups=1):
@@ -148,7 +150,7 @@ def dirac_(tensor, groups=1):
         raise ValueError("dim 0 must be divisible by groups")
     out_per = sizes[0] // groups
     m = min(out_per, sizes[1])
-    v = np.zeros(tuple(sizes))
+    v = tensor._xp.zeros(tuple(sizes))
     for g in range(groups):
         for i in range(m):
             v[(g * out_per + i, i) + tuple(s // 2 for s in sizes[2:])] = 1
@@ -206,7 +208,7 @@ def orthogonal_(tensor, gain=1, generator=None):
     q = q * np.sign(np.diag(r))
     if rows < cols:
         q = q.T
-    return _write(tensor, (q * gain).reshape(tuple(tensor.shape)))
+    return _write(tensor, tensor._xp.asarray((q * gain).reshape(tuple(tensor.shape))))   # drawn on the host
 
 
 def sparse_(tensor, sparsity, std=0.01, generator=None):

@@ -4,11 +4,14 @@ from .._tensor import Tensor, _init
 
 class Parameter(Tensor):
     """A Tensor that is a module parameter: a leaf that requires grad by default."""
+    _tensor_repr = True         # _printing: prints as tensor(...) (a subclass: its own name, inside Parameter(...))
+    _repr_wrap = "Parameter"
 
     def __new__(cls, data=None, requires_grad=True):
         import numpy as np
+        from .._array import default_module
         if data is None:
-            data = Tensor._make(np.zeros((0,), np.float32))
+            data = Tensor._make(default_module().zeros((0,), np.float32))
         if requires_grad and data._data.dtype.kind != "f":
             raise RuntimeError("Only Tensors of floating point and complex dtype can require gradients")
         self = object.__new__(cls)
@@ -51,11 +54,13 @@ class Buffer(Tensor, metaclass=_BufferMeta):
 
     As in PyTorch, the result is a plain Tensor (a detached alias of ``data``) flagged ``_is_buffer``.
     """
+    _tensor_repr = True
 
     def __new__(cls, data=None, *, persistent=True):
         import numpy as np
+        from .._array import default_module
         if data is None:
-            data = Tensor._make(np.zeros((0,), np.float32))
+            data = Tensor._make(default_module().zeros((0,), np.float32))
         t = Tensor._make(data._data, data.requires_grad, None, 0, data._vc)
         t.persistent = persistent
         t._is_buffer = True
@@ -175,15 +180,15 @@ class UninitializedTensorMixin:
         return self
 
     def float(self, memory_format=None):
-        from .. import float32
+        from .._dtype import float32
         return self._convert(float32)
 
     def double(self, memory_format=None):
-        from .. import float64
+        from .._dtype import float64
         return self._convert(float64)
 
     def half(self, memory_format=None):
-        from .. import float16
+        from .._dtype import float16
         return self._convert(float16)
 
     def cpu(self, memory_format=None):

@@ -2,13 +2,13 @@
 import numpy as np
 
 from .._tensor import Tensor
-from .optimizer import (Optimizer, _use_grad_for_differentiable, _to_float, _zeros_like, _step_tensor, _bump,
-                        _addcmul_, _addcdiv_, _add_scalar)
+from .optimizer import (_GroupLoop, _decay, _to_float, _zeros_like, _step_tensor, _bump,
+                        _addcmul_, _addcdiv_)
 
 __all__ = ["Adagrad"]
 
 
-class Adagrad(Optimizer):
+class Adagrad(_GroupLoop):
     def __init__(self, params, lr=1e-2, lr_decay=0, weight_decay=0, initial_accumulator_value=0, eps=1e-10,
                  foreach=None, *, maximize=False, differentiable=False, fused=None):
         if isinstance(lr, Tensor) and lr.numel() != 1:
@@ -26,7 +26,6 @@ class Adagrad(Optimizer):
         defaults = dict(lr=lr, lr_decay=lr_decay, eps=eps, weight_decay=weight_decay,
                         initial_accumulator_value=initial_accumulator_value, foreach=foreach, maximize=maximize,
                         differentiable=differentiable, fused=fused)
-        self._check_not_differentiable(differentiable)
         super().__init__(params, defaults)
         for group in self.param_groups:
             for p in group["params"]:
@@ -41,30 +40,24 @@ class Adagrad(Optimizer):
     def share_memory(self):
         pass
 
-    @_use_grad_for_differentiable
-    def step(self, closure=None):
-        """Perform a single optimization step; returns ``closure()``'s loss if a closure is given."""
-        loss = self._run_closure(closure)
-        for group in self.param_groups:
-            lr, wd, lr_decay, eps = _to_float(group["lr"]), group["weight_decay"], group["lr_decay"], group["eps"]
-            for p in group["params"]:
-                if p._grad is None:
-                    continue
-                state = self.state[p]
-                if len(state) == 0:
-                    state = self._init_state(p)
-                step_t, state_sum = state["step"], state["sum"]
-                step_t._data += 1
-                _bump(step_t)
-                step = step_t.item()
-                g = p._grad._data
-                if group["maximize"]:
-                    g = -g
-                if wd != 0:
-                    g = _add_scalar(g, p._data, wd)
-                clr = lr / (1 + (step - 1) * lr_decay)
-                _addcmul_(state_sum, g, g, 1)
-                std = np.sqrt(state_sum._data)
-                std += std.dtype.type(eps)
-                _addcdiv_(p, g, std, -clr)
-        return loss
+    def _step_group(self, group):
+        lr, wd, lr_decay, eps = _to_float(group["lr"]), group["weight_decay"], group["lr_decay"], group["eps"]
+        for p in group["params"]:
+            if p._grad is None:
+                continue
+            state = self.state[p]
+            if len(state) == 0:
+                state = self._init_state(p)
+            step_t, state_sum = state["step"], state["sum"]
+            step_t._data += 1
+            _bump(step_t)
+            step = step_t.item()
+            g = p._grad._data
+            if group["maximize"]:
+                g = -g
+            g = _decay(p, g, lr, wd)
+            clr = lr / (1 + (step - 1) * lr_decay)
+            _addcmul_(state_sum, g, g, 1)
+            std = np.sqrt(state_sum._data)
+            std += std.dtype.type(eps)
+            _addcdiv_(p, g, std, -clr)

@@ -141,22 +141,38 @@ class LRScheduler:
         self._last_lr = _lrs(self.optimizer)
 
 
+def _lambdas(optimizer, lr_lambda):
+    """One lr_lambda per param group (LambdaLR, MultiplicativeLR)."""
+    if not isinstance(lr_lambda, (list, tuple)):
+        return [lr_lambda] * len(optimizer.param_groups)
+    if len(lr_lambda) != len(optimizer.param_groups):
+        raise ValueError(f"Expected {len(optimizer.param_groups)} lr_lambdas, but got {len(lr_lambda)}")
+    return list(lr_lambda)
+
+
+def _lambdas_state_dict(sched):
+    sd = {k: v for k, v in sched.__dict__.items() if k not in ("optimizer", "lr_lambdas")}
+    sd["lr_lambdas"] = [None if isinstance(fn, types.FunctionType) else fn.__dict__.copy() for fn in sched.lr_lambdas]
+    return sd
+
+
+def _lambdas_load_state_dict(sched, state_dict):
+    lr_lambdas = state_dict.pop("lr_lambdas")
+    sched.__dict__.update(state_dict)
+    state_dict["lr_lambdas"] = lr_lambdas
+    for idx, fn in enumerate(lr_lambdas):
+        if fn is not None:
+            sched.lr_lambdas[idx].__dict__.update(fn)
+
+
 class LambdaLR(LRScheduler):
     def __init__(self, optimizer, lr_lambda, last_epoch=-1):
         self.optimizer = optimizer
-        if not isinstance(lr_lambda, (list, tuple)):
-            self.lr_lambdas = [lr_lambda] * len(optimizer.param_groups)
-        else:
-            if len(lr_lambda) != len(optimizer.param_groups):
-                raise ValueError(f"Expected {len(optimizer.param_groups)} lr_lambdas, but got {len(lr_lambda)}")
-            self.lr_lambdas = list(lr_lambda)
+        self.lr_lambdas = _lambdas(optimizer, lr_lambda)
         super().__init__(optimizer, last_epoch)
 
-    def state_dict(self):
-        return _lambdas_state_dict(self)
-
-    def load_state_dict(self, state_dict):
-        _lambdas_load_state_dict(self, state_dict)
+    state_dict = _lambdas_state_dict
+    load_state_dict = _lambdas_load_state_dict
 
     def get_lr(self):
         _warn_get_lr_called_within_step(self)
@@ -261,22 +277,42 @@ class CosineAnnealingLR(LRScheduler):
                 for b in self.base_lrs]
 
 
+def _check_schedulers(name, schedulers, optimizer):
+    """SequentialLR's and ChainedScheduler's checks of the schedulers they combine, in PyTorch's words."""
+    for i, s in enumerate(schedulers):
+        if not hasattr(s, "optimizer"):
+            raise TypeError(f"{name} at index {i} should have `optimizer` as its attribute.")
+        if isinstance(s, ReduceLROnPlateau):
+            raise ValueError(f"{name} does not support `ReduceLROnPlateau` scheduler as it requires additional "
+                             "kwargs to be specified when calling `step`, but got one at index "
+                             f"{i} in the given schedulers sequence.")
+        if optimizer != s.optimizer:
+            raise ValueError(f"{name} expects all schedulers to belong to the same optimizer, but got scheduler "
+                             f"{s.__class__.__name__} at index {i} has {s.optimizer}, which is different from "
+                             f"{optimizer.__class__.__name__}.")
+
+
+def _composite_state_dict(self):
+    """state_dict of a scheduler made of others: its own state, and each part's state_dict."""
+    sd = {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "_schedulers")}
+    sd["_schedulers"] = [s.state_dict() for s in self._schedulers]
+    return sd
+
+
+def _composite_load_state_dict(self, state_dict):
+    _schedulers = state_dict.pop("_schedulers")
+    self.__dict__.update(state_dict)
+    state_dict["_schedulers"] = _schedulers
+    for idx, s in enumerate(_schedulers):
+        self._schedulers[idx].load_state_dict(s)
+
+
 class SequentialLR(LRScheduler):
     def __init__(self, optimizer, schedulers, milestones, last_epoch=-1):
         name = self.__class__.__name__
         if len(schedulers) < 1:
             raise ValueError(f"{name} expects at least one scheduler, but got no scheduler.")
-        for i, s in enumerate(schedulers):
-            if not hasattr(s, "optimizer"):
-                raise TypeError(f"{name} at index {i} should have `optimizer` as its attribute.")
-            if isinstance(s, ReduceLROnPlateau):
-                raise ValueError(f"{name} does not support `ReduceLROnPlateau` scheduler as it requires additional "
-                                 "kwargs to be specified when calling `step`, but got one at index "
-                                 f"{i} in the given schedulers sequence.")
-            if optimizer != s.optimizer:
-                raise ValueError(f"{name} expects all schedulers to belong to the same optimizer, but got scheduler "
-                                 f"{s.__class__.__name__} at index {i} has {s.optimizer}, which is different from "
-                                 f"{optimizer.__class__.__name__}.")
+        _check_schedulers(name, schedulers, optimizer)
         if len(milestones) != len(schedulers) - 1:
             raise ValueError("Sequential Schedulers expects number of schedulers provided to be one more than the "
                              f"number of milestone points, but got number of schedulers {len(schedulers)} and the "
@@ -310,17 +346,8 @@ class SequentialLR(LRScheduler):
             scheduler.step()
         self._last_lr = scheduler.get_last_lr()
 
-    def state_dict(self):
-        sd = {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "_schedulers")}
-        sd["_schedulers"] = [s.state_dict() for s in self._schedulers]
-        return sd
-
-    def load_state_dict(self, state_dict):
-        _schedulers = state_dict.pop("_schedulers")
-        self.__dict__.update(state_dict)
-        state_dict["_schedulers"] = _schedulers
-        for idx, s in enumerate(_schedulers):
-            self._schedulers[idx].load_state_dict(s)
+    state_dict = _composite_state_dict
+    load_state_dict = _composite_load_state_dict
 
 
 class ReduceLROnPlateau(LRScheduler):
@@ -510,42 +537,19 @@ class OneCycleLR(LRScheduler):
         return lrs
 
 
-def _lambdas_state_dict(sched):
-    sd = {k: v for k, v in sched.__dict__.items() if k not in ("optimizer", "lr_lambdas")}
-    sd["lr_lambdas"] = [None if isinstance(fn, types.FunctionType) else fn.__dict__.copy() for fn in sched.lr_lambdas]
-    return sd
-
-
-def _lambdas_load_state_dict(sched, state_dict):
-    lr_lambdas = state_dict.pop("lr_lambdas")
-    sched.__dict__.update(state_dict)
-    state_dict["lr_lambdas"] = lr_lambdas
-    for idx, fn in enumerate(lr_lambdas):
-        if fn is not None:
-            sched.lr_lambdas[idx].__dict__.update(fn)
-
-
 class MultiplicativeLR(LRScheduler):
     """Multiply each group's lr by ``lr_lambda(epoch)`` at every step."""
 
     def __init__(self, optimizer, lr_lambda, last_epoch=-1):
         self.optimizer = optimizer
-        if not isinstance(lr_lambda, (list, tuple)):
-            self.lr_lambdas = [lr_lambda] * len(optimizer.param_groups)
-        else:
-            if len(lr_lambda) != len(optimizer.param_groups):
-                raise ValueError(f"Expected {len(optimizer.param_groups)} lr_lambdas, but got {len(lr_lambda)}")
-            self.lr_lambdas = list(lr_lambda)
+        self.lr_lambdas = _lambdas(optimizer, lr_lambda)
         for fn in self.lr_lambdas:
             if not callable(fn):
                 raise TypeError(f"lr_lambda should be a function, but got {type(fn).__name__}")
         super().__init__(optimizer, last_epoch)
 
-    def state_dict(self):
-        return _lambdas_state_dict(self)
-
-    def load_state_dict(self, state_dict):
-        _lambdas_load_state_dict(self, state_dict)
+    state_dict = _lambdas_state_dict
+    load_state_dict = _lambdas_load_state_dict
 
     def get_lr(self):
         _warn_get_lr_called_within_step(self)
@@ -605,17 +609,7 @@ class ChainedScheduler(LRScheduler):
             raise ValueError(f"{self.__class__.__name__} expects at least one scheduler to be chained, but got no "
                              "scheduler.")
         optimizer = optimizer or schedulers[0].optimizer
-        for idx, scheduler in enumerate(schedulers):
-            if not hasattr(scheduler, "optimizer"):
-                raise TypeError(f"{self.__class__.__name__} at index {idx} should have `optimizer` as its attribute.")
-            if isinstance(scheduler, ReduceLROnPlateau):
-                raise ValueError(f"{self.__class__.__name__} does not support `ReduceLROnPlateau` scheduler as it "
-                                 "requires additional kwargs to be specified when calling `step`, but got one at "
-                                 f"index {idx} in the given schedulers sequence.")
-            if optimizer != scheduler.optimizer:
-                raise ValueError(f"{self.__class__.__name__} expects all schedulers to belong to the same optimizer, "
-                                 f"but got scheduler {scheduler.__class__.__name__} at index {idx} has "
-                                 f"{scheduler.optimizer}, which is different from {optimizer.__class__.__name__}.")
+        _check_schedulers(self.__class__.__name__, schedulers, optimizer)
         self._schedulers = schedulers
         self.optimizer = optimizer
         self._last_lr = _lrs(self._schedulers[-1].optimizer)
@@ -625,17 +619,8 @@ class ChainedScheduler(LRScheduler):
             scheduler.step()
         self._last_lr = _lrs(self._schedulers[-1].optimizer)
 
-    def state_dict(self):
-        sd = {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "_schedulers")}
-        sd["_schedulers"] = [s.state_dict() for s in self._schedulers]
-        return sd
-
-    def load_state_dict(self, state_dict):
-        _schedulers = state_dict.pop("_schedulers")
-        self.__dict__.update(state_dict)
-        state_dict["_schedulers"] = _schedulers
-        for idx, s in enumerate(_schedulers):
-            self._schedulers[idx].load_state_dict(s)
+    state_dict = _composite_state_dict
+    load_state_dict = _composite_load_state_dict
 
 
 class CyclicLR(LRScheduler):

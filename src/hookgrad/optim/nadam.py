@@ -2,13 +2,18 @@
 import numpy as np
 
 from .._tensor import Tensor
-from .optimizer import (Optimizer, _check_adam_args, _use_grad_for_differentiable, _to_float, _zeros_like, _step_tensor, _bump,
-                        _mul_, _lerp_, _addcmul_, _addcdiv_, _add_scalar)
+from .optimizer import (_GroupLoop, _decay, _check_adam_args, _to_float, _zero_buffers,
+                        _mul_, _lerp_, _addcmul_, _addcdiv_)
 
 __all__ = ["NAdam"]
 
 
-class NAdam(Optimizer):
+def _init_state(p, state):
+    state["mu_product"] = Tensor._make(np.ones((), dtype=state["step"]._data.dtype))
+    _zero_buffers("exp_avg", "exp_avg_sq")(p, state)
+
+
+class NAdam(_GroupLoop):
     def __init__(self, params, lr=2e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, momentum_decay=4e-3,
                  decoupled_weight_decay=False, *, foreach=None, maximize=False, capturable=False,
                  differentiable=False):
@@ -18,49 +23,25 @@ class NAdam(Optimizer):
         defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, momentum_decay=momentum_decay,
                         decoupled_weight_decay=decoupled_weight_decay, maximize=maximize, foreach=foreach,
                         capturable=capturable, differentiable=differentiable)
-        self._check_not_differentiable(differentiable)
         super().__init__(params, defaults)
 
-    @_use_grad_for_differentiable
-    def step(self, closure=None):
-        """Perform a single optimization step; returns ``closure()``'s loss if a closure is given."""
-        loss = self._run_closure(closure)
-        for group in self.param_groups:
-            beta1, beta2 = group["betas"]
-            lr, wd, eps, md = _to_float(group["lr"]), group["weight_decay"], group["eps"], group["momentum_decay"]
-            for p in group["params"]:
-                if p._grad is None:
-                    continue
-                state = self.state[p]
-                if len(state) == 0:
-                    state["step"] = _step_tensor()
-                    state["mu_product"] = Tensor._make(np.ones((), dtype=state["step"]._data.dtype))
-                    state["exp_avg"] = _zeros_like(p)
-                    state["exp_avg_sq"] = _zeros_like(p)
-                g = p._grad._data
-                if group["maximize"]:
-                    g = -g
-                step_t, mu_product = state["step"], state["mu_product"]
-                exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
-                step_t._data += 1
-                _bump(step_t)
-                step = step_t.item()
-                bias_correction2 = 1 - beta2 ** step
-                if wd != 0:
-                    if group["decoupled_weight_decay"]:
-                        _mul_(p, 1 - lr * wd)
-                    else:
-                        g = _add_scalar(g, p._data, wd)
-                mu = beta1 * (1.0 - 0.5 * (0.96 ** (step * md)))
-                mu_next = beta1 * (1.0 - 0.5 * (0.96 ** ((step + 1) * md)))
-                _mul_(mu_product, mu)
-                _lerp_(exp_avg, g, 1 - beta1)
-                _mul_(exp_avg_sq, beta2)
-                _addcmul_(exp_avg_sq, g, g, 1 - beta2)
-                denom = np.sqrt(exp_avg_sq._data / exp_avg_sq._data.dtype.type(bias_correction2))
-                mu_prod = mu_product.item()
-                mu_product_next = mu_prod * mu_next
-                denom += denom.dtype.type(eps)
-                _addcdiv_(p, g, denom, -lr * (1.0 - mu) / (1.0 - mu_prod))
-                _addcdiv_(p, exp_avg._data, denom, (-lr * mu_next) / (1.0 - mu_product_next))
-        return loss
+    def _step_group(self, group):
+        beta1, beta2 = group["betas"]
+        lr, wd, eps, md = _to_float(group["lr"]), group["weight_decay"], group["eps"], group["momentum_decay"]
+        for p, g, state in self._each_grad(group, _init_state):
+            mu_product, exp_avg, exp_avg_sq = state["mu_product"], state["exp_avg"], state["exp_avg_sq"]
+            step = state["step"].item()
+            bias_correction2 = 1 - beta2 ** step
+            g = _decay(p, g, lr, wd, group["decoupled_weight_decay"])
+            mu = beta1 * (1.0 - 0.5 * (0.96 ** (step * md)))
+            mu_next = beta1 * (1.0 - 0.5 * (0.96 ** ((step + 1) * md)))
+            _mul_(mu_product, mu)
+            _lerp_(exp_avg, g, 1 - beta1)
+            _mul_(exp_avg_sq, beta2)
+            _addcmul_(exp_avg_sq, g, g, 1 - beta2)
+            denom = np.sqrt(exp_avg_sq._data / exp_avg_sq._data.dtype.type(bias_correction2))
+            mu_prod = mu_product.item()
+            mu_product_next = mu_prod * mu_next
+            denom += denom.dtype.type(eps)
+            _addcdiv_(p, g, denom, -lr * (1.0 - mu) / (1.0 - mu_prod))
+            _addcdiv_(p, exp_avg._data, denom, (-lr * mu_next) / (1.0 - mu_product_next))

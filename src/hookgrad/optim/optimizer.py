@@ -65,20 +65,30 @@ def _use_grad_for_differentiable(func):
     return _use_grad
 
 
-def _check_adam_args(lr, eps, betas, weight_decay):
-    """The Adam family's constructor checks (Adam, Adamax, NAdam, RAdam), in PyTorch's order and words."""
+def _check_lr(lr):
+    """PyTorch's learning-rate checks (every optimizer but SGD, whose test is ``lr < 0.0``)."""
     if isinstance(lr, Tensor) and lr.numel() != 1:
         raise ValueError("Tensor lr must be 1-element")
     if not 0.0 <= lr:
         raise ValueError(f"Invalid learning rate: {lr}")
-    if not 0.0 <= eps:
-        raise ValueError(f"Invalid epsilon value: {eps}")
-    if not 0.0 <= betas[0] < 1.0:
-        raise ValueError(f"Invalid beta parameter at index 0: {betas[0]}")
-    if not 0.0 <= betas[1] < 1.0:
-        raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
-    if not 0.0 <= weight_decay:
-        raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+
+
+def _check_nonneg(**values):
+    """PyTorch's ``Invalid <name> value: <v>`` for the first value (in the order given, PyTorch's) that is
+    not >= 0 (``rho``: not in [0, 1]); ``eps`` is named "epsilon"."""
+    for name, v in values.items():
+        if not (0.0 <= v <= 1.0 if name == "rho" else 0.0 <= v):
+            raise ValueError(f"Invalid {'epsilon' if name == 'eps' else name} value: {v}")
+
+
+def _check_adam_args(lr, eps, betas, weight_decay):
+    """The Adam family's constructor checks (Adam, Adamax, NAdam, RAdam), in PyTorch's order and words."""
+    _check_lr(lr)
+    _check_nonneg(eps=eps)
+    for i in (0, 1):
+        if not 0.0 <= betas[i] < 1.0:
+            raise ValueError(f"Invalid beta parameter at index {i}: {betas[i]}")
+    _check_nonneg(weight_decay=weight_decay)
 
 
 def _get_scalar_dtype():
@@ -95,6 +105,25 @@ def _zeros_like(p, value=0):
 
 def _step_tensor():
     return Tensor._make(np.zeros((), dtype=_get_scalar_dtype().np))
+
+
+def _decay(p, g, lr, wd, decoupled=False):
+    """PyTorch's weight decay on the gradient array ``g``: decoupled (``p *= 1 - lr * wd``, AdamW) or L2
+    (``g + wd * p``); returns the gradient to use."""
+    if wd == 0:
+        return g
+    if decoupled:
+        _mul_(p, 1 - lr * wd)
+        return g
+    return _add_scalar(g, p._data, wd)
+
+
+def _zero_buffers(*keys):
+    """An ``init`` for :meth:`Optimizer._each_grad`: a zero buffer shaped like the parameter per key."""
+    def init(p, state):
+        for k in keys:
+            state[k] = _zeros_like(p)
+    return init
 
 
 # ---- in-place kernels on arrays; each bumps the version once, like the PyTorch in-place op -------------
@@ -400,9 +429,50 @@ class Optimizer:
         if differentiable:
             raise NotImplementedError("hookgrad optimizers do not support differentiable=True")
 
+    def _each_grad(self, group, init=None):
+        """PyTorch's per-parameter preamble of the stateful for-loop algorithms: ``(p, g, state)`` for each
+        parameter of ``group`` that has a gradient. A parameter's first step makes ``state["step"]`` (a
+        0-dim tensor) and then calls ``init(p, state)`` (its buffers, in PyTorch's state order); ``g`` is the
+        gradient's array, negated under ``maximize``; ``state["step"]`` is incremented (its version bumped)
+        before the pair is yielded."""
+        all_state, maximize = self.state, group["maximize"]
+        for p in group["params"]:
+            grad = p._grad
+            if grad is None:
+                continue
+            state = all_state[p]
+            if len(state) == 0:
+                state["step"] = _step_tensor()
+                if init is not None:
+                    init(p, state)
+            step_t = state["step"]
+            step_t._data += 1
+            _bump(step_t)
+            yield p, (-grad._data if maximize else grad._data), state
+
     @staticmethod
     def _run_closure(closure):
         if closure is None:
             return None
         with enable_grad():
             return closure()
+
+
+class _GroupLoop(Optimizer):
+    """Base of the algorithms written as PyTorch's single-tensor for-loop: ``step`` runs the closure, then
+    ``_step_group(group)`` for each param group (with grad mode set as ``differentiable`` asks)."""
+
+    def __init__(self, params, defaults):
+        self._check_not_differentiable(defaults["differentiable"])
+        super().__init__(params, defaults)
+
+    @_use_grad_for_differentiable
+    def step(self, closure=None):
+        """Perform a single optimization step; returns ``closure()``'s loss if a closure is given."""
+        loss = self._run_closure(closure)
+        for group in self.param_groups:
+            self._step_group(group)
+        return loss
+
+    def _step_group(self, group):
+        raise NotImplementedError

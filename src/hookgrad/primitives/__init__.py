@@ -3,12 +3,14 @@ import inspect
 
 import numpy as np
 from .._tensor import Tensor
+from .._array import array_module
 from . import elementwise as E, shape as S, reduce as R, linalg as L, index as I, join as J
 from . import nn as _nn_ops  # noqa: F401  (installs its own Tensor methods)
 from . import stats as ST
 from ._inplace import inplace_apply, check_overlap, resize_ as _resize_, resize_as_ as _resize_as_
 from ._dispatch import as_tensor_arg, _scalar_result
 from .. import _creation as C
+from . import fill as FL
 from .._errors import is_number
 
 
@@ -95,8 +97,8 @@ _METHODS = {
     "logical_xor": I.logical_xor, "isnan": I.isnan, "isinf": I.isinf, "isfinite": I.isfinite,
     "equal": I.equal, "allclose": I.allclose, "isclose": I.isclose, "nonzero": I.nonzero, "any": I.any,
     "all": I.all, "where": lambda s, c, o: I.where(c, s, o), "index_put": I.index_put, "index_put_": I.index_put_,
-    "fill_": C.fill_, "zero_": C.zero_, "normal_": C.normal_, "uniform_": C.uniform_, "random_": C.random_,
-    "bernoulli_": C.bernoulli_, "exponential_": C.exponential_, "copy_": C.copy_, "bernoulli": C.bernoulli,
+    "fill_": FL.fill_, "zero_": FL.zero_, "normal_": FL.normal_, "uniform_": FL.uniform_, "random_": FL.random_,
+    "bernoulli_": FL.bernoulli_, "exponential_": FL.exponential_, "copy_": FL.copy_, "bernoulli": C.bernoulli,
     "gelu": E.gelu, "silu": E.silu, "softplus": E.softplus,
     "new_zeros": C.new_zeros, "new_ones": C.new_ones, "new_empty": C.new_empty, "new_full": C.new_full,
     "new_tensor": lambda s, data, dtype=None, requires_grad=False, **k: C.tensor(data, dtype=dtype or s.dtype, requires_grad=requires_grad),
@@ -210,8 +212,8 @@ def _fast_binary(cls, general, ufunc):
                 raise broadcast_error(self._data.shape, other._data.shape) from None
             except TypeError:           # no loop for the dtype (bool - bool): the general path's error
                 return general(self, other)
-            if type(out) is not ndarray:
-                out = np.asarray(out)
+            if type(out) is not ndarray and not isinstance(out, ndarray):   # a NumPy scalar
+                out = array_module(self._data).asarray(out)
             if (self._requires_grad or other._requires_grad or self._lazy_rg and self.requires_grad) and _state.enabled:
                 return record2(cls, self, other, out)
             t = new(Tensor)
@@ -242,8 +244,8 @@ def _fast_unary(cls, general):
                 return G._apply_with_op_hooks(cls, (self,), None, method)
             node = new(cls)
             out = node.forward(self._data)
-            if type(out) is not ndarray:
-                out = np.asarray(out)
+            if type(out) is not ndarray and not isinstance(out, ndarray):   # a NumPy scalar
+                out = array_module(self._data).asarray(out)
             if (self._requires_grad or self._lazy_rg and self.requires_grad) and _state.enabled:
                 return record1(node, self, out)
             return make(out)

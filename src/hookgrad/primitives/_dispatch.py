@@ -26,20 +26,23 @@ def dims_of(dim, ndim):
 
 
 def as_tensor_arg(x, like=None):
-    """A non-Tensor operand (list, number) as a Tensor (used where an op needs a real tensor)."""
+    """A non-Tensor operand (list, number) as a Tensor (used where an op needs a real tensor), in the array
+    module of the tensor ``like`` when given (else the default module)."""
     if isinstance(x, Tensor):
         return x
-    from .._creation import tensor
-    dt = None
-    if like is not None and isinstance(x, (int, float, bool)):
-        dt = D.result_type_of([like], [x])
-    return tensor(x, dtype=dt)
+    from .._creation import tensor, _in_module
+    if like is None:
+        return tensor(x)
+    dt = D.result_type_of([like], [x]) if isinstance(x, (int, float, bool)) else None
+    return _in_module(tensor(x, dtype=dt), like._xp)
 
 
 def binary(cls, a, b, float_only=False, **params):
     """Apply a binary elementwise primitive with PyTorch's type promotion.
 
-    Python scalars stay non-tensor arguments (no graph edge), converted to the result dtype.
+    Python scalars stay non-tensor arguments (no graph edge), converted to a NumPy scalar of the result dtype
+    (``dt.type(b)``): a scalar, not an array, so it takes no array module and the ufuncs of every module
+    (NumPy, CuPy, the test backend) combine it with the tensor's array into that array's type.
     """
     try:
         if isinstance(a, Tensor):

@@ -8,7 +8,9 @@ import math
 import numpy as np
 
 from .._tensor import Tensor
+from .._array import array_module, module_of, default_module
 from ..autograd.graph import Node
+from ..autograd.formulas import TENSORS
 from ._dispatch import binary, apply_inplace
 from .._errors import not_tensor, not_number, is_number, not_implemented_for, float_kernel
 
@@ -38,10 +40,7 @@ class Add(Node, name="AddBackward0"):
         dt = self.dt
         return np.add(x, y) if dt is None else np.add(x, y, dtype=dt)
 
-    def backward(self, g):
-        return g, (g if self.alpha == 1 else g * self.alpha)
-
-    def backward_np(self, g):
+    def backward(self, g, F=TENSORS):
         return g, (g if self.alpha == 1 else g * self.alpha)
 
 
@@ -56,10 +55,7 @@ class Sub(Node, name="SubBackward0"):
         dt = self.dt
         return np.subtract(x, y) if dt is None else np.subtract(x, y, dtype=dt)
 
-    def backward(self, g):
-        return g, (-g if self.alpha == 1 else g * -self.alpha)
-
-    def backward_np(self, g):
+    def backward(self, g, F=TENSORS):
         return g, (-g if self.alpha == 1 else g * -self.alpha)
 
 
@@ -87,19 +83,13 @@ class Mul(Node, name="MulBackward0"):
         dt = self.dt
         return np.multiply(x, y) if dt is None else np.multiply(x, y, dtype=dt)
 
-    def backward(self, g):
+    def backward(self, g, F=TENSORS):
         # NOTE: PyTorch's generated backward computes the inputs' formulas in alphabetical order of
         # their names (other before self); that order is the creation order of a create_graph graph
-        x, y = self.saved_values
+        x, y = F.saved(self)
         nf = self.next_functions
         gy = g * x if nf[1][0] is not None else None
         return (g * y if nf[0][0] is not None else None), gy
-
-    def backward_np(self, g):
-        x, y = self._saved_pair()
-        nf = self.next_functions
-        return (g * y if nf[0][0] is not None else None,
-                g * x if nf[1][0] is not None else None)
 
 
 class Div(Node, name="DivBackward0"):
@@ -112,18 +102,12 @@ class Div(Node, name="DivBackward0"):
         dt = self.dt
         return np.true_divide(x, y) if dt is None else np.true_divide(x, y, dtype=dt)
 
-    def backward(self, g):
-        x, y = self.saved_values
+    def backward(self, g, F=TENSORS):
+        x, y = F.saved(self)
         nf = self.next_functions
         gy = -g * ((x / y) / y) if nf[1][0] is not None else None     # other first (alphabetical)
         gx = g / y if nf[0][0] is not None else None
         return gx, gy
-
-    def backward_np(self, g):
-        x, y = self.saved_arrays()
-        nf = self.next_functions
-        return (g / y if nf[0][0] is not None else None,
-                -g * x / (y * y) if nf[1][0] is not None else None)
 
 
 class Pow(Node, name="PowBackward1"):
@@ -135,7 +119,7 @@ class Pow(Node, name="PowBackward1"):
         try:
             return np.power(x, y, dtype=self.dt)
         except ValueError:          # integers to negative integer powers: PyTorch truncates toward zero
-            return np.trunc(np.power(np.asarray(x, np.float64), y)).astype(self.dt or np.result_type(x, y))
+            return np.trunc(np.power(module_of(x, y).asarray(x, np.float64), y)).astype(self.dt or np.result_type(x, y))
 
     def backward(self, g):
         x, y, out = self.saved_values
@@ -151,7 +135,8 @@ class Pow(Node, name="PowBackward1"):
 
 def _zeros(g):
     """A zero gradient shaped like g that is a constant (PyTorch's zeros_like in a formula)."""
-    return Tensor._make(np.zeros_like(g._data))
+    d = g._data
+    return Tensor._make(array_module(d).zeros_like(d))
 
 
 class PowScalar(Pow, name="PowBackward0"):
@@ -164,22 +149,11 @@ class PowScalar(Pow, name="PowBackward0"):
     def forward(self, x):
         return Pow.forward(self, x, self.exponent)
 
-    def backward(self, g):
-        (x,) = self.saved_values
+    def backward(self, g, F=TENSORS):
+        (x,) = F.saved(self)
         y = self.exponent
         if y == 0:          # PyTorch's pow_backward: zeros_like(self), a constant under create_graph
-            return _zeros(g)
-        if y == 1:
-            return g
-        if y == 2:
-            return g * (x * 2.0)
-        return g * (y * x ** (y - 1))
-
-    def backward_np(self, g):
-        (x,) = self.saved_arrays()
-        y = self.exponent
-        if y == 0:
-            return g * 0.0
+            return F.zeros_like(g)
         if y == 1:
             return g
         if y == 2:
@@ -218,7 +192,8 @@ class Minimum(Node, name="MinimumBackward0"):
 
     def forward(self, x, y):
         if self.dt is not None:
-            x, y = np.asarray(x, self.dt), np.asarray(y, self.dt)
+            xp = module_of(x, y)
+            x, y = xp.asarray(x, self.dt), xp.asarray(y, self.dt)
         return self.op(x, y)
 
     def backward(self, g):
@@ -261,10 +236,7 @@ class Neg(Node, name="NegBackward0"):
     def forward(self, x):
         return np.negative(x)
 
-    def backward(self, g):
-        return -g
-
-    def backward_np(self, g):
+    def backward(self, g, F=TENSORS):
         return -g
 
 
@@ -275,12 +247,9 @@ class Exp(Node, name="ExpBackward0"):
     def forward(self, x):
         return np.exp(x)
 
-    def backward(self, g):
-        (out,) = self.saved_values
+    def backward(self, g, F=TENSORS):
+        (out,) = F.saved(self)
         return g * out
-
-    def backward_np(self, g):
-        return g * self.saved_arrays()[0]
 
 
 class Expm1(Exp, name="Expm1Backward0"):
@@ -296,12 +265,9 @@ class Log(Unary, name="LogBackward0"):
     def forward(self, x):
         return np.log(x)
 
-    def backward(self, g):
-        (x,) = self.saved_values
+    def backward(self, g, F=TENSORS):
+        (x,) = F.saved(self)
         return g / x
-
-    def backward_np(self, g):
-        return g / self.saved_arrays()[0]
 
 
 class Log2(Unary, name="Log2Backward0"):
@@ -338,12 +304,9 @@ class Sqrt(Node, name="SqrtBackward0"):
     def forward(self, x):
         return np.sqrt(x)
 
-    def backward(self, g):
-        (out,) = self.saved_values
+    def backward(self, g, F=TENSORS):
+        (out,) = F.saved(self)
         return g / (out * 2)
-
-    def backward_np(self, g):
-        return g / (self.saved_arrays()[0] * 2)
 
 
 class Rsqrt(Node, name="RsqrtBackward0"):
@@ -409,12 +372,8 @@ class Tanh(Node, name="TanhBackward0"):
     def forward(self, x):
         return np.tanh(x)
 
-    def backward(self, g):
-        (out,) = self.saved_values
-        return g * (1 - out * out)
-
-    def backward_np(self, g):
-        out = self.saved_arrays()[0]
+    def backward(self, g, F=TENSORS):
+        (out,) = F.saved(self)
         return g * (1 - out * out)
 
 
@@ -426,12 +385,8 @@ class Sigmoid(Node, name="SigmoidBackward0"):
         e = np.exp(-np.abs(x))      # never overflows
         return np.where(x >= 0, 1.0, e) / (1.0 + e)
 
-    def backward(self, g):
-        (out,) = self.saved_values
-        return g * (out * (1 - out))
-
-    def backward_np(self, g):
-        out = self.saved_arrays()[0]
+    def backward(self, g, F=TENSORS):
+        (out,) = F.saved(self)
         return g * (out * (1 - out))
 
 
@@ -464,16 +419,11 @@ class Scale(Node, name="ThresholdBackwardBackward0"):
     def forward(self, g, src):
         return np.multiply(g, self.f, dtype=g.dtype)
 
-    def backward(self, gg):
-        (src,) = self.saved_values
+    def backward(self, gg, F=TENSORS):
+        (src,) = F.saved(self)
         nf = self.next_functions
-        return (Scale.apply(gg, src, f=self.f) if nf[0][0] is not None else None,
-                Tensor._make(np.zeros(src._data.shape, src._data.dtype)) if nf[1][0] is not None else None)
-
-    def backward_np(self, gg):
-        nf = self.next_functions
-        return (np.multiply(gg, self.f, dtype=gg.dtype) if nf[0][0] is not None else None,
-                np.zeros(self._in_meta[1][0], self._in_meta[1][1]) if nf[1][0] is not None else None)
+        return (F.scale(gg, self.f, src, Scale) if nf[0][0] is not None else None,
+                F.zeros(self._in_meta[1][0], self._in_meta[1][1], gg) if nf[1][0] is not None else None)
 
 
 def scale(g, f, src=None):
@@ -516,17 +466,9 @@ class Relu(Node, name="ReluBackward0"):
         self.z = z = _zero(x.dtype)
         return np.maximum(x, z)
 
-    def backward(self, g):
-        (out,) = self.saved_values
-        return scale(g, out._data > 0, out)
-
-    def backward_np(self, g):
-        out = self.saved_arrays()[0]
-        z = self.z
-        # NOTE: NumPy's where() beats g * mask on tiny arrays (~2x) and loses badly on large ones (~10x)
-        if g.size <= 4096:
-            return np.where(out > z, g, z)
-        return np.multiply(g, out > z, dtype=g.dtype)
+    def backward(self, g, F=TENSORS):
+        (out,) = F.saved(self)
+        return F.mask(g, F.array(out) > self.z, out, Scale)
 
 
 class Gelu(Unary, name="GeluBackward0"):
@@ -661,7 +603,7 @@ class ClampT(Node, name="ClampBackward0"):
         dt = self.dt or x.dtype
         out = x if lo is None else np.maximum(x, lo)
         out = out if hi is None else np.minimum(out, hi)
-        return np.array(out, dtype=dt, copy=True)
+        return array_module(x).array(out, dtype=dt, copy=True)
 
     def backward(self, g):
         xt, lot, hit = self.saved_values
@@ -693,7 +635,7 @@ class ZeroGrad(Node):
     zeros_like(grad): no graph, so a double backward does not reach the forward graph through it)."""
 
     def backward(self, g):
-        return Tensor._make(np.zeros_like(g._data))
+        return _zeros(g)
 
 
 class Sign(ZeroGrad, name="SignBackward0"):
@@ -765,7 +707,8 @@ class DivRound(ZeroGrad, name="DivBackward2"):
 
     def forward(self, x, y):
         if self.dt is not None:
-            x, y = np.asarray(x, self.dt), np.asarray(y, self.dt)
+            xp = module_of(x, y)
+            x, y = xp.asarray(x, self.dt), xp.asarray(y, self.dt)
         if x.dtype.kind == "f":
             with np.errstate(divide="ignore", invalid="ignore"):
                 return np.floor_divide(x, y) if self.mode == "floor" else np.trunc(np.true_divide(x, y))
@@ -776,13 +719,12 @@ class DivRound(ZeroGrad, name="DivBackward2"):
     def backward(self, g):
         # PyTorch: zeros_like(grad) for both inputs (no graph)
         nf = self.next_functions
-        z = Tensor._make(np.zeros_like(g._data))
-        return (z if nf[0][0] is not None else None,
-                Tensor._make(np.zeros_like(g._data)) if nf[1][0] is not None else None)
+        return (_zeros(g) if nf[0][0] is not None else None,
+                _zeros(g) if nf[1][0] is not None else None)
 
 
 def _check_int_div(y):
-    if np.any(np.asarray(y) == 0):
+    if np.any(y == 0):
         raise RuntimeError("ZeroDivisionError")
 
 
@@ -792,7 +734,8 @@ class FloorDivide(Node, name="NotImplemented"):
 
     def forward(self, x, y):
         if self.dt is not None:
-            x, y = np.asarray(x, self.dt), np.asarray(y, self.dt)
+            xp = module_of(x, y)
+            x, y = xp.asarray(x, self.dt), xp.asarray(y, self.dt)
         if x.dtype.kind != "f":
             _check_int_div(y)
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -1065,8 +1008,9 @@ def _clamp_tensor(cls, input, lo, hi):
     ts = [t for t in (input, lo, hi) if isinstance(t, Tensor)]
     ss = [s for s in (lo, hi) if s is not None and not isinstance(s, Tensor)]
     dt = D.result_type_of(ts, ss)
-    lo = lo if lo is None or isinstance(lo, Tensor) else Tensor._make(np.asarray(lo, dt.np))
-    hi = hi if hi is None or isinstance(hi, Tensor) else Tensor._make(np.asarray(hi, dt.np))
+    xp = array_module(ts[0]._data)
+    lo = lo if lo is None or isinstance(lo, Tensor) else Tensor._make(xp.asarray(lo, dt.np))
+    hi = hi if hi is None or isinstance(hi, Tensor) else Tensor._make(xp.asarray(hi, dt.np))
     return cls.apply(input, lo, hi, dt=dt.np)
 
 
@@ -1148,7 +1092,7 @@ def _numbers(input, other):
     """torch.add(2, 3) & co.: two Python numbers give a 0-d tensor with PyTorch's dtype rules."""
     if not isinstance(input, Tensor) and not isinstance(other, Tensor) and is_number(input) and is_number(other):
         from .. import _dtype as D
-        return Tensor._make(np.asarray(input, D.result_type_of([], [input]).np))
+        return Tensor._make(default_module().asarray(input, D.result_type_of([], [input]).np))
     return input
 
 
@@ -1236,7 +1180,7 @@ def floor_divide(input, other):
         input = _numbers(input, other)
     if isinstance(input, Tensor) and input._data.dtype == np.bool_ and (
             other._data.dtype == np.bool_ if isinstance(other, Tensor) else isinstance(other, (bool, np.bool_))):
-        from .. import bool as _bool
+        from .._dtype import bool_ as _bool
         raise not_implemented_for("div_floor_cpu", _bool)
     return binary(FloorDivide, input, other)
 
@@ -1264,7 +1208,7 @@ def fmod(input, other):
 
 def _scalar_tensor(v, like):
     from .. import _dtype as D
-    return Tensor._make(np.asarray(v, D.result_type_of([], [v]).np if not isinstance(v, float) else like._data.dtype
+    return Tensor._make(array_module(like._data).asarray(v, D.result_type_of([], [v]).np if not isinstance(v, float) else like._data.dtype
                                    if like._data.dtype.kind == "f" else D.get_default_dtype().np))
 
 

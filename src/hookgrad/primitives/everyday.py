@@ -11,6 +11,7 @@ import numpy as np
 from .._tensor import Tensor, _root, UntypedStorage
 from ..autograd.graph import Node
 from . import shape as S
+from .._array import array_module
 
 
 def _need_tensor(fname, input):
@@ -71,7 +72,7 @@ def as_subclass(self, cls):
 class _Resize(Node, name="ResizeBackward"):
     def forward(self, x):
         self.in_shape = x.shape
-        return np.ascontiguousarray(x).reshape(self.size)
+        return array_module(x).ascontiguousarray(x).reshape(self.size)
 
     def backward(self, g):
         return g.contiguous().view(self.in_shape)
@@ -170,7 +171,8 @@ def _rewrite(self, fname, values):
                            "instead.")
     from ..autograd.grad_mode import no_grad
     with no_grad():
-        self.copy_(Tensor._make(np.asarray(values, dtype=self._data.dtype).reshape(self._data.shape)))
+        xp = array_module(self._data)
+        self.copy_(Tensor._make(xp.asarray(values, dtype=self._data.dtype).reshape(self._data.shape)))
     return self
 
 
@@ -207,11 +209,11 @@ def fill_diagonal_(self, fill_value, wrap=False):
         raise RuntimeError("dimensions must larger than 1")
     if nd > 2 and len(set(d.shape)) != 1:
         raise RuntimeError("all dimensions of input must be of equal length")
-    n = min(d.shape)
-    idx = [np.arange(n)] * nd
+    n, xp = min(d.shape), array_module(d)
+    idx = [xp.arange(n)] * nd
     if nd == 2 and wrap and d.shape[0] > d.shape[1] + 1:
         rows = [r for r in range(d.shape[0]) if r % (d.shape[1] + 1) < d.shape[1]]
-        idx = [np.array(rows), np.array([r % (d.shape[1] + 1) for r in rows])]
+        idx = [xp.array(rows), xp.array([r % (d.shape[1] + 1) for r in rows])]
     from .._creation import tensor
     return self.index_put_(tuple(Tensor._make(i) for i in idx), tensor(fill_value, dtype=self.dtype))
 
@@ -219,7 +221,7 @@ def fill_diagonal_(self, fill_value, wrap=False):
 def set_(self, source=None, storage_offset=0, size=None, stride=None):
     """Makes self share ``source``'s data (a Tensor) or view a storage (with offset, size and stride)."""
     if source is None:
-        arr = np.empty((0,), self._data.dtype)
+        arr = array_module(self._data).empty((0,), self._data.dtype)
     elif isinstance(source, Tensor):
         arr = source._data
     elif isinstance(source, UntypedStorage):
@@ -227,13 +229,12 @@ def set_(self, source=None, storage_offset=0, size=None, stride=None):
         flat = root.reshape(-1).view(np.uint8).view(self._data.dtype) if root.dtype != self._data.dtype \
             else root.reshape(-1)
         if size is None:
-            arr = flat
+            arr = array_module(self._data).asarray(flat)    # the root may be a base-class array under it
         else:
             size = tuple(size)
             stride = tuple(stride) if stride is not None else \
                 tuple(int(np.prod(size[i + 1:])) for i in range(len(size)))
-            arr = np.lib.stride_tricks.as_strided(flat[storage_offset:], size,
-                                                  tuple(s * flat.itemsize for s in stride))
+            arr = S._as_strided(flat[storage_offset:], size, tuple(s * flat.itemsize for s in stride), self._data)
     else:
         raise TypeError(f"set_() received an invalid combination of arguments - got ({type(source).__name__})")
     self._data = arr
@@ -262,12 +263,13 @@ def _float_only(self, what, dist):
 
 
 def _random_fill(self, values, name):
-    from .._creation import _fill, _RANDOM_NODES
+    from .fill import _fill, _RANDOM_NODES
     node = _RANDOM_NODES.get(name)
     if node is None:
-        from .._creation import _FillRandom
+        from .fill import _FillRandom
         node = _RANDOM_NODES[name] = type(name, (_FillRandom,), {}, name=name)
-    return _fill(self, values.astype(self._data.dtype).reshape(self._data.shape), node)
+    values = array_module(self._data).asarray(values.astype(self._data.dtype).reshape(self._data.shape))
+    return _fill(self, values, node)
 
 
 def cauchy_(self, median=0, sigma=1, *, generator=None):

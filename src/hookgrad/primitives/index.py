@@ -11,10 +11,12 @@ from ._inplace import make_view, inplace_apply
 from ._dispatch import wrap_dim, dims_of, broadcast_error
 from .._errors import not_implemented_for
 from .elementwise import scale
+from .._array import array_module, default_module
 
 
-def _convert_index(idx):
-    """Turn a torch-style index into a NumPy one; report whether it is basic (gives a view)."""
+def _convert_index(idx, src):
+    """Turn a torch-style index into a NumPy one; report whether it is basic (gives a view). Lists (and
+    NumPy arrays) become arrays of ``src``'s module (``src``: the indexed tensor)."""
     if not isinstance(idx, tuple):
         idx = (idx,)
     out = []
@@ -30,7 +32,7 @@ def _convert_index(idx):
             out.append(a)
             basic = False
         elif isinstance(i, (list, np.ndarray)):
-            a = np.asarray(_unwrap_list(i))
+            a = array_module(src._data).asarray(_unwrap_list(i))
             out.append(a)
             basic = False
         elif isinstance(i, bool):
@@ -105,7 +107,7 @@ class IndexGrad(Node, name="IndexPutBackward0"):
     """Scatter a gradient back into the indexed positions (summing repeats); its gradient is the index."""
 
     def forward(self, g):
-        out = np.zeros(self.shape, g.dtype)
+        out = array_module(g).zeros(self.shape, g.dtype)
         if self.basic:
             out[self.idx] = g
         else:
@@ -144,7 +146,7 @@ def _slicing(self, idx, setting):
     """PyTorch's applySlicing: the views for the basic indices (select / slice / unsqueeze; full slices are
     skipped, except a lone slice when getting) and {dim: array} of the advanced indices left for them."""
     items = idx if isinstance(idx, tuple) else (idx,)
-    np_idx, basic = _convert_index(idx)
+    np_idx, basic = _convert_index(idx, self)
     spec = 0
     for i in np_idx:
         if isinstance(i, np.ndarray):
@@ -164,7 +166,7 @@ def _slicing(self, idx, setting):
             dim += 1
         elif isinstance(i, bool):
             result = _step(result, Unsqueeze, (_ALL,) * dim + (None,))
-            adv[dim] = np.zeros(1 if i else 0, np.int64)
+            adv[dim] = array_module(self._data).zeros(1 if i else 0, np.int64)
             dim += 1
         elif isinstance(i, np.ndarray):
             adv[dim] = i
@@ -206,7 +208,7 @@ class IndexPut(Node, name="IndexPutBackward0"):
 
     def forward(self, x, v):
         out = x.copy()
-        v = np.asarray(v, dtype=x.dtype)
+        v = array_module(x).asarray(v, dtype=x.dtype)
         if self.accumulate:
             np.add.at(out, self.idx, v)
         else:
@@ -230,11 +232,11 @@ def setitem(self, idx, value):
     """PyTorch's set_item: views for the basic indices, then index_put_ on the view with the advanced ones
     (IndexPutBackward0, inside CopySlices when there were views) or else copy_ / fill_ of the view
     (CopyBackwards / FillBackward3, inside CopySlices): the errors and the graph are the in-place op's."""
-    np_idx, basic = _convert_index(idx)
+    np_idx, basic = _convert_index(idx, self)
     if isinstance(value, Tensor):
         _check_setitem_shape(self, np_idx, basic, value)
     elif isinstance(value, (bool, int, float)):
-        value = Tensor._make(np.asarray(value, self._data.dtype))
+        value = Tensor._make(array_module(self._data).asarray(value, self._data.dtype))
     elif isinstance(value, complex):
         raise RuntimeError(f"value cannot be converted to type {self._data.dtype.name.rstrip('0123456789')} without "
                            "overflow")
@@ -273,13 +275,12 @@ def _legacy(npdt):
 
 def _check_setitem_shape(self, np_idx, basic, value):
     """PyTorch's errors for a value that does not broadcast to the indexed region (before any write)."""
-    target = np.empty_like(self._data[np_idx], shape=self._data[np_idx].shape) if not basic else self._data[np_idx]
-    ts, vs = target.shape, value._data.shape
+    ts, vs = self._data[np_idx].shape, value._data.shape
     while vs and vs[0] == 1:         # PyTorch drops the value's leading size-1 dims first (slicePrefix1sSize)
         vs = vs[1:]
     try:
-        np.broadcast_to(np.empty(vs, np.int8), ts)
-        return
+        if np.broadcast_shapes(vs, ts) == ts:         # vs broadcasts to ts (one way)
+            return
     except ValueError:
         pass
     if not basic:
@@ -297,12 +298,12 @@ def _check_setitem_shape(self, np_idx, basic, value):
 
 
 def index_put(input, indices, values, accumulate=False):
-    np_idx, _ = _convert_index(tuple(indices))
+    np_idx, _ = _convert_index(tuple(indices), input)
     return IndexPut.apply(input, values, idx=np_idx, accumulate=accumulate)
 
 
 def index_put_(self, indices, values, accumulate=False):
-    np_idx, _ = _convert_index(tuple(indices))
+    np_idx, _ = _convert_index(tuple(indices), self)
     return inplace_apply(self, IndexPut, (values,), {"idx": np_idx, "accumulate": accumulate})
 
 
@@ -325,7 +326,11 @@ class Where(Node, name="WhereBackward0"):
 def where(condition, input=None, other=None):
     if input is None and other is None:
         return tuple(Tensor._make(a) for a in np.nonzero(condition._data))
-    cond = condition._data if isinstance(condition, Tensor) else np.asarray(condition)
+    if isinstance(condition, Tensor):
+        cond = condition._data
+    else:
+        like = next((t._data for t in (input, other) if isinstance(t, Tensor)), None)
+        cond = (default_module() if like is None else array_module(like)).asarray(condition)
     if cond.dtype != np.bool_:
         if cond.dtype == np.uint8:
             cond = cond.astype(bool)
@@ -359,14 +364,17 @@ def _cmp(npfn, name):
         a = input._data if isinstance(input, Tensor) else input
         b = other._data if isinstance(other, Tensor) else other
         if isinstance(b, (list, tuple)):
-            b = np.asarray(b)
+            b = array_module(a).asarray(b)
         if isinstance(a, np.ndarray) and isinstance(b, np.ndarray):
             try:
                 np.broadcast_shapes(a.shape, b.shape)
             except ValueError:
                 raise RuntimeError(f"The size of tensor a ({a.shape[-1]}) must match the size of tensor b "
                                    f"({b.shape[-1]}) at non-singleton dimension {max(a.ndim, b.ndim) - 1}") from None
-        return Tensor._make(np.asarray(npfn(a, b)))
+        r = npfn(a, b)
+        if isinstance(r, np.generic):         # NumPy's 0-d result: an array of the inputs' module
+            r = array_module(a if isinstance(input, Tensor) else b).asarray(r)
+        return Tensor._make(r)
     fn.__name__ = name
     return fn
 
@@ -389,7 +397,7 @@ def _bitwise(npfn, name):
         for x in (a, b):
             if isinstance(x, np.ndarray) and x.dtype.kind == "f":
                 raise not_implemented_for(f"{name}_cpu", x.dtype)
-        return Tensor._make(np.asarray(npfn(a, b)))
+        return Tensor._make(array_module(a if isinstance(input, Tensor) else b).asarray(npfn(a, b)))
     return fn
 
 
@@ -399,32 +407,35 @@ bitwise_xor = _bitwise(np.bitwise_xor, "bitwise_xor")
 
 
 def logical_not(input):
-    return Tensor._make(np.logical_not(input._data))
+    a = input._data
+    return Tensor._make(array_module(a).asarray(np.logical_not(a)))
 
 
 def bitwise_not(input):
     a = input._data
-    return Tensor._make(np.logical_not(a) if a.dtype == np.bool_ else np.invert(a))
+    return Tensor._make(array_module(a).asarray(np.logical_not(a) if a.dtype == np.bool_ else np.invert(a)))
 
 
-def isnan(input):
-    return Tensor._make(np.isnan(input._data) if input._data.dtype.kind == "f" else np.zeros(input._data.shape, bool))
+def _float_test(npfn, fill):
+    def fn(input):
+        a = input._data
+        xp = array_module(a)
+        return Tensor._make(xp.asarray(npfn(a)) if a.dtype.kind == "f" else xp.full(a.shape, fill))
+    fn.__name__ = fn.__qualname__ = npfn.__name__
+    return fn
 
 
-def isinf(input):
-    return Tensor._make(np.isinf(input._data) if input._data.dtype.kind == "f" else np.zeros(input._data.shape, bool))
-
-
-def isfinite(input):
-    return Tensor._make(np.isfinite(input._data) if input._data.dtype.kind == "f" else np.ones(input._data.shape, bool))
+isnan = _float_test(np.isnan, False)
+isinf = _float_test(np.isinf, False)
+isfinite = _float_test(np.isfinite, True)
 
 
 def isposinf(input):
-    return Tensor._make(np.isposinf(input._data))
+    return Tensor._make(array_module(input._data).asarray(np.isposinf(input._data)))
 
 
 def isneginf(input):
-    return Tensor._make(np.isneginf(input._data))
+    return Tensor._make(array_module(input._data).asarray(np.isneginf(input._data)))
 
 
 def equal(input, other):
@@ -439,14 +450,16 @@ def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
 def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
     o = other._data if isinstance(other, Tensor) else other
     _bcast_check(input, other)
-    return Tensor._make(np.isclose(input._data, o, rtol=rtol, atol=atol, equal_nan=equal_nan))
+    return Tensor._make(array_module(input._data).asarray(np.isclose(input._data, o, rtol=rtol, atol=atol,
+                                                                     equal_nan=equal_nan)))
 
 
 def nonzero(input, *, as_tuple=False):
     nz = np.nonzero(input._data)
     if as_tuple:
         return tuple(Tensor._make(a.astype(np.int64)) for a in nz)
-    return Tensor._make(np.stack(nz, axis=1).astype(np.int64) if nz else np.zeros((0, 0), np.int64))
+    return Tensor._make(np.stack(nz, axis=1).astype(np.int64) if nz else
+                        array_module(input._data).zeros((0, 0), np.int64))
 
 
 def argwhere(input):
@@ -463,21 +476,21 @@ def _bcast_check(a, b):
 
 def any(input, dim=None, keepdim=False):
     if dim is None:
-        return Tensor._make(np.asarray(np.any(input._data)))
+        return Tensor._make(array_module(input._data).asarray(np.any(input._data)))
     return Tensor._make(np.any(input._data, axis=dims_of(dim, input._data.ndim), keepdims=keepdim))
 
 
 def all(input, dim=None, keepdim=False):
     if dim is None:
-        return Tensor._make(np.asarray(np.all(input._data)))
+        return Tensor._make(array_module(input._data).asarray(np.all(input._data)))
     return Tensor._make(np.all(input._data, axis=dims_of(dim, input._data.ndim), keepdims=keepdim))
 
 
 # ------------------------------------------------------------------ gather / scatter / select
 def _along(index, dim):
     """NumPy fancy index picking ``index`` along ``dim`` and the matching position elsewhere."""
-    nd = index.ndim
-    return tuple(index if d == dim else np.arange(n).reshape((n,) + (1,) * (nd - 1 - d))
+    nd, xp = index.ndim, array_module(index)
+    return tuple(index if d == dim else xp.arange(n).reshape((n,) + (1,) * (nd - 1 - d))
                  for d, n in enumerate(index.shape))
 
 
@@ -510,13 +523,14 @@ def _check_index(name, input, dim, index, src=None):
     return d
 
 
-def zeros_for(node, i):
-    """A zero gradient for input ``i`` of a node (the zero derivative of a linked input)."""
+def zeros_for(node, i, like):
+    """A zero gradient for input ``i`` of a node (the zero derivative of a linked input), made with the
+    module of the Tensor ``like``."""
     nf = node.next_functions
     if i >= len(nf) or nf[i][0] is None:
         return None
     shape, dt = node._in_meta[i]
-    return Tensor._make(np.zeros(shape, getattr(dt, "np", dt)))
+    return Tensor._make(array_module(like._data).zeros(shape, getattr(dt, "np", dt)))
 
 
 class Gather(Node, name="GatherBackward0"):
@@ -527,7 +541,7 @@ class Gather(Node, name="GatherBackward0"):
 
     def forward(self, x):
         self.in_shape = x.shape
-        return x[_along(self.index, self.dim)] if x.ndim else x[()].reshape(self.index.shape).copy()
+        return x[_along(self.index, self.dim)] if x.ndim else x.reshape(self.index.shape).copy()
 
     def backward(self, g):
         # PyTorch's gather_backward uses only the input's size: the gradient graph does not link x
@@ -540,7 +554,7 @@ class ScatterAddGrad(Node, name="ScatterAddBackward0"):
     unique = False
 
     def forward(self, g, src=None):
-        out = np.zeros(self.shape, g.dtype)
+        out = array_module(g).zeros(self.shape, g.dtype)
         if self.unique:
             out[_along(self.index, self.dim)] = g
         else:
@@ -548,7 +562,7 @@ class ScatterAddGrad(Node, name="ScatterAddBackward0"):
         return out
 
     def backward(self, gg):
-        return Gather.apply(gg, index=self.index, dim=self.dim), zeros_for(self, 1)
+        return Gather.apply(gg, index=self.index, dim=self.dim), zeros_for(self, 1, gg)
 
 
 def gather(input, dim, index, *, sparse_grad=False):
@@ -579,7 +593,7 @@ class Scatter(Node, name="ScatterBackward0"):
             if self.reduce == "add":
                 gx = g
             else:
-                m = np.ones(g.shape, bool)
+                m = array_module(g._data).ones(g.shape, bool)
                 m[_along(self.index, self.dim)] = False
                 gx = scale(g, m)
         if len(nf) > 1 and nf[1][0] is not None:
@@ -654,12 +668,12 @@ class IndexAddGrad(Node, name="IndexAddBackward0"):
     linked with a zero derivative, for backward formulas that depend on their input in PyTorch)."""
 
     def forward(self, g, src=None):
-        out = np.zeros(self.shape, g.dtype)
+        out = array_module(g).zeros(self.shape, g.dtype)
         np.add.at(out, (slice(None),) * self.dim + (self.index,), g)
         return out
 
     def backward(self, gg):
-        return IndexSelect.apply(gg, index=self.index, dim=self.dim), zeros_for(self, 1)
+        return IndexSelect.apply(gg, index=self.index, dim=self.dim), zeros_for(self, 1, gg)
 
 
 def index_select(input, dim, index):
@@ -718,7 +732,7 @@ class MaskedFill(Node, name="MaskedFillBackward0"):
     saved_attrs = ("mask",)
 
     def forward(self, x, *v):        # a number is the ``fill`` parameter (no edge), a 0-dim tensor an input
-        return np.where(self.mask, np.asarray(v[0] if v else self.fill, x.dtype), x)
+        return np.where(self.mask, array_module(x).asarray(v[0] if v else self.fill, x.dtype), x)
 
     def backward(self, g):
         nf = self.next_functions
@@ -784,12 +798,12 @@ class MaskedSelect(Node, name="MaskedSelectBackward0"):
 
 class MaskedScatterGrad(Node, name="MaskedScatterBackward0"):
     def forward(self, g, src):
-        out = np.zeros(self.shape, g.dtype)
+        out = array_module(g).zeros(self.shape, g.dtype)
         out[self.mask] = g
         return out
 
     def backward(self, gg):
-        return MaskedSelect.apply(gg, mask=self.mask), zeros_for(self, 1)
+        return MaskedSelect.apply(gg, mask=self.mask), zeros_for(self, 1, gg)
 
 
 def masked_select(input, mask):
@@ -818,12 +832,12 @@ class Take(Node, name="TakeBackward0"):
 
 class TakeGrad(Node, name="PutBackward0"):
     def forward(self, g, src):
-        out = np.zeros(int(np.prod(self.shape)), g.dtype)
+        out = array_module(g).zeros(int(np.prod(self.shape)), g.dtype)
         np.add.at(out, self.index, g)
         return out.reshape(self.shape)
 
     def backward(self, gg):
-        return Take.apply(gg, index=self.index), zeros_for(self, 1)
+        return Take.apply(gg, index=self.index), zeros_for(self, 1, gg)
 
 
 def take(input, index):
@@ -881,7 +895,8 @@ class IndexCopy(Node, name="IndexCopyBackward0"):
         nf = self.next_functions
         gx = gs = None
         if nf[0][0] is not None:
-            gx = IndexCopy.apply(g, Tensor._make(np.zeros(1, g._data.dtype)), index=self.index, dim=self.dim)
+            gx = IndexCopy.apply(g, Tensor._make(array_module(g._data).zeros(1, g._data.dtype)), index=self.index,
+                                 dim=self.dim)
         if nf[1][0] is not None:
             gs = IndexSelect.apply(g, index=self.index, dim=self.dim)
         return gx, gs
@@ -946,7 +961,7 @@ class MaskedScatter(Node, name="MaskedScatterBackward0"):
             n = int(np.prod(self.src_shape))
             pad = n - sel._data.shape[0]
             if pad:
-                sel = cat([sel, Tensor._make(np.zeros(pad, g._data.dtype))])
+                sel = cat([sel, Tensor._make(array_module(g._data).zeros(pad, g._data.dtype))])
             gs = sel.reshape(self.src_shape)
         return gx, gs
 

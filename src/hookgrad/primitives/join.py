@@ -8,6 +8,7 @@ from .._tensor import Tensor
 from ..autograd.graph import Node
 from ._dispatch import wrap_dim
 from ._inplace import make_view
+from .._array import array_module, default_module
 
 _MULTI_VIEW = ("Output {} of {} is a view and is being modified inplace. This view is the output of a function that "
                "returns multiple views. Such functions do not allow the output views to be modified inplace. You "
@@ -352,7 +353,7 @@ class ConstantPad(Node, name="ConstantPadNdBackward0"):
             raise RuntimeError(f"The input size {x.shape[-1]}, plus negative padding {p[-1][0]} and {p[-1][1]} "
                                f"resulted in a negative output size, which is invalid. Check dimension "
                                f"{len(x.shape) - 1} of your input.")
-        out = np.full(shape, self.value, dtype=x.dtype)
+        out = array_module(x).full(shape, self.value, dtype=x.dtype)
         src = tuple(slice(max(-a, 0), n - max(-b, 0)) for n, (a, b) in zip(x.shape, p))
         dst = tuple(slice(max(a, 0), s - max(b, 0)) for s, (a, b) in zip(shape, p))
         out[dst] = x[src]
@@ -396,9 +397,10 @@ def index_pad(input, pairs, mode):
     x = input._data
     k = len(pairs)
     maps = []
+    xp = array_module(x)
     for i, (a, b) in enumerate(pairs):
         d = x.ndim - k + i
-        m = np.arange(x.shape[d])
+        m = xp.arange(x.shape[d])
         if a < 0:
             m, a = m[-a:], 0
         if b < 0:
@@ -430,7 +432,8 @@ class BlockDiag(Node, name="BlockDiagBackward0"):
     def forward(self, *xs):
         xs = [x.reshape(1, -1) if x.ndim < 2 else x for x in xs]
         self.shapes = [x.shape for x in xs]
-        out = np.zeros((sum(s[0] for s in self.shapes), sum(s[1] for s in self.shapes)), self.dt or xs[0].dtype)
+        out = array_module(xs[0]).zeros((sum(s[0] for s in self.shapes), sum(s[1] for s in self.shapes)),
+                                        self.dt or xs[0].dtype)
         r = c = 0
         for x in xs:
             out[r:r + x.shape[0], c:c + x.shape[1]] = x
@@ -454,7 +457,7 @@ def block_diag(*tensors):
             raise RuntimeError(f"torch.block_diag: Input tensors must have 2 or fewer dimensions. Input {i} has "
                                f"{t._data.ndim} dimensions")
     if not ts:
-        return Tensor._make(np.zeros((1, 0), D.get_default_dtype().np))
+        return Tensor._make(default_module().zeros((1, 0), D.get_default_dtype().np))
     dt = D.result_type_of(ts).np if any(t._data.dtype != ts[0]._data.dtype for t in ts) else None
     return BlockDiag.apply(*ts, dt=dt)
 
@@ -479,13 +482,14 @@ def combinations(input, r=2, with_replacement=False):
         raise RuntimeError(f"Expect a 1D vector, but got shape {list(input._data.shape)}")
     if r < 0:
         raise RuntimeError(f"Expect a non-negative number, but got {r}")
+    xp = array_module(input._data)
     if r == 0:
-        return Tensor._make(np.zeros(0, input._data.dtype))
+        return Tensor._make(xp.zeros(0, input._data.dtype))
     n = input._data.shape[0]
     gen = itertools.combinations_with_replacement if with_replacement else itertools.combinations
-    idx = np.array(list(gen(range(n), r)), dtype=np.int64).reshape(-1, r)
+    idx = xp.array(list(gen(range(n), r)), dtype=np.int64).reshape(-1, r)
     if idx.shape[0] == 0:
-        return Tensor._make(np.zeros((0, r), input._data.dtype))
+        return Tensor._make(xp.zeros((0, r), input._data.dtype))
     from . import index as I
     return stack([I.getitem(input, Tensor._make(idx[:, k].copy())) for k in range(r)], 1)
 

@@ -6,20 +6,13 @@ import numpy as np
 from .._tensor import Tensor
 from ..autograd import graph as _G
 from ..autograd.graph import Node
+from ..autograd.formulas import TENSORS
 from ..autograd.grad_mode import _state
 from .._errors import broadcast_error
 from . import shape as _shape
+from .._array import array_module
 
 _new = object.__new__
-
-
-def _grad_rhs(a, g, b_t):
-    """a.T @ g, laid out like ``b``: when b is a transposed view (``b_t``, nn.Linear's weight.t()),
-    compute (g.T @ a).T so that the gradient that reaches the weight through TBackward0 is
-    C-contiguous (no transposing copy when it is accumulated, and a fast optimizer step)."""
-    if b_t:
-        return (g.T @ a).T
-    return a.T @ g
 
 
 def _is_t(b):
@@ -63,17 +56,11 @@ class Mm(Node, name="MmBackward0"):
         self._bt = _is_t(b)
         return a @ b
 
-    def backward(self, g):
-        a, b = self.saved_values
+    def backward(self, g, F=TENSORS):
+        a, b = F.saved(self)
         nf = self.next_functions
-        gb = a.t().mm(g) if nf[1][0] is not None else None     # mat2 before self (alphabetical, as PyTorch)
-        return (g.mm(b.t()) if nf[0][0] is not None else None), gb
-
-    def backward_np(self, g):
-        a, b = self.saved_arrays()
-        nf = self.next_functions
-        return (g @ b.T if nf[0][0] is not None else None,
-                _grad_rhs(a, g, self._bt) if nf[1][0] is not None else None)
+        gb = F.t_mm(a, g, self._bt) if nf[1][0] is not None else None     # mat2 before self (alphabetical, as PyTorch)
+        return (F.mm(g, F.t(b)) if nf[0][0] is not None else None), gb
 
 
 class Matmul(Node, name="MatmulBackward0"):
@@ -93,55 +80,32 @@ class Matmul(Node, name="MatmulBackward0"):
         m = self._in_meta
         return (len(m[0][0]) if a is None else a.ndim) == 1, (len(m[1][0]) if b is None else b.ndim) == 1
 
-    def backward(self, g):
-        a, b = self.saved_values
+    def backward(self, g, F=TENSORS):
+        a, b = F.saved(self)
         nf = self.next_functions
         ga = gb = None
         a1, b1 = self._ranks1(a, b)
-        aa = a if a is None or not a1 else a.unsqueeze(0)
-        bb = b if b is None or not b1 else b.unsqueeze(-1)
+        aa = a if a is None or not a1 else F.unsqueeze(a, 0)
+        bb = b if b is None or not b1 else F.unsqueeze(b, -1)
         gg = g
         if a1:
-            gg = gg.unsqueeze(-2)
+            gg = F.unsqueeze(gg, -2)
         if b1:
-            gg = gg.unsqueeze(-1)
-        # PyTorch computes the formulas in alphabetical order of the inputs' names: bmm's mat2 before self
+            gg = F.unsqueeze(gg, -1)
+        # PyTorch computes the formulas in alphabetical order of the inputs' names: bmm's mat2 before self;
+        # each is summed over broadcast batch dims before the next is computed (a create_graph graph's order)
         for k in ((1, 0) if self._rhs_first else (0, 1)):
             if k == 0 and nf[0][0] is not None:
-                ga = gg.matmul(bb.transpose(-1, -2))
+                ga = F.matmul(gg, F.transpose(bb, -1, -2))
                 if a1:
-                    ga = ga.squeeze(-2)
-                sa = self._in_meta[0][0]
-                ga = ga.sum_to_size(sa) if ga.shape != sa else ga
+                    ga = F.squeeze(ga, -2)
+                ga = F.sum_to(ga, self._in_meta[0][0])
             if k == 1 and nf[1][0] is not None:
-                gb = aa.transpose(-1, -2).matmul(gg)
+                gb = F.matmul(F.transpose(aa, -1, -2), gg)
                 if b1:
-                    gb = gb.squeeze(-1)
-                sb = self._in_meta[1][0]
-                gb = gb.sum_to_size(sb) if gb.shape != sb else gb
+                    gb = F.squeeze(gb, -1)
+                gb = F.sum_to(gb, self._in_meta[1][0])
         return ga, gb
-
-    def backward_np(self, g):
-        a, b = self.saved_arrays()
-        nf = self.next_functions
-        a1, b1 = self._ranks1(a, b)
-        aa = a if a is None or not a1 else a[None]
-        bb = b if b is None or not b1 else b[:, None]
-        gg = g
-        if a1:
-            gg = gg[..., None, :]
-        if b1:
-            gg = gg[..., None]
-        ga = gb = None
-        if nf[0][0] is not None:
-            ga = np.matmul(gg, np.swapaxes(bb, -1, -2))
-            if a1:
-                ga = ga[..., 0, :]
-        if nf[1][0] is not None:
-            gb = np.matmul(np.swapaxes(aa, -1, -2), gg)
-            if b1:
-                gb = gb[..., 0]
-        return ga, gb        # broadcast batch dims are summed away by the caller
 
 
 class Dot(Matmul, name="DotBackward0"):
@@ -343,38 +307,21 @@ class Addmm(Node, name="AddmmBackward0"):
             out += self.beta * bias
         return out
 
-    def backward(self, g):
-        a, b = self.saved_values
+    def backward(self, g, F=TENSORS):
+        a, b = F.saved(self)
         nf = self.next_functions
         ga = gb = gbias = None
         if nf[1][0] is not None:        # mat1, mat2, self (alphabetical, as PyTorch)
-            ga = g.mm(b.t())
+            ga = F.mm(g, F.t(b))
             if self.alpha != 1:
                 ga = ga * self.alpha
         if nf[2][0] is not None:
-            gb = a.t().mm(g)
+            gb = F.t_mm(a, g, self._bt)
             if self.alpha != 1:
                 gb = gb * self.alpha
-        if nf[0][0] is not None:
+        if nf[0][0] is not None:        # a bias of the batch's row shape is summed by Node._run_backward
             gbias = g if self.beta == 1 else g * self.beta
         return gbias, ga, gb
-
-    def backward_np(self, g):
-        a, b = self._saved_pair()
-        nf = self.next_functions
-        al = self.alpha
-        if nf[0][0] is not None and self.beta == 1 and len(self._in_meta[0][0]) == 1:
-            gbias = g.sum(0)            # the nn.Linear bias: summed over the batch here directly
-        else:
-            gbias = g if self.beta == 1 else g * self.beta
-        gb = None
-        if nf[2][0] is not None:
-            gb = _grad_rhs(a, g, self._bt)
-            if al != 1:
-                gb = gb * al
-        return (gbias if nf[0][0] is not None else None,
-                ((g @ b.T) if al == 1 else (g @ b.T) * al) if nf[1][0] is not None else None,
-                gb)
 
 
 def addmm(input, mat1, mat2, *, beta=1, alpha=1):
@@ -426,7 +373,7 @@ class Einsum(Node, name="ViewBackward0"):
     """np.einsum forward; the gradient of each operand is another einsum (of g and the other operands)."""
 
     def forward(self, *xs):
-        return np.asarray(np.einsum(self.eq, *xs, optimize=len(xs) > 2))
+        return array_module(xs[0]).asarray(np.einsum(self.eq, *xs, optimize=len(xs) > 2))
 
     def backward(self, g):
         xs = self.saved_values
@@ -534,14 +481,15 @@ class _AddProduct(Node):
     alpha = 1
 
     def forward(self, bias, a, b):
-        out = np.asarray(self._product(a, b))
+        xp = array_module(a)
+        out = xp.asarray(self._product(a, b))
         if self.alpha != 1:
             out = out * self.alpha
         if self.beta != 0:
             out = out + (bias if self.beta == 1 else bias * self.beta)
         elif out.shape != bias.shape:
             out = np.broadcast_to(out, np.broadcast_shapes(out.shape, bias.shape))
-        return np.ascontiguousarray(out.astype(a.dtype, copy=False))
+        return xp.ascontiguousarray(out.astype(a.dtype, copy=False))
 
     def backward(self, g):
         a, b = self.saved_values

@@ -12,7 +12,9 @@ from numpy.lib.stride_tricks import as_strided
 
 from .._tensor import Tensor
 from ..autograd.graph import Node
+from ..autograd.formulas import TENSORS
 from ..autograd.grad_mode import _state
+from .._array import array_module
 
 
 def _T(a):
@@ -23,13 +25,14 @@ def _need(node, i):
     return node.next_functions[i][0] is not None
 
 
-def _zero_grad(node, i):
+def _zero_grad(node, i, like):
     """PyTorch's ``zeros_like(self)`` for an input a backward kernel takes only for its shape (the ``self``
-    of max_pool2d_with_indices_backward, nll_loss_backward...): a zero tensor, no graph; None if unneeded."""
+    of max_pool2d_with_indices_backward, nll_loss_backward...): a zero tensor of the module of the Tensor
+    ``like``, no graph; None if unneeded."""
     if node.next_functions[i][0] is None:
         return None
     shape, dt = node._in_meta[i]
-    return Tensor._make(np.zeros(shape, dt))
+    return Tensor._make(array_module(like._data).zeros(shape, dt))
 
 
 # ------------------------------------------------------------------------------ softmax
@@ -43,16 +46,10 @@ class Softmax(Node, name="SoftmaxBackward0"):
         e /= e.sum(axis=self.dim, keepdims=True)
         return e
 
-    def backward(self, g):
-        (y,) = self.saved_values
+    def backward(self, g, F=TENSORS):
+        (y,) = F.saved(self)
         gy = g * y
-        return gy - y * gy.sum(self.dim, keepdim=True)
-
-    def backward_np(self, g):
-        y = self.saved_arrays()[0]
-        gy = g * y
-        gy -= y * gy.sum(axis=self.dim, keepdims=True)
-        return gy
+        return gy - y * F.sum(gy, self.dim, True)
 
 
 class LogSoftmax(Node, name="LogSoftmaxBackward0"):
@@ -65,15 +62,9 @@ class LogSoftmax(Node, name="LogSoftmaxBackward0"):
         s -= np.log(np.exp(s).sum(axis=self.dim, keepdims=True))
         return s
 
-    def backward(self, g):
-        (y,) = self.saved_values
-        return g - y.exp() * g.sum(self.dim, keepdim=True)
-
-    def backward_np(self, g):
-        y = self.saved_arrays()[0]
-        gx = np.exp(y)
-        gx *= g.sum(axis=self.dim, keepdims=True)
-        return np.subtract(g, gx, out=gx)
+    def backward(self, g, F=TENSORS):
+        (y,) = F.saved(self)
+        return g - F.exp(y) * F.sum(g, self.dim, True)
 
 
 def _softmax_dim(ndim):
@@ -125,7 +116,7 @@ def _im2col(x, k, s, p, d):
     ow = (wp - d[1] * (k[1] - 1) - 1) // s[1] + 1
     sn, sc, sh, sw = x.strides
     win = as_strided(x, (n, c, k[0], k[1], oh, ow), (sn, sc, sh * d[0], sw * d[1], sh * s[0], sw * s[1]),
-                     writeable=False)
+                     subok=True, writeable=False)
     return win.reshape(n, c * k[0] * k[1], oh * ow), oh, ow
 
 
@@ -137,10 +128,11 @@ def _wide_cols(x, k, p, d):
     n, c, h, w = x.shape
     hp, wp = h + p[0] + p[1], w + p[2] + p[3]
     oh, ow = hp - d[0] * (k[0] - 1), wp - d[1] * (k[1] - 1)
-    flat = np.zeros((n, c, hp * wp + d[1] * (k[1] - 1)), x.dtype)
+    flat = array_module(x).zeros((n, c, hp * wp + d[1] * (k[1] - 1)), x.dtype)
     flat[:, :, :hp * wp].reshape(n, c, hp, wp)[:, :, p[0]:p[0] + h, p[2]:p[2] + w] = x
     sn, sc, se = flat.strides
-    win = as_strided(flat, (n, c, k[0], k[1], oh * wp), (sn, sc, d[0] * wp * se, d[1] * se, se), writeable=False)
+    win = as_strided(flat, (n, c, k[0], k[1], oh * wp), (sn, sc, d[0] * wp * se, d[1] * se, se), subok=True,
+                     writeable=False)
     return win.reshape(n, c * k[0] * k[1], oh * wp), oh, ow, wp
 
 
@@ -155,14 +147,15 @@ def _columns(x, k, s, p, d):
 def _col2im(cols, shape, k, s, p, d, oh, ow):
     """Adjoint of _im2col: sum the columns back into an (N, C, H, W) image (one slice-add per offset)."""
     n, c, h, w = shape
-    out = np.zeros((n, c, h + p[0] + p[1], w + p[2] + p[3]), cols.dtype)
+    xp = array_module(cols)
+    out = xp.zeros((n, c, h + p[0] + p[1], w + p[2] + p[3]), cols.dtype)
     cols = cols.reshape(n, c, k[0], k[1], oh, ow)
     he, we = s[0] * (oh - 1) + 1, s[1] * (ow - 1) + 1
     for i in range(k[0]):
         for j in range(k[1]):
             out[:, :, i * d[0]:i * d[0] + he:s[0], j * d[1]:j * d[1] + we:s[1]] += cols[:, :, i, j]
     if any(p):
-        out = np.ascontiguousarray(out[:, :, p[0]:p[0] + h, p[2]:p[2] + w])
+        out = xp.ascontiguousarray(out[:, :, p[0]:p[0] + h, p[2]:p[2] + w])
     return out
 
 
@@ -177,7 +170,7 @@ def _conv2d(x, w, b, s, p, d, g):
         out = np.matmul(w.reshape(g, o // g, -1), cols.reshape(n, g, -1, cols.shape[-1]))
     out = out.reshape(n, o, oh, wp)
     if wp != ow:  # crop the junk columns, adding the bias on the way
-        res = np.empty((n, o, oh, ow), out.dtype)
+        res = array_module(out).empty((n, o, oh, ow), out.dtype)
         if b is None:
             np.copyto(res, out[..., :ow])
         else:
@@ -194,7 +187,7 @@ def _conv2d_weight(x, y, ws, s, p, d, g, cols=None, wp=None):
         cols, _, _, wp = _columns(x, ws[2:], s, p, d)
     n, o, oh, ow = y.shape
     if wp != ow:  # zeros against the junk columns
-        yw = np.zeros((n, o, oh, wp), y.dtype)
+        yw = array_module(y).zeros((n, o, oh, wp), y.dtype)
         yw[..., :ow] = y
         y = yw
     gw = np.matmul(y.reshape(n, g, o // g, -1), cols.reshape(n, g, -1, cols.shape[-1]).transpose(0, 1, 3, 2))
@@ -350,11 +343,13 @@ class _PoolGeo(Node):
             return x
         return np.pad(x, ((0, 0),) * (x.ndim - 2) + ((p[0], p[1]), (p[2], p[3])), constant_values=fill)
 
-    def _scatter(self, parts, shape, dtype):
+    def _scatter(self, parts, like):
         """Sum per-offset (N, C, OH, OW) arrays ``parts(k, out_view)`` back into the (unpadded) input shape.
 
         Without overlap (stride >= window extent) each offset writes its own pixels: parts() fills the strided
-        view in place (no temporary, no add); otherwise the parts are added."""
+        view in place (no temporary, no add); otherwise the parts are added. ``like``: the array whose shape,
+        dtype and module the result has."""
+        shape, dtype, xp = like.shape, like.dtype, array_module(like)
         p = self.pads
         h, w = self.in_hw
         full = shape[:-2] + (h + p[0] + p[1], w + p[2] + p[3])
@@ -362,13 +357,13 @@ class _PoolGeo(Node):
         disjoint = sh >= dh * (kh - 1) + 1 and sw >= dw * (kw - 1) + 1
         tiled = disjoint and sh == kh and sw == kw and dh == dw == 1 and full[-2] == self.oh * sh \
             and full[-1] == self.ow * sw
-        out = np.empty(full, dtype) if tiled else np.zeros(full, dtype)
+        out = xp.empty(full, dtype) if tiled else xp.zeros(full, dtype)
         for k, sl in self._slices():
             if disjoint:
                 parts(k, out[sl])
             else:
                 out[sl] += parts(k, None)
-        return np.ascontiguousarray(out[..., p[0]:p[0] + h, p[2]:p[2] + w]) if any(p) else out
+        return xp.ascontiguousarray(out[..., p[0]:p[0] + h, p[2]:p[2] + w]) if any(p) else out
 
     def _geo(self):
         return {k: getattr(self, k) for k in ("kernel", "stride", "dilation", "pads", "oh", "ow", "in_hw")}
@@ -381,7 +376,7 @@ def _index_dtype(n):
 def _first_max(views):
     """Elementwise max of equally shaped views and the index of the first view attaining it (NaN-free)."""
     if len(views) == 1:
-        return views[0].copy(), np.zeros(views[0].shape, np.int8)
+        return views[0].copy(), array_module(views[0]).zeros(views[0].shape, np.int8)
     out = np.maximum(views[0], views[1])
     idx = views[0] != out
     idx = idx.view(np.int8) if len(views) < 128 else idx.astype(np.int32)
@@ -398,27 +393,28 @@ class MaxPool(_PoolGeo, name="MaxPool2DWithIndicesBackward0"):
     saved_names = ("self",)
 
     def forward(self, x):
-        xp = self._padded(x, -np.inf)
-        arg, out = self._separable(xp) if x.size else (None, None)
+        xpad = self._padded(x, -np.inf)
+        arg, out = self._separable(xpad) if x.size else (None, None)
         if arg is None:
-            arg, out = self._windowed(xp)
+            arg, out = self._windowed(xpad)
         self.arg = arg
+        xp = array_module(x)
         if not self.want_indices:
-            return out, np.empty(0, np.int64)
+            return out, xp.empty(0, np.int64)
         kw = self.kernel[1]
-        oh = np.arange(self.oh)[:, None] * self.stride[0] - self.pads[0]
-        ow = np.arange(self.ow)[None, :] * self.stride[1] - self.pads[2]
+        oh = xp.arange(self.oh)[:, None] * self.stride[0] - self.pads[0]
+        ow = xp.arange(self.ow)[None, :] * self.stride[1] - self.pads[2]
         hh = oh + (arg // kw) * self.dilation[0]
         ww = ow + (arg % kw) * self.dilation[1]
         return out, (hh * self.in_hw[1] + ww).astype(np.int64)
 
-    def _separable(self, xp):
+    def _separable(self, xpad):
         """Max over rows of the per-row max over columns: each pass compares whole strided planes, and
         the first maximum in row-major window order is the first row's first column. (None, None) when
         the result has a NaN (left to _windowed)."""
         (kh, kw), (sh, sw), (dh, dw) = self.kernel, self.stride, self.dilation
         he, we = sh * (self.oh - 1) + 1, sw * (self.ow - 1) + 1
-        m1, j1 = _first_max([xp[..., j * dw:j * dw + we:sw] for j in range(kw)])
+        m1, j1 = _first_max([xpad[..., j * dw:j * dw + we:sw] for j in range(kw)])
         out, i2 = _first_max([m1[..., i * dh:i * dh + he:sh, :] for i in range(kh)])
         if np.isnan(out).any():
             return None, None
@@ -435,14 +431,14 @@ class MaxPool(_PoolGeo, name="MaxPool2DWithIndicesBackward0"):
             arg += d
         return arg, out
 
-    def _windowed(self, xp):
-        views = [xp[sl] for _, sl in self._slices()]
+    def _windowed(self, xpad):
+        views = [xpad[sl] for _, sl in self._slices()]
         out = views[0].copy() if len(views) == 1 else np.maximum(views[0], views[1])
         for v in views[2:]:
             np.maximum(out, v, out=out)
         # argmax = first offset attaining the max; in a window with NaNs, its last NaN (PyTorch's kernel
         # takes every NaN it meets)
-        arg = np.full(out.shape, len(views) - 1, _index_dtype(len(views)))
+        arg = array_module(out).full(out.shape, len(views) - 1, _index_dtype(len(views)))
         for k in range(len(views) - 2, -1, -1):
             np.copyto(arg, k, where=views[k] == out)
         if np.isnan(out).any():
@@ -461,18 +457,18 @@ class MaxPoolScatter(_PoolGeo, name="MaxPool2DWithIndicesBackwardBackward0"):
 
     def forward(self, g, x=None):
         arg = self.arg
-        return self._scatter(lambda k, o: np.multiply(g, arg == k, out=o), g.shape, g.dtype)
+        return self._scatter(lambda k, o: np.multiply(g, arg == k, out=o), g)
 
     def backward(self, gg):
-        return MaxPoolGather.apply(gg, arg=self.arg, **self._geo()), _zero_grad(self, 1)
+        return MaxPoolGather.apply(gg, arg=self.arg, **self._geo()), _zero_grad(self, 1, gg)
 
 
 class MaxPoolGather(_PoolGeo, name="MaxPoolGatherBackward0"):
     def forward(self, x):
-        xp = self._padded(x, 0)
-        out = np.zeros(self.arg.shape, x.dtype)
+        xpad = self._padded(x, 0)
+        out = array_module(x).zeros(self.arg.shape, x.dtype)
         for k, sl in self._slices():
-            np.copyto(out, xp[sl], where=self.arg == k)
+            np.copyto(out, xpad[sl], where=self.arg == k)
         return out
 
     def backward(self, g):
@@ -485,10 +481,10 @@ class AvgPool(_PoolGeo, name="AvgPool2DBackward0"):
     saved_attrs = ("kernel_size=kernel", "stride", "padding=pads[::2]", "ceil_mode=False", "count_include_pad=True", "divisor_override=None")
 
     def forward(self, x):
-        xp = self._padded(x, 0)
+        xpad = self._padded(x, 0)
         out = None
         for k, sl in self._slices():
-            out = xp[sl].copy() if out is None else out.__iadd__(xp[sl])
+            out = xpad[sl].copy() if out is None else out.__iadd__(xpad[sl])
         out /= self.div
         return out
 
@@ -500,10 +496,10 @@ class AvgPool(_PoolGeo, name="AvgPool2DBackward0"):
 class AvgPoolScatter(_PoolGeo, name="AvgPool2DBackwardBackward0"):
     def forward(self, g, x=None):
         gd = g / self.div
-        return self._scatter(lambda k, o: gd if o is None else np.copyto(o, gd), g.shape, g.dtype)
+        return self._scatter(lambda k, o: gd if o is None else np.copyto(o, gd), g)
 
     def backward(self, gg):
-        return AvgPool.apply(gg, div=self.div, **self._geo()), _zero_grad(self, 1)
+        return AvgPool.apply(gg, div=self.div, **self._geo()), _zero_grad(self, 1, gg)
 
 
 class AdaptiveMaxPool(Node, name="AdaptiveMaxPool2DBackward0"):
@@ -515,8 +511,9 @@ class AdaptiveMaxPool(Node, name="AdaptiveMaxPool2DBackward0"):
     def forward(self, x):
         h, w = x.shape[-2:]
         oh, ow = self.out_hw
-        out = np.empty(x.shape[:-2] + (oh, ow), x.dtype)
-        idx = np.empty(out.shape, np.int64)
+        xp = array_module(x)
+        out = xp.empty(x.shape[:-2] + (oh, ow), x.dtype)
+        idx = xp.empty(out.shape, np.int64)
         for i in range(oh):
             h0, h1 = (i * h) // oh, -(-((i + 1) * h) // oh)
             for j in range(ow):
@@ -543,13 +540,13 @@ class FlatScatter(Node, name="AdaptiveMaxPool2DBackwardBackward0"):
     def forward(self, g, x=None):
         h, w = self.in_shape[-2:]
         lead = int(np.prod(self.in_shape[:-2]))
-        rows = np.arange(lead)[:, None] * (h * w)
+        rows = array_module(g).arange(lead)[:, None] * (h * w)
         flat = (rows + self.idx.reshape(lead, -1)).ravel()
         out = np.bincount(flat, weights=g.ravel(), minlength=lead * h * w)
         return out.astype(g.dtype).reshape(self.in_shape)
 
     def backward(self, gg):
-        return FlatGather.apply(gg, idx=self.idx, in_shape=self.in_shape), _zero_grad(self, 1)
+        return FlatGather.apply(gg, idx=self.idx, in_shape=self.in_shape), _zero_grad(self, 1, gg)
 
 
 class FlatGather(FlatScatter, name="FlatGatherBackward0"):
@@ -570,7 +567,7 @@ class ConstantPad(Node, name="ConstantPadNdBackward0"):
         pos = [(max(a, 0), max(b, 0)) for a, b in self.pads]
         out = np.pad(x, pos, constant_values=self.value) if any(a or b for a, b in pos) else x.copy()
         sl = tuple(slice(-a if a < 0 else 0, (n - (-b if b < 0 else 0))) for (a, b), n in zip(self.pads, out.shape))
-        return np.ascontiguousarray(out[sl])
+        return array_module(x).ascontiguousarray(out[sl])
 
     def backward(self, g):
         return ConstantPad.apply(g, pads=tuple((-a, -b) for a, b in self.pads))
@@ -674,7 +671,7 @@ class EmbeddingScatter(Node, name="EmbeddingDenseBackward0"):
         if self.padding_idx is not None:
             keep = flat != self.padding_idx
             flat, gf = flat[keep], gf[keep]
-        out = np.zeros((self.num, d), g.dtype)
+        out = array_module(g).zeros((self.num, d), g.dtype)
         np.add.at(out, flat, gf)
         return out
 
@@ -697,7 +694,8 @@ class NllLoss(Node, name="NllLossBackward0"):
         xc = x if x.ndim == 2 else np.moveaxis(x, 1, -1).reshape(-1, c) if x.ndim > 1 else x.reshape(1, c)
         tf = t.reshape(-1)
         n = len(tf)
-        rows = np.arange(n)
+        xp = array_module(x)
+        rows = xp.arange(n)
         lo, hi = (int(tf.min()), int(tf.max())) if n else (0, -1)
         if w is None and n and 0 <= lo and hi < c and not lo <= self.ignore_index <= hi:
             ts, wt = tf, None       # the common case: every target a class, no weights (no masks to build)
@@ -709,7 +707,7 @@ class NllLoss(Node, name="NllLossBackward0"):
             if bad.any():
                 raise IndexError(f"Target {int(tf[bad][0])} is out of bounds.")
             ts = np.where(valid, tf, 0)
-            wt = (w[ts] if w is not None else np.ones(n, x.dtype)) * valid
+            wt = (w[ts] if w is not None else xp.ones(n, x.dtype)) * valid
             picked = -xc[rows, ts] * wt
             total = None
         self.wt, self.ts, self.xshape = wt, ts, x.shape
@@ -717,36 +715,31 @@ class NllLoss(Node, name="NllLossBackward0"):
             return picked.reshape(t.shape).astype(x.dtype, copy=False)
         if self.reduction == "sum":
             self.denom = 1.0
-            return np.asarray(picked.sum(dtype=x.dtype))
+            return xp.asarray(picked.sum(dtype=x.dtype))
         self.denom = total if total is not None else wt.sum(dtype=x.dtype)
-        return np.asarray(picked.sum(dtype=x.dtype) / self.denom, dtype=x.dtype)
+        return xp.asarray(picked.sum(dtype=x.dtype) / self.denom, dtype=x.dtype)
 
-    def _grad(self, g, dtype):
-        """The input-shaped gradient for the loss gradient ``g`` (an array, or 1 for the constant
-        factor): PyTorch's -(g / total_weight) (mean) or -g, times the target's weight, at each target."""
+    def _factor(self, dtype, xp):
+        """The input-shaped constant the loss gradient is multiplied by: PyTorch's -1 / total_weight
+        (mean) or -1, times the target's weight, at each target; zero elsewhere."""
         xs, ts = self.xshape, self.ts
         c = xs[1] if len(xs) > 1 else xs[0]
-        if self.reduction == "none":
-            v = -(g.reshape(-1) if isinstance(g, np.ndarray) else g)
-        else:
-            v = -(g / self.denom)
-        m = np.zeros((len(ts), c), dtype)
-        m[np.arange(len(ts)), ts] = v if self.wt is None else self.wt * v
+        v = -1 if self.reduction != "mean" else -(1 / self.denom)
+        m = xp.zeros((len(ts), c), dtype)
+        m[xp.arange(len(ts)), ts] = v if self.wt is None else self.wt * v
         if len(xs) > 2:
-            m = np.ascontiguousarray(np.moveaxis(m.reshape((xs[0],) + xs[2:] + (c,)), -1, 1))
+            m = xp.ascontiguousarray(np.moveaxis(m.reshape((xs[0],) + xs[2:] + (c,)), -1, 1))
         elif len(xs) == 1:
             m = m.reshape(c)
         return m
 
-    def backward(self, g, *_):
-        m = self._grad(1, g._data.dtype)
+    def backward(self, g, F=TENSORS):
+        (x,) = F.saved(self)        # (the version check of the input on arrays)
+        d = F.array(g)
+        m = self._factor(d.dtype, array_module(d))
         if self.reduction == "none" and len(self.xshape) > 1:
-            g = g.unsqueeze(1)
-        return ScaleGrad.apply(g, self.saved_values[0], f=m), None, None
-
-    def backward_np(self, g):
-        self.saved_arrays()             # the version check of the input
-        return self._grad(g, g.dtype), None, None
+            g = F.unsqueeze(g, 1)
+        return F.scale(g, m, x, ScaleGrad), None, None
 
 
 class ScaleGrad(Node, name="NllLossBackwardBackward0"):
@@ -757,7 +750,7 @@ class ScaleGrad(Node, name="NllLossBackwardBackward0"):
         return np.multiply(g, self.f, dtype=self.f.dtype)
 
     def backward(self, gg):
-        return ScaleGrad.apply(gg, f=self.f), _zero_grad(self, 1)
+        return ScaleGrad.apply(gg, f=self.f), _zero_grad(self, 1, gg)
 
 
 # --------------------------------------------------------------------- Tensor methods
@@ -790,21 +783,22 @@ class PackPaddedSequenceGrad(Node, name="PackPaddedSequenceBackwardBackward0"):
 
     def forward(self, g):
         shape = self.shape
-        out = np.zeros((shape[1], shape[0]) + shape[2:] if self.batch_first else shape, g.dtype)
+        xp = array_module(g)
+        out = xp.zeros((shape[1], shape[0]) + shape[2:] if self.batch_first else shape, g.dtype)
         off = 0
         for t, b in enumerate(self.batch_sizes):
             out[t, :int(b)] = g[off:off + int(b)]
             off += int(b)
-        return np.ascontiguousarray(np.swapaxes(out, 0, 1)) if self.batch_first else out
+        return xp.ascontiguousarray(np.swapaxes(out, 0, 1)) if self.batch_first else out
 
     def backward(self, gg):
         return PackPaddedSequence.apply(gg, batch_sizes=self.batch_sizes, batch_first=self.batch_first)
 
 
 # [part P] adaptive average pooling: one primitive (AdaptiveAvgPool2DBackward0), as PyTorch
-def _adaptive_avg_matrix(size, o):
-    """(o, size): row i averages PyTorch's adaptive region [floor(i*size/o), ceil((i+1)*size/o))."""
-    m = np.zeros((o, size), np.float64)
+def _adaptive_avg_matrix(size, o, xp):
+    """(o, size) in module ``xp``: row i averages PyTorch's adaptive region [floor(i*size/o), ceil((i+1)*size/o))."""
+    m = xp.zeros((o, size), np.float64)
     for i in range(o):
         a, b = (i * size) // o, -(-((i + 1) * size) // o)
         m[i, a:b] = 1.0 / (b - a)
@@ -820,7 +814,8 @@ class AdaptiveAvgPool(Node, name="AdaptiveAvgPool2DBackward0"):
     def forward(self, x):
         h, w = x.shape[-2:]
         oh, ow = self.out_hw
-        self.mats = _adaptive_avg_matrix(h, oh), _adaptive_avg_matrix(w, ow)
+        xp = array_module(x)
+        self.mats = _adaptive_avg_matrix(h, oh, xp), _adaptive_avg_matrix(w, ow, xp)
         return (self.mats[0] @ x.astype(np.float64) @ self.mats[1].T).astype(x.dtype)
 
     def backward(self, g):
@@ -860,7 +855,7 @@ class _PointLoss(Node):
         if r == "mean":
             with np.errstate(invalid="ignore", divide="ignore"):
                 s = s / dt.type(loss.size)
-        return np.asarray(s, dt)
+        return array_module(loss).asarray(s, dt)
 
     def _scaled(self, g):
         """g (the loss's gradient) with the mean's 1/N."""

@@ -5,7 +5,9 @@ import numpy as np
 
 from .. import _dtype as D
 from .._tensor import Tensor
-from ..autograd.graph import Node, expand_np
+from .._array import array_module
+from ..autograd.graph import Node
+from ..autograd.formulas import TENSORS
 from ._dispatch import dims_of, wrap_dim
 from .elementwise import scale
 from . import elementwise as _E
@@ -30,16 +32,6 @@ def _sum_dtype(x, dtype):
     return None
 
 
-def _restore_np(g, in_shape, dims, keepdim):
-    """Array twin of _restore."""
-    if dims and not keepdim:
-        shape = list(in_shape)
-        for d in dims:
-            shape[d] = 1
-        return g.reshape(shape)
-    return g
-
-
 class Sum(Node, name="SumBackward0"):
     saved_attrs = ("self_sym_sizes=in_shape",)
     dims = None
@@ -49,15 +41,12 @@ class Sum(Node, name="SumBackward0"):
     def forward(self, x):
         self.in_shape = x.shape
         if self.dims is None:
-            return np.asarray(x.sum(dtype=self.dt))
-        return np.asarray(x.sum(axis=self.dims, keepdims=self.keepdim, dtype=self.dt))
+            return array_module(x).asarray(x.sum(dtype=self.dt))
+        return array_module(x).asarray(x.sum(axis=self.dims, keepdims=self.keepdim, dtype=self.dt))
 
-    def backward(self, g):
+    def backward(self, g, F=TENSORS):
         dims = self.dims if self.dims is not None else ()
-        return _restore(g, self.in_shape, dims, self.keepdim).expand(self.in_shape)
-
-    def backward_np(self, g):
-        return expand_np(_restore_np(g, self.in_shape, self.dims, self.keepdim), self.in_shape)
+        return F.expand(_restore(g, self.in_shape, dims, self.keepdim), self.in_shape)
 
 
 class SumDim(Sum, name="SumBackward1"):
@@ -87,19 +76,17 @@ class Mean(Node, name="MeanBackward0"):
         self.in_shape = x.shape
         if self.dims is None:
             self.n = x.size
-            return np.asarray(x.mean(dtype=self.dt)).astype(self.dt or x.dtype, copy=False)
+            return array_module(x).asarray(x.mean(dtype=self.dt)).astype(self.dt or x.dtype, copy=False)
         n = 1
         for d in self.dims:
             n *= x.shape[d]
         self.n = n
-        return np.asarray(x.mean(axis=self.dims, keepdims=self.keepdim, dtype=self.dt)).astype(self.dt or x.dtype, copy=False)
+        return array_module(x).asarray(x.mean(axis=self.dims, keepdims=self.keepdim, dtype=self.dt)).astype(
+            self.dt or x.dtype, copy=False)
 
-    def backward(self, g):
+    def backward(self, g, F=TENSORS):
         dims = self.dims if self.dims is not None else ()
-        return _restore(g / self.n, self.in_shape, dims, self.keepdim).expand(self.in_shape)
-
-    def backward_np(self, g):
-        return expand_np(_restore_np(g / self.n, self.in_shape, self.dims, self.keepdim), self.in_shape)
+        return F.expand(_restore(g / self.n, self.in_shape, dims, self.keepdim), self.in_shape)
 
 
 class MeanDim(Mean, name="MeanBackward1"):
@@ -161,7 +148,7 @@ class Prod(Node, name="ProdBackward0"):
 
     def forward(self, x):
         self.in_shape = x.shape
-        return np.asarray(x.prod(axis=self.dims, keepdims=self.keepdim, dtype=self.dt))
+        return array_module(x).asarray(x.prod(axis=self.dims, keepdims=self.keepdim, dtype=self.dt))
 
     def backward(self, g):
         x, out = self.saved_values
@@ -175,7 +162,7 @@ class Prod(Node, name="ProdBackward0"):
         # zeros: the product of all the other elements, one row per element (O(n^2), only then)
         xs = x.reshape(-1) if len(self.dims) != 1 else x.movedim(self.dims[0], -1)
         n = xs.shape[-1]
-        eye = Tensor._make(np.eye(n, dtype=bool))
+        eye = Tensor._make(array_module(x._data).eye(n, dtype=bool))
         others = _where(eye, 1.0, xs.unsqueeze(-2).expand(xs.shape[:-1] + (n, n))).prod(-1)
         others = others.reshape(x.shape) if len(self.dims) != 1 else others.movedim(-1, self.dims[0])
         return g * others
@@ -206,12 +193,13 @@ def _var(x, dims, ddof, keepdim):
     kernel gives (NumPy's mean of equal values can be off by an ulp, leaving a ~1e-33 variance whose
     std gradient g / std is then huge instead of PyTorch's 0)."""
     n = _count(x.shape, dims)
+    xp = array_module(x)
     if n - ddof > 0:
-        v = np.asarray(np.var(x, axis=dims, ddof=ddof, keepdims=keepdim))
+        v = xp.asarray(np.var(x, axis=dims, ddof=ddof, keepdims=keepdim))
     else:           # no degrees of freedom: inf or nan, as PyTorch (the public function warns, not NumPy)
         with np.errstate(divide="ignore", invalid="ignore"):
-            v = np.asarray(np.var(x, axis=dims, keepdims=keepdim) / 0.0 if n else
-                           np.full(np.sum(x, axis=dims, keepdims=keepdim).shape, np.nan, x.dtype)).astype(x.dtype)
+            v = xp.asarray(np.var(x, axis=dims, keepdims=keepdim) / 0.0 if n else
+                           xp.full(np.sum(x, axis=dims, keepdims=keepdim).shape, np.nan, x.dtype)).astype(x.dtype)
     if v.size and x.size:
         same = np.max(x, axis=dims, keepdims=keepdim) == np.min(x, axis=dims, keepdims=keepdim)
         if same.any():      # (nan stays: inf values, or no degrees of freedom)
@@ -296,7 +284,7 @@ class VarMean(Node, name="VarMeanBackward0"):
         self.n = _count(x.shape, self.dims)
         with np.errstate(divide="ignore", invalid="ignore"):
             v = _var(x, self.dims, self.correction, self.keepdim)
-            m = np.asarray(np.mean(x, axis=self.dims, keepdims=self.keepdim))
+            m = array_module(x).asarray(np.mean(x, axis=self.dims, keepdims=self.keepdim))
         return (np.sqrt(v) if self._std else v), m
 
     def backward(self, gv, gm):
@@ -340,7 +328,7 @@ class Amax(Node, name="AmaxBackward0"):
 
     def forward(self, x):
         self.in_shape = x.shape
-        return np.asarray(self.op(x, axis=self.dims, keepdims=self.keepdim))
+        return array_module(x).asarray(self.op(x, axis=self.dims, keepdims=self.keepdim))
 
     def backward(self, g):
         x, out = self.saved_values
@@ -373,7 +361,7 @@ class MaxDim(Node, name="MaxBackward0"):
         self.in_shape = x.shape
         if not x.ndim:                      # a 0-dim input: the value itself, index 0
             self.idx = None
-            return x.copy(), np.zeros((), np.int64)
+            return x.copy(), array_module(x).zeros((), np.int64)
         d = self.dim
         idx = self.arg(x, axis=d, keepdims=True)
         self.idx = idx
@@ -400,7 +388,7 @@ def _lower_median_arg(x, axis, keepdims=True, skipnan=False):
     srt = np.argsort(x, axis=axis, kind="stable")          # NaNs sort last
     nan = np.isnan(x)
     cnt = x.shape[axis] - (nan.sum(axis=axis, keepdims=True) if skipnan else 0)
-    pos = np.maximum((cnt - 1) // 2, 0) if skipnan else np.full((1,) * x.ndim, (x.shape[axis] - 1) // 2)
+    pos = np.maximum((cnt - 1) // 2, 0) if skipnan else array_module(x).full((1,) * x.ndim, (x.shape[axis] - 1) // 2)
     idx = np.take_along_axis(srt, np.broadcast_to(pos, srt.shape[:axis] + (1,) + srt.shape[axis + 1:]), axis)
     if not skipnan:     # a row with a NaN: its median is NaN, at the row's first NaN
         anynan = nan.any(axis=axis, keepdims=True)
@@ -430,7 +418,7 @@ class Mode(MaxDim, name="ModeBackward0"):
     def arg(self, x, axis, keepdims):
         xm = np.moveaxis(x, axis, -1)
         rows = xm.reshape(-1, xm.shape[-1])
-        out = np.empty(rows.shape[0], np.int64)
+        out = array_module(x).empty(rows.shape[0], np.int64)
         for r, row in enumerate(rows):
             vals, counts = np.unique(row, return_counts=True)      # sorted; NaNs last
             v = vals[np.argmax(counts)]
@@ -447,9 +435,10 @@ class MedianAll(Node, name="MedianBackward0"):
 
     def forward(self, x):
         flat = x.reshape(-1)
+        xp = array_module(x)
         if flat.size == 0:
-            return np.asarray(np.nan, x.dtype)
-        return np.asarray(flat[_lower_median_arg(flat, 0, skipnan=self.skipnan)[0]])
+            return xp.asarray(np.nan, x.dtype)
+        return xp.asarray(flat[_lower_median_arg(flat, 0, skipnan=self.skipnan)[0]])
 
     def backward(self, g):
         x, out = self.saved_values
@@ -521,13 +510,14 @@ class Cummax(Node, name="CummaxBackward0"):
 
     def forward(self, x):
         d = self.dim
+        xp = array_module(x)
         if not x.ndim:
-            self.idx = np.zeros((), np.int64)
+            self.idx = xp.zeros((), np.int64)
             return x.copy(), self.idx
         v = self.acc.accumulate(x, axis=d) if x.size else x.copy()
         hit = (x == v) | (np.isnan(x) & np.isnan(v))
-        ar = np.arange(x.shape[d]).reshape((-1,) + (1,) * (x.ndim - d - 1))
-        idx = np.maximum.accumulate(np.where(hit, ar, 0), axis=d) if x.size else np.zeros(x.shape, np.int64)
+        ar = xp.arange(x.shape[d]).reshape((-1,) + (1,) * (x.ndim - d - 1))
+        idx = np.maximum.accumulate(np.where(hit, ar, 0), axis=d) if x.size else xp.zeros(x.shape, np.int64)
         self.idx = idx = idx.astype(np.int64)
         return v, idx
 
@@ -610,11 +600,11 @@ def _arg(name, npfn):
         if dim is None:
             if x.size == 0:
                 raise IndexError(f"{name}(): Expected reduction dim to be specified for input.numel() == 0.")
-            r = np.asarray(npfn(x))
+            r = array_module(x).asarray(npfn(x))
             return Tensor._make(r.reshape((1,) * x.ndim) if keepdim else r)
         d = _reduce_dim(name, input, dim)
         if not x.ndim:
-            return Tensor._make(np.asarray(0))
+            return Tensor._make(array_module(x).asarray(0))
         return Tensor._make(npfn(x, axis=d, keepdims=keepdim))
     fn.__name__ = name
     fn.__doc__ = f"Index of the first {name[3:]}imum (of the flattened tensor when dim is None)."
@@ -633,8 +623,9 @@ class Aminmax(Node, name="AminmaxBackward0"):
 
     def forward(self, x):
         self.in_shape = x.shape
-        return (np.asarray(np.min(x, axis=self.dims, keepdims=self.keepdim)),
-                np.asarray(np.max(x, axis=self.dims, keepdims=self.keepdim)))
+        xp = array_module(x)
+        return (xp.asarray(np.min(x, axis=self.dims, keepdims=self.keepdim)),
+                xp.asarray(np.max(x, axis=self.dims, keepdims=self.keepdim)))
 
     def backward(self, gmin, gmax):
         x, lo, hi = self.saved_values
@@ -698,7 +689,7 @@ class Cumsum(Node, name="CumsumBackward0"):
     dt = None
 
     def forward(self, x):
-        return np.cumsum(x, axis=self.dim, dtype=self.dt) if x.ndim else np.array(x, dtype=self.dt or x.dtype)
+        return np.cumsum(x, axis=self.dim, dtype=self.dt) if x.ndim else array_module(x).array(x, dtype=self.dt or x.dtype)
 
     def backward(self, g):
         d = self.dim
@@ -719,7 +710,7 @@ class Cumprod(Node, name="CumprodBackward0"):
     dt = None
 
     def forward(self, x):
-        return np.cumprod(x, axis=self.dim, dtype=self.dt) if x.ndim else np.array(x, dtype=self.dt or x.dtype)
+        return np.cumprod(x, axis=self.dim, dtype=self.dt) if x.ndim else array_module(x).array(x, dtype=self.dt or x.dtype)
 
     def backward(self, g):
         x, out = self.saved_values
@@ -731,9 +722,10 @@ class Cumprod(Node, name="CumprodBackward0"):
         # zeros: grad_i = sum_{j >= i} g_j prod_{k <= j, k != i} x_k, via an n x n table (only then)
         xs, gs = x.movedim(d, -1), g.movedim(d, -1)
         n = xs.shape[-1]
-        eye = Tensor._make(np.eye(n, dtype=bool))
+        xp = array_module(x._data)
+        eye = Tensor._make(xp.eye(n, dtype=bool))
         table = _where(eye, 1.0, xs.unsqueeze(-2).expand(xs.shape[:-1] + (n, n))).cumprod(-1)
-        upper = Tensor._make(np.triu(np.ones((n, n), dtype=x._data.dtype)))
+        upper = Tensor._make(np.triu(xp.ones((n, n), dtype=x._data.dtype)))
         return (table * upper * gs.unsqueeze(-2)).sum(-1).movedim(-1, d)
 
 
@@ -768,7 +760,7 @@ class VectorNorm(Node, name="LinalgVectorNormBackward0"):
         else:
             with np.errstate(divide="ignore"):
                 r = np.sum(a ** p, axis=ax, keepdims=k) ** (1.0 / p)
-        return np.asarray(r, dtype=x.dtype)
+        return array_module(x).asarray(r, dtype=x.dtype)
 
     def backward(self, g):
         x, out = self.saved_values
@@ -845,7 +837,7 @@ class Sort(Node, name="SortBackward0"):
         self.in_shape = x.shape
         if not x.ndim:                      # a 0-dim input: the value itself, index 0
             self.idx = None
-            return x.copy(), np.zeros((), np.int64)
+            return x.copy(), array_module(x).zeros((), np.int64)
         d = self.dim
         if self.descending:
             idx = np.flip(np.argsort(np.flip(x, d), axis=d, kind="stable"), d)
@@ -853,7 +845,7 @@ class Sort(Node, name="SortBackward0"):
         else:
             idx = np.argsort(x, axis=d, kind="stable")
         if self.k is not None:
-            idx = np.take(idx, np.arange(self.k), axis=d)
+            idx = np.take(idx, array_module(x).arange(self.k), axis=d)
         self.idx = idx
         return np.take_along_axis(x, idx, d), idx.astype(np.int64)
 

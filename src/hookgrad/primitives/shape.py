@@ -5,10 +5,12 @@ import numpy as np
 from .._tensor import Tensor, Size
 from ..autograd import graph as _G
 from ..autograd.graph import Node
+from ..autograd.formulas import TENSORS
 from ..autograd.grad_mode import _state
 from ._dispatch import wrap_dim, dims_of
 from ._inplace import make_view
 from .._creation import int_list, size_args
+from .._array import array_module, is_array
 
 _new = object.__new__
 
@@ -43,10 +45,7 @@ class View(Node, name="ViewBackward0"):
                                "spans across two contiguous subspaces). Use .reshape(...) instead.")
         return x.reshape(shape)
 
-    def backward(self, g):
-        return g.reshape(self.in_shape)
-
-    def backward_np(self, g):
+    def backward(self, g, F=TENSORS):
         return g.reshape(self.in_shape)
 
 
@@ -164,11 +163,8 @@ class Expand(Node, name="ExpandBackward0"):
         self.in_shape = x.shape
         return np.broadcast_to(x, self.shape)
 
-    def backward(self, g):
-        return g.sum_to_size(self.in_shape)
-
-    def backward_np(self, g):
-        return g        # summed back to the input's shape by the caller
+    def backward(self, g, F=TENSORS):
+        return g        # summed back to the input's shape by Node._run_backward
 
 
 def expand(input, *args, size=None, implicit=False):
@@ -218,11 +214,8 @@ class SumToSize(Node, name="SumBackward1"):
             r = r.reshape(shape)
         return r if r is not x else x.copy()
 
-    def backward(self, g):
-        return g.expand(self.in_shape)
-
-    def backward_np(self, g):
-        return np.broadcast_to(g, self.in_shape)
+    def backward(self, g, F=TENSORS):
+        return F.expand(g, self.in_shape)
 
 
 def sum_to_size(input, *args, size=None):
@@ -249,11 +242,8 @@ class Permute(Node, name="PermuteBackward0"):
     def forward(self, x):
         return x.transpose(self.dims)
 
-    def backward(self, g):
-        return g.permute(tuple(np.argsort(self.dims)))
-
-    def backward_np(self, g):
-        return g.transpose(np.argsort(self.dims))
+    def backward(self, g, F=TENSORS):
+        return F.permute(g, tuple(np.argsort(self.dims)))
 
 
 class Transpose(Node, name="TransposeBackward0"):
@@ -261,11 +251,8 @@ class Transpose(Node, name="TransposeBackward0"):
     def forward(self, x):
         return np.swapaxes(x, self.d0, self.d1) if x.ndim else x.view()
 
-    def backward(self, g):
-        return g.transpose(self.d0, self.d1)
-
-    def backward_np(self, g):
-        return np.swapaxes(g, self.d0, self.d1)
+    def backward(self, g, F=TENSORS):
+        return F.transpose(g, self.d0, self.d1)
 
 
 def permute(input, *args, dims=None):
@@ -318,11 +305,8 @@ class TNode(Transpose, name="TBackward0"):
     def forward(self, x):
         return x.T
 
-    def backward(self, g):
-        return g.t()
-
-    def backward_np(self, g):
-        return g.T
+    def backward(self, g, F=TENSORS):
+        return F.t(g)
 
 
 def T(self):
@@ -342,7 +326,7 @@ class Squeeze(Node, name="SqueezeBackward0"):
         self.in_shape = x.shape
         return x.reshape(self.shape)
 
-    def backward(self, g):
+    def backward(self, g, F=TENSORS):
         # PyTorch's unsqueeze_to: one unsqueeze per removed size-1 dim, in ascending order
         ins, out = self.in_shape, self.shape
         j = 0
@@ -350,11 +334,8 @@ class Squeeze(Node, name="SqueezeBackward0"):
             if j < len(out) and out[j] == n:       # greedy: the squeezed dims are the unmatched 1s
                 j += 1
             else:
-                g = g.unsqueeze(i)
+                g = F.unsqueeze(g, i)
         return g
-
-    def backward_np(self, g):
-        return g.reshape(self.in_shape)
 
 
 class Unsqueeze(Squeeze, name="UnsqueezeBackward0"):
@@ -408,12 +389,9 @@ def unsqueeze(input, dim):
 
 class Contiguous(Node, name="CloneBackward0"):
     def forward(self, x):
-        return np.ascontiguousarray(x)
+        return array_module(x).ascontiguousarray(x)
 
-    def backward(self, g):
-        return g
-
-    def backward_np(self, g):
+    def backward(self, g, F=TENSORS):
         return g
 
 
@@ -425,12 +403,9 @@ def contiguous(self, memory_format=None):
 
 class Clone(Node, name="CloneBackward0"):
     def forward(self, x):
-        return np.array(x, copy=True, order="C")
+        return array_module(x).array(x, copy=True, order="C")
 
-    def backward(self, g):
-        return g
-
-    def backward_np(self, g):
+    def backward(self, g, F=TENSORS):
         return g
 
 
@@ -442,10 +417,7 @@ class ToCopy(Node, name="ToCopyBackward0"):
     def forward(self, x):
         return x.astype(self.dt)
 
-    def backward(self, g):
-        return g
-
-    def backward_np(self, g):
+    def backward(self, g, F=TENSORS):
         return g
 
 
@@ -652,7 +624,14 @@ def _diag_view(x, offset, d1, d2):
     y = np.moveaxis(x, (d1, d2), (-2, -1))
     y = y[..., :, offset:] if offset >= 0 else y[..., -offset:, :]
     n = max(min(y.shape[-2], y.shape[-1]), 0)
-    return np.lib.stride_tricks.as_strided(y, y.shape[:-2] + (n,), y.strides[:-2] + (y.strides[-2] + y.strides[-1],))
+    return _as_strided(y, y.shape[:-2] + (n,), y.strides[:-2] + (y.strides[-2] + y.strides[-1],))
+
+
+def _as_strided(a, shape, strides, like=None):
+    """A strided view of ``a``'s memory (strides in bytes), an array of the module of ``like`` (default:
+    ``a``'s; NumPy's as_strided alone returns a base-class ndarray, and a storage's root array may be one)."""
+    xp = array_module(a if like is None else like)
+    return xp.asarray(xp.lib.stride_tricks.as_strided(a, shape, strides))
 
 
 class Diagonal(Node, name="DiagonalBackward0"):
@@ -669,7 +648,7 @@ class DiagEmbedGrad(Node, name="DiagonalBackwardBackward0"):
     """Place a diagonal back into zeros of ``shape`` (the backward of diagonal; also diag_embed)."""
 
     def forward(self, g):
-        out = np.zeros(self.shape, g.dtype)
+        out = array_module(g).zeros(self.shape, g.dtype)
         _diag_view(out, self.offset, self.d1, self.d2)[...] = g
         return out
 
@@ -720,7 +699,7 @@ def diag(input, diagonal=0):
 class Trace(Node, name="TraceBackward0"):
     def forward(self, x):
         self.in_shape = x.shape
-        return np.asarray(np.trace(x))
+        return array_module(x).asarray(np.trace(x))
 
     def backward(self, g):
         n = min(self.in_shape)
@@ -769,7 +748,8 @@ def unfold(self, dimension, size, step):
     if nd == 0:
         return self.reshape(1)
     count = (n - size) // step + 1
-    idx = np.arange(count)[:, None] * step + np.arange(size)[None, :]
+    xp = array_module(self._data)
+    idx = xp.arange(count)[:, None] * step + xp.arange(size)[None, :]
     out = self[(slice(None),) * d + (Tensor._make(idx),)]
     return out.movedim(d + 1, -1) if d + 1 != nd else out
 
@@ -782,7 +762,7 @@ def ravel(input):
 
 class Rot90(Node, name="Rot90Backward0"):
     def forward(self, x):
-        return np.ascontiguousarray(np.rot90(x, self.k, self.dims))
+        return array_module(x).ascontiguousarray(np.rot90(x, self.k, self.dims))
 
     def backward(self, g):
         return Rot90.apply(g, k=-self.k, dims=self.dims)
@@ -806,7 +786,7 @@ def rot90(input, k=1, dims=(0, 1)):
 def _storage_root(a):
     """The NumPy array that owns ``a``'s memory (hookgrad's storage)."""
     r = a
-    while isinstance(r.base, np.ndarray):
+    while is_array(r.base):
         r = r.base
     return r
 
@@ -839,19 +819,19 @@ def _strided(a, size, stride, offset):
         raise RuntimeError(f"setStorage: sizes {list(size)}, strides {list(stride)}, storage offset {offset}, and "
                            f"itemsize {isz} requiring a storage size of {need * isz} are out of bounds for storage "
                            f"of size {flat.size * isz}")
-    return np.lib.stride_tricks.as_strided(flat[offset:] if offset < flat.size else flat[:0], size,
-                                           tuple(s * isz for s in stride))
+    return _as_strided(flat[offset:] if offset < flat.size else flat[:0], size, tuple(s * isz for s in stride), a)
 
 
 def _positions(a):
     """The storage position of each element of ``a``."""
-    return _geometry_positions(a.shape, tuple(st // a.itemsize for st in a.strides), storage_offset_of(a))
+    return _geometry_positions(a.shape, tuple(st // a.itemsize for st in a.strides), storage_offset_of(a),
+                               array_module(a))
 
 
-def _geometry_positions(size, stride, offset):
-    pos = np.full(size, offset, np.int64)
+def _geometry_positions(size, stride, offset, xp):
+    pos = xp.full(size, offset, np.int64)
     for i, (n, st) in enumerate(zip(size, stride)):
-        pos += np.arange(n, dtype=np.int64).reshape((n,) + (1,) * (len(size) - i - 1)) * st
+        pos += xp.arange(n, dtype=np.int64).reshape((n,) + (1,) * (len(size) - i - 1)) * st
     return pos
 
 
@@ -862,7 +842,7 @@ class AsStridedView(Node, name="AsStridedBackward0"):
 
     def forward(self, x):
         out = _strided(x, self.size, self.stride, self.storage_offset)
-        self.out_pos = _geometry_positions(self.size, self.stride, self.storage_offset)
+        self.out_pos = _geometry_positions(self.size, self.stride, self.storage_offset, array_module(x))
         self.in_pos = _positions(x)
         return out
 
@@ -902,7 +882,7 @@ class _ViewScatter(Node):
     save = ()
 
     def forward(self, x, src):
-        out = np.array(x, copy=True, order="C")
+        out = x.copy(order="C")
         region = self._np_view(out)
         if region.shape != src.shape:
             raise RuntimeError(f"expected src to have a size equal to the slice of self. src size = "
@@ -1028,7 +1008,7 @@ def _copy_class(cls):
 
 def _fresh(t):
     """``t`` (an output of a view op) turned into a tensor of its own: copied memory, no base, own version."""
-    t._data = np.array(t._data, copy=True, order="C")
+    t._data = t._data.copy(order="C")
     if t._base is not None:
         gf = t.grad_fn
         t.__class__ = Tensor
@@ -1112,7 +1092,7 @@ def diagonal_copy(input, offset=0, dim1=0, dim2=1):
 def detach_copy(input):
     """A copy of input's values; it requires grad when input does, with no derivative (as PyTorch's)."""
     from .._creation import _sampled
-    return _sampled(np.array(input._data, copy=True), (input,), None, "detach_copy")
+    return _sampled(array_module(input._data).array(input._data, copy=True), (input,), None, "detach_copy")
 
 
 def alias_copy(input):
@@ -1126,7 +1106,8 @@ def unfold_copy(input, dimension, size, step):
 class NarrowCopy(Node, name="NarrowCopyBackward0"):
     def forward(self, x):
         self.in_shape = x.shape
-        return np.array(x[(slice(None),) * self.dim + (slice(self.start, self.start + self.length),)], copy=True)
+        return array_module(x).array(x[(slice(None),) * self.dim + (slice(self.start, self.start + self.length),)],
+                                     copy=True)
 
     def backward(self, g):
         from .index import IndexGrad
@@ -1339,7 +1320,7 @@ def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
             raise RuntimeError("repeats has to be Long or Int tensor")
         if (reps._data < 0).any():
             raise RuntimeError("repeats can not be negative")
-        r = np.repeat(np.arange(reps._data.size), reps._data.reshape(-1)).astype(reps._data.dtype)
+        r = np.repeat(array_module(reps._data).arange(reps._data.size), reps._data.reshape(-1)).astype(reps._data.dtype)
         if output_size is not None and r.size != output_size:
             raise RuntimeError(f"allocated size does not match required size")
         return Tensor._make(r)
@@ -1365,7 +1346,7 @@ def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
                                    f"repeats.size(0) = {reps.size} and input.size({d}) = {n}")
             if (reps < 0).any():
                 raise RuntimeError("repeats can not be negative")
-            idx = np.repeat(np.arange(n), reps)
+            idx = np.repeat(array_module(reps).arange(n), reps)
             if output_size is not None and idx.size != output_size:
                 raise RuntimeError("allocated size does not match required size")
             return input.index_select(d, Tensor._make(idx))
@@ -1393,7 +1374,7 @@ def diff(input, n=1, dim=-1, prepend=None, append=None):
     for extra in (prepend, append):
         if extra is not None:
             if not isinstance(extra, Tensor):
-                extra = Tensor._make(np.asarray(extra))
+                extra = Tensor._make(array_module(input._data).asarray(extra))
             if extra._data.ndim == 0:
                 shp = list(input._data.shape)
                 shp[d] = 1
@@ -1433,7 +1414,7 @@ def trapezoid(y, x=None, *, dx=None, dim=-1):
     if x is not None and dx is not None:
         raise RuntimeError("trapezoid: received both x and dx as input, but only one should be specified.")
     if y._data.shape[d] == 0:
-        return Tensor._make(np.zeros(y._data.shape[:d] + y._data.shape[d + 1:], y._data.dtype))
+        return Tensor._make(array_module(y._data).zeros(y._data.shape[:d] + y._data.shape[d + 1:], y._data.dtype))
     if y._data.dtype == np.bool_ or (x is not None and x._data.dtype == np.bool_):
         raise RuntimeError("trapezoid: received a bool input for `x` or `y`, but bool is not supported" if x is not None
                            else "trapezoid: received a bool input for `y`, but bool is not supported")
@@ -1479,9 +1460,10 @@ def vander(x, N=None, increasing=False):
         raise RuntimeError("N must be non-negative.")
     from .. import _dtype as D
     dt = x.dtype if x._data.dtype.kind == "f" else D.int64
+    xp = array_module(x._data)
     if N == 0:
-        return Tensor._make(np.zeros((x._data.shape[0], 0), dt.np))
-    cols = [Tensor._make(np.ones(x._data.shape[0], dt.np))]
+        return Tensor._make(xp.zeros((x._data.shape[0], 0), dt.np))
+    cols = [Tensor._make(xp.ones(x._data.shape[0], dt.np))]
     if N > 1:
         xx = x.to(dt).unsqueeze(1).expand(x._data.shape[0], N - 1).cumprod(1)
         from .join import cat
@@ -1506,4 +1488,5 @@ def unravel_index(indices, shape):
     idx = indices._data.astype(np.int64)
     idx = idx % n if n else idx          # PyTorch wraps indices outside [0, numel) around
     coords = np.unravel_index(idx, shape)
-    return tuple(Tensor._make(np.asarray(c, np.int64)) for c in coords)
+    xp = array_module(idx)
+    return tuple(Tensor._make(xp.asarray(c, np.int64)) for c in coords)

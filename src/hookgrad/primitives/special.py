@@ -12,11 +12,12 @@ import math
 import numpy as np
 
 from .._tensor import Tensor
+from .._array import array_module, module_of
 from ..autograd.graph import Node
 from .._errors import not_tensor, not_implemented_for, is_number, not_number
 from ._dispatch import binary, apply_inplace
 from . import elementwise as E
-from .elementwise import Unary, ZeroGrad, _unary, _float_input, _out, _where, scale
+from .elementwise import Unary, ZeroGrad, _unary, _float_input, _out, _where, _zeros, scale
 
 _PI = math.pi
 _LN2 = math.log(2.0)
@@ -27,7 +28,7 @@ _2_SQRTPI = 2.0 / math.sqrt(math.pi)
 def _f64(fn):
     """A float64 kernel applied to an array of any float dtype (the result cast back)."""
     def k(x):
-        return fn(np.asarray(x, np.float64)).astype(x.dtype, copy=False)
+        return fn(array_module(x).asarray(x, np.float64)).astype(x.dtype, copy=False)
     return k
 
 
@@ -53,7 +54,7 @@ def _erfc_cf(x):
 
 
 def _erfc64(x):
-    out = np.empty_like(x)
+    out = array_module(x).empty_like(x)
     a = np.abs(x)
     big = a >= 2.5
     m = ~big
@@ -67,7 +68,7 @@ def _erfc64(x):
 
 
 def _erf64(x):
-    out = np.empty_like(x)
+    out = array_module(x).empty_like(x)
     big = np.abs(x) >= 2.5
     out[~big] = _erf_series(x[~big])
     xb = x[big]
@@ -117,7 +118,7 @@ _LANCZOS = (0.99999999999980993, 676.5203681218851, -1259.1392167224028, 771.323
 def _lgamma_pos(x):
     """log|Gamma(x)| for x >= 0.5 (Lanczos, g = 7)."""
     z = x - 1.0
-    a = np.full_like(z, _LANCZOS[0])
+    a = array_module(z).full_like(z, _LANCZOS[0])
     for i in range(1, 9):
         a += _LANCZOS[i] / (z + i)
     t = z + 7.5
@@ -125,7 +126,7 @@ def _lgamma_pos(x):
 
 
 def _lgamma64(x):
-    out = np.empty_like(x)
+    out = array_module(x).empty_like(x)
     with np.errstate(all="ignore"):
         small = x < 0.5
         out[~small] = _lgamma_pos(x[~small])
@@ -139,7 +140,7 @@ def _lgamma64(x):
 
 
 def _digamma64(x):
-    out = np.zeros_like(x)
+    out = array_module(x).zeros_like(x)
     with np.errstate(all="ignore"):
         neg = x < 0
         r = x - np.round(x)
@@ -169,7 +170,7 @@ _B2J = (1 / 6 / 2, -1 / 30 / 24, 1 / 42 / 720, -1 / 30 / 40320, 5 / 66 / 3628800
 
 def _zeta64(s, q):
     """Hurwitz zeta(s, q) for an integer s >= 2 (Euler-Maclaurin after shifting q past 10 + 2s)."""
-    acc = np.zeros_like(q)
+    acc = array_module(q).zeros_like(q)
     target = 10.0 + 2 * s
     z = q.copy()
     with np.errstate(all="ignore"):
@@ -220,11 +221,11 @@ def _polygamma64(n, x):
 def _bessel_i(x, nu):
     """Modified Bessel I_0 / I_1: power series for |x| <= 20, asymptotic series beyond."""
     a = np.abs(x)
-    out = np.empty_like(a)
+    out = array_module(a).empty_like(a)
     small = a <= 20.0
     xs = a[small]
     h2 = (xs * 0.5) ** 2
-    term = np.ones_like(xs) if nu == 0 else xs * 0.5
+    term = array_module(xs).ones_like(xs) if nu == 0 else xs * 0.5
     s = term.copy()
     for k in range(1, 70):
         term = term * h2 / (k * (k + nu))
@@ -232,7 +233,7 @@ def _bessel_i(x, nu):
     out[small] = s
     xb = a[~small]
     mu = 4.0 * nu * nu
-    term = np.ones_like(xb)
+    term = array_module(xb).ones_like(xb)
     s = term.copy()
     for k in range(1, 30):
         term = term * -(mu - (2 * k - 1) ** 2) / (k * 8.0 * xb)
@@ -252,7 +253,7 @@ _erfinv = _f64(_erfinv64)
 
 def _bessel_kernel(nu):
     def k(x):
-        out = _bessel_i(np.asarray(x, np.float64), nu).astype(x.dtype, copy=False)
+        out = _bessel_i(array_module(x).asarray(x, np.float64), nu).astype(x.dtype, copy=False)
         if x.dtype.itemsize < 8:    # PyTorch's kernel computes exp(|x|) in the input's dtype: it overflows first
             out[np.abs(x) > math.log(np.finfo(x.dtype).max)] = np.inf if nu == 0 else np.copysign(np.inf, x[
                 np.abs(x) > math.log(np.finfo(x.dtype).max)])
@@ -394,7 +395,8 @@ class Polygamma(Unary, name="PolygammaBackward0"):
     n = 1
 
     def forward(self, x):
-        return np.asarray(_polygamma64(self.n, np.asarray(x, np.float64))).astype(x.dtype, copy=False)
+        xp = array_module(x)
+        return xp.asarray(_polygamma64(self.n, xp.asarray(x, np.float64))).astype(x.dtype, copy=False)
 
     def backward(self, g):
         (x,) = self.saved_values
@@ -409,10 +411,11 @@ class Mvlgamma(Unary, name="MvlgammaBackward0"):
     p = 1
 
     def forward(self, x):
-        x64 = np.asarray(x, np.float64)
+        xp = array_module(x)
+        x64 = xp.asarray(x, np.float64)
         p = self.p
         out = sum(_lgamma64(x64 - 0.5 * j) for j in range(p)) + p * (p - 1) / 4 * math.log(_PI)
-        return np.asarray(out).astype(x.dtype, copy=False)
+        return xp.asarray(out).astype(x.dtype, copy=False)
 
     def backward(self, g):
         (x,) = self.saved_values
@@ -537,7 +540,8 @@ class Xlogy(Node, name="XlogyBackward0"):
 
     def forward(self, x, y):
         if self.dt is not None:
-            x, y = np.asarray(x, self.dt), np.asarray(y, self.dt)
+            xp = module_of(x, y)
+            x, y = xp.asarray(x, self.dt), xp.asarray(y, self.dt)
         with np.errstate(all="ignore"):
             return np.where((x == 0) & ~np.isnan(y), 0, x * np.log(y)).astype(np.result_type(x, y), copy=False)
 
@@ -559,7 +563,7 @@ class XlogyScalarSelf(Node, name="XlogyBackward1"):
     x = 0.0
 
     def forward(self, y):
-        return Xlogy.forward(self, np.asarray(self.x, y.dtype), y)
+        return Xlogy.forward(self, array_module(y).asarray(self.x, y.dtype), y)
 
     def backward(self, g):
         (y,) = self.saved_values
@@ -574,7 +578,7 @@ class XlogyScalarOther(Node, name="XlogyBackward2"):
     y = 1.0
 
     def forward(self, x):
-        return Xlogy.forward(self, x, np.asarray(self.y, x.dtype))
+        return Xlogy.forward(self, x, array_module(x).asarray(self.y, x.dtype))
 
     def backward(self, g):
         (x,) = self.saved_values
@@ -633,7 +637,7 @@ class Copysign(Node, name="CopysignBackward0"):
     def backward(self, g):
         x, out = self.saved_values
         nf = self.next_functions
-        gy = Tensor._make(np.zeros_like(g._data)) if nf[1][0] is not None else None
+        gy = _zeros(g) if nf[1][0] is not None else None
         # PyTorch's copysign_tensor_self_backward: grad * result / self, zero where self == 0
         gx = g * _where(x == 0, 0.0, out / x) if nf[0][0] is not None else None
         return gx, gy
@@ -646,7 +650,7 @@ class CopysignScalar(Node, name="CopysignBackward1"):
     other = 1.0
 
     def forward(self, x):
-        return np.copysign(x, np.asarray(self.other, x.dtype))
+        return np.copysign(x, array_module(x).asarray(self.other, x.dtype))
 
     def backward(self, g):
         x, out = self.saved_values
@@ -660,7 +664,8 @@ class Ldexp(Node, name="LdexpBackward0"):
 
     def forward(self, x, y):
         dt = self.dt or np.result_type(x, y)
-        return (np.asarray(x, dt) * np.exp2(np.asarray(y, dt))).astype(dt, copy=False)
+        xp = module_of(x, y)
+        return (xp.asarray(x, dt) * np.exp2(xp.asarray(y, dt))).astype(dt, copy=False)
 
     def backward(self, g):
         x, y = self.saved_values
@@ -688,7 +693,7 @@ class Nextafter(Node, name="NextafterBackward0"):
 
     def backward(self, g):
         nf = self.next_functions
-        return g, (Tensor._make(np.zeros_like(g._data)) if nf[1][0] is not None else None)
+        return g, (_zeros(g) if nf[1][0] is not None else None)
 
 
 class IntBinary(Node, name="NotImplemented"):
@@ -698,7 +703,8 @@ class IntBinary(Node, name="NotImplemented"):
 
     def forward(self, x, y):
         if self.dt is not None:
-            x, y = np.asarray(x, self.dt), np.asarray(y, self.dt)
+            xp = module_of(x, y)
+            x, y = xp.asarray(x, self.dt), xp.asarray(y, self.dt)
         return self.op(x, y)
 
 
@@ -723,7 +729,7 @@ class Addcmul(Node, name="AddcmulBackward0"):
 
     def forward(self, x, a, b):
         dt = self.dt
-        return np.add(x, np.multiply(a, b, dtype=dt) * (self.value if dt is None else np.asarray(self.value, dt)),
+        return np.add(x, np.multiply(a, b, dtype=dt) * (self.value if dt is None else module_of(x, a, b).asarray(self.value, dt)),
                       dtype=dt)
 
     def backward(self, g):
@@ -738,7 +744,7 @@ class Addcmul(Node, name="AddcmulBackward0"):
 class Addcdiv(Addcmul, name="AddcdivBackward0"):
     def forward(self, x, a, b):
         dt = self.dt
-        return np.add(x, np.true_divide(a, b, dtype=dt) * (self.value if dt is None else np.asarray(self.value, dt)),
+        return np.add(x, np.true_divide(a, b, dtype=dt) * (self.value if dt is None else module_of(x, a, b).asarray(self.value, dt)),
                       dtype=dt)
 
     def backward(self, g):
@@ -917,14 +923,15 @@ def signbit(input, *, out=None):
     """True where the sign bit is set (-0.0 included)."""
     _tensor_in("signbit", input)
     a = input._data
-    r = np.signbit(a) if a.dtype.kind == "f" else (a < 0 if a.dtype.kind == "i" else np.zeros(a.shape, bool))
-    return _out(Tensor._make(np.asarray(r)), out)
+    xp = array_module(a)
+    r = np.signbit(a) if a.dtype.kind == "f" else (a < 0 if a.dtype.kind == "i" else xp.zeros(a.shape, bool))
+    return _out(Tensor._make(xp.asarray(r)), out)
 
 
 def isreal(input):
     """True everywhere for a real tensor."""
     _tensor_in("isreal", input)
-    return Tensor._make(np.ones(input._data.shape, bool))
+    return Tensor._make(array_module(input._data).ones(input._data.shape, bool))
 
 
 def frexp(input, *, out=None):
@@ -1087,7 +1094,7 @@ bitwise_right_shift = _int_binary(_rshift, "rshift_cpu", "bitwise_right_shift")
 
 def float_power(input, exponent, *, out=None):
     """input ** exponent computed in float64 (grad_fn PowBackward*)."""
-    from .. import float64
+    from .._dtype import float64
     if isinstance(input, Tensor):
         b = input.to(float64)
         e = exponent.to(float64) if isinstance(exponent, Tensor) else float(exponent)
@@ -1319,7 +1326,7 @@ def _cmp_inplace(base, npfn):
             return npfn(x, self.other).astype(x.dtype)
 
         def backward(self, g):
-            return Tensor._make(np.zeros_like(g._data))
+            return _zeros(g)
 
     class Tens(Node, name=f"{base}Backward1"):
         def forward(self, x, y):
@@ -1327,7 +1334,7 @@ def _cmp_inplace(base, npfn):
 
         def backward(self, g):
             nf = self.next_functions
-            return tuple(Tensor._make(np.zeros_like(g._data)) if nf[i][0] is not None else None for i in (0, 1))
+            return tuple(_zeros(g) if nf[i][0] is not None else None for i in (0, 1))
 
     def method(self, other):
         from ._inplace import inplace_apply

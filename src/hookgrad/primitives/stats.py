@@ -13,6 +13,7 @@ import numpy as np
 
 from .. import _dtype as D
 from .._tensor import Tensor
+from .._array import array_module, module_of
 from ..autograd.graph import Node
 from ..autograd.grad_mode import no_grad
 from ._dispatch import dims_of, wrap_dim
@@ -33,7 +34,7 @@ def _not_impl(kernel, a):
 
 
 def _const(a):
-    return _T(np.ascontiguousarray(a))
+    return _T(array_module(a).ascontiguousarray(a))
 
 
 # ------------------------------------------------------------------------------ nansum / nanmean
@@ -46,7 +47,7 @@ class Nansum(Node, name="NansumBackward0"):
 
     def forward(self, x):
         self.in_shape = x.shape
-        return np.asarray(np.nansum(x, axis=self.dims, keepdims=self.keepdim, dtype=self.dt))
+        return array_module(x).asarray(np.nansum(x, axis=self.dims, keepdims=self.keepdim, dtype=self.dt))
 
     def backward(self, g):
         (x,) = self.saved_values
@@ -65,7 +66,8 @@ def nanmean(input, dim=None, keepdim=False, *, dtype=None):
         raise RuntimeError("nanmean(): expected input to have floating point or complex dtype but got "
                            f"{_short(input._data.dtype)}")
     dims = R._dims_arg(input, dim)
-    count = _T(np.asarray(np.sum(~np.isnan(input._data), axis=dims, keepdims=keepdim), np.int64))
+    x = input._data
+    count = _T(array_module(x).asarray(np.sum(~np.isnan(x), axis=dims, keepdims=keepdim), np.int64))
     return E.div(nansum(input, dim, keepdim, dtype=dtype), count)
 
 
@@ -131,8 +133,9 @@ def _quantile(name, input, q, dim, keepdim, interpolation, ignore_nan):
     if interpolation not in _INTERP:
         raise RuntimeError(f"{name}() interpolation must be one of linear, lower, higher, midpoint or nearest, "
                            f"but got {interpolation}")
+    xp = array_module(x)
     if qa is None:
-        qa = np.asarray(q, x.dtype)
+        qa = xp.asarray(q, x.dtype)
     if not ((qa >= 0) & (qa <= 1)).all():
         raise RuntimeError(f"{name}() q values must be in the range [0, 1]")
     nd = x.ndim
@@ -166,7 +169,7 @@ def _quantile(name, input, q, dim, keepdim, interpolation, ignore_nan):
         ranks = qv * dt(last)
         ranks, anynan = np.broadcast_arrays(ranks, nan.any(-1, keepdims=True))
         ranks = np.where(anynan, dt(last), ranks)
-    ranks = np.asarray(ranks, sd.dtype)
+    ranks = xp.asarray(ranks, sd.dtype)
     if interpolation == "lower":
         ranks = np.floor(ranks)
     elif interpolation == "higher":
@@ -176,7 +179,7 @@ def _quantile(name, input, q, dim, keepdim, interpolation, ignore_nan):
     below = ranks.astype(np.int64)
     vals = I.Gather.apply(srt, index=below, dim=srt._data.ndim - 1)
     if interpolation in ("linear", "midpoint"):
-        w = np.full_like(ranks, 0.5) if interpolation == "midpoint" else (ranks - below).astype(ranks.dtype)
+        w = xp.full_like(ranks, 0.5) if interpolation == "midpoint" else (ranks - below).astype(ranks.dtype)
         above = np.ceil(ranks).astype(np.int64)
         vals = E.lerp(vals, I.Gather.apply(srt, index=above, dim=srt._data.ndim - 1), _const(w))
     vs = vals._data.shape
@@ -201,8 +204,8 @@ def nanquantile(input, q, dim=None, keepdim=False, *, interpolation="linear"):
 # ------------------------------------------------------------------------------ cov / corrcoef
 def cov(input, *, correction=1, fweights=None, aweights=None):
     """Covariance of the rows (variables) over the columns (observations), as PyTorch composes it."""
-    from .._creation import tensor
     x = input._data
+    xp = array_module(x)
     if x.ndim > 2:
         raise RuntimeError(f"cov(): expected input to have two or fewer dimensions but got an input with {x.ndim} "
                            "dimensions")
@@ -244,22 +247,22 @@ def cov(input, *, correction=1, fweights=None, aweights=None):
         if not bool(w_sum._data != 0):
             raise RuntimeError("cov(): weights sum to zero, can't be normalized")
     else:
-        w_sum = tensor(nobs, dtype=D.int64)
+        w_sum = _T(xp.asarray(nobs, np.int64))
     avg = (inp * w if w is not None else inp).sum(1) / w_sum
     if w is None:
-        norm = tensor(nobs - correction, dtype=D.int64)
+        norm = _T(xp.asarray(nobs - correction, np.int64))
     elif correction == 0:
         norm = w_sum
     elif aweights is None:
         norm = w_sum - correction
     elif fweights is None and nobs == 1 and correction == 1:
-        norm = tensor(0, dtype=D.int64)
+        norm = _T(xp.asarray(0, np.int64))
     else:
         norm = w_sum - correction * (w * aweights).sum() / w_sum
     if bool(norm._data <= 0):
         warnings.warn("cov(): degrees of freedom is <= 0. Correction should be strictly less than the number of "
                       "observations.", UserWarning, stacklevel=2)
-        norm = _T(np.zeros((), norm._data.dtype))
+        norm = _T(array_module(norm._data).zeros((), norm._data.dtype))
     if nobs == 1 and (fweights is None) != (aweights is None):
         inp = inp * 0       # (PyTorch zeroes the input in place: one observation has no spread)
         if inp._data.dtype.kind != "f":
@@ -317,7 +320,8 @@ def _unique_np(x, dim):
         vals, inv, cnt = np.unique(x.reshape(-1), return_inverse=True, return_counts=True, equal_nan=False)
         return vals, inv.reshape(x.shape).astype(np.int64), cnt.astype(np.int64)
     if x.shape[dim] == 0:
-        return x.copy(), np.zeros(0, np.int64), np.zeros(0, np.int64)
+        xp = array_module(x)
+        return x.copy(), xp.zeros(0, np.int64), xp.zeros(0, np.int64)
     vals, inv, cnt = np.unique(x, return_inverse=True, return_counts=True, axis=dim)
     return vals, inv.reshape(-1).astype(np.int64), cnt.astype(np.int64)
 
@@ -338,7 +342,7 @@ def _unique_consecutive_np(x, dim):
         shape = None
         rows = np.moveaxis(x, dim, 0).reshape(x.shape[dim], -1)
     n = rows.shape[0]
-    start = np.ones(n, bool)
+    start = array_module(x).ones(n, bool)
     if n > 1:
         start[1:] = (rows[1:] != rows[:-1]).any(axis=1)
     pos = np.flatnonzero(start)
@@ -368,21 +372,21 @@ def isin(elements=None, test_elements=None, *, assume_unique=False, invert=False
     elements = element if elements is None else elements
     test_elements = test_element if test_elements is None else test_elements
     e, t = _as_tensor(elements)._data, _as_tensor(test_elements)._data
-    return _T(np.asarray(np.isin(e, t, invert=invert)))
+    return _T(module_of(e, t).asarray(np.isin(e, t, invert=invert)))
 
 
 def count_nonzero(input, dim=None):
     """Number of non-zero elements over dim (all by default), int64."""
     x = input._data
     if dim is None:
-        return _T(np.asarray(np.count_nonzero(x), np.int64))
+        return _T(array_module(x).asarray(np.count_nonzero(x), np.int64))
     if isinstance(dim, (list, tuple)):
         ds = [wrap_dim(d, x.ndim) for d in dim]
         for d in ds:
             if ds.count(d) > 1:
                 raise RuntimeError(f"dim {d} appears multiple times in the list of dims")
     dims = dims_of(dim, x.ndim) if x.ndim else ()
-    return _T(np.asarray(np.count_nonzero(x, axis=dims), np.int64))
+    return _T(array_module(x).asarray(np.count_nonzero(x, axis=dims), np.int64))
 
 
 def nonzero_static(input, *, size, fill_value=-1):
@@ -390,8 +394,9 @@ def nonzero_static(input, *, size, fill_value=-1):
     if not isinstance(size, int) or size < 0:
         raise RuntimeError("nonzero_static: 'size' must be an non-negative integer")
     x = input._data
-    nz = np.stack(np.nonzero(x), axis=1).astype(np.int64) if x.ndim else np.zeros((int(bool(x)), 0), np.int64)
-    out = np.full((size, x.ndim), fill_value, np.int64)
+    xp = array_module(x)
+    nz = np.stack(np.nonzero(x), axis=1).astype(np.int64) if x.ndim else xp.zeros((int(bool(x)), 0), np.int64)
+    out = xp.full((size, x.ndim), fill_value, np.int64)
     k = builtins.min(size, nz.shape[0])
     out[:k] = nz[:k]
     return _T(out)
@@ -420,7 +425,7 @@ def _edges(x, bins, lo, hi, name):
         raise RuntimeError(f"{name}: min should not exceed max, but got min {lo:g} max {hi:g} for dimension 0")
     if lo == hi:
         lo, hi = lo - 1, hi + 1
-    return np.linspace(lo, hi, bins + 1, dtype=np.float64).astype(x.dtype)
+    return array_module(x).linspace(lo, hi, bins + 1, dtype=np.float64).astype(x.dtype)
 
 
 def histc(input, bins=100, min=0, max=0):
@@ -478,7 +483,8 @@ def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=N
         right = side == "right"
     seq = sorted_sequence._data
     scalar = not isinstance(input, Tensor)
-    v = np.asarray(input) if scalar else input._data
+    xp = array_module(seq)
+    v = xp.asarray(input) if scalar else input._data
     if sorter is not None:
         seq = np.take_along_axis(seq, sorter._data, axis=-1)
     if seq.ndim != 1 and seq.shape[:-1] != v.shape[:-1]:
@@ -491,7 +497,7 @@ def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=N
     else:
         rows, vals = seq.reshape(-1, seq.shape[-1]), v.reshape(-1, v.shape[-1])
         res = np.stack([np.searchsorted(r, q, side=how) for r, q in zip(rows, vals)]).reshape(v.shape)
-    return _T(np.asarray(res, np.int32 if out_int32 else np.int64))
+    return _T(xp.asarray(res, np.int32 if out_int32 else np.int64))
 
 
 def bucketize(input, boundaries, *, out_int32=False, right=False):
@@ -608,7 +614,8 @@ def _scatter_reduce_np(x, dim, index, src, reduce, include_self):
     else:
         np.minimum.at(out, pos, s)
     if reduce == "mean":
-        cnt = np.ones(x.shape, np.int64) if include_self else np.zeros(x.shape, np.int64)
+        xp = array_module(x)
+        cnt = xp.ones(x.shape, np.int64) if include_self else xp.zeros(x.shape, np.int64)
         np.add.at(cnt, pos, 1)
         cnt = np.maximum(cnt, 1)
         out = (out / cnt).astype(x.dtype) if x.dtype.kind == "f" else np.floor_divide(out, cnt).astype(x.dtype)
@@ -640,7 +647,8 @@ class ScatterReduce(Node, name="ScatterReduceBackward0"):
         if red == "sum":
             gx, gs = g, gather(g)
         elif red == "mean":
-            n = np.ones(xd.shape, g._data.dtype) if self.include_self else np.zeros(xd.shape, g._data.dtype)
+            xp = array_module(xd)
+            n = xp.ones(xd.shape, g._data.dtype) if self.include_self else xp.zeros(xd.shape, g._data.dtype)
             np.add.at(n, pos, 1)
             n[n == 0] = 1
             gx, gs = g / _const(n), gather(g) / _const(n[pos])
@@ -655,14 +663,14 @@ class ScatterReduce(Node, name="ScatterReduceBackward0"):
             masked_self = x.masked_fill(_const(xd == 0), 1)
             gx = g * self._again(masked_self, src) / masked_self
             src_zero = sd == 0
-            nz = np.zeros(xd.shape, np.int64)
+            nz = array_module(xd).zeros(xd.shape, np.int64)
             np.add.at(nz, pos, src_zero)
             single = src_zero & (nz[pos] == 1)
             masked_src_result = self._again(x, src.masked_fill(_const(single), 1))
             gs = I.where(_const(single), gather(g * masked_src_result),
                          gather(g * out) / src.masked_fill(_const(src_zero), 1))
         if not self.include_self:
-            m = np.ones(xd.shape, bool)
+            m = array_module(xd).ones(xd.shape, bool)
             m[pos] = False
             gx = E.scale(gx, m)
         return gx, gs       # NOTE: index smaller than src: PyTorch's shape error for src's gradient, as there
@@ -719,7 +727,7 @@ def index_reduce(input, dim, index, source, reduce, *, include_self=True):
         return index_reduce(input.view(1), 0, index, source.view(-1), reduce, include_self=include_self).view(())
     shape = [1] * s.ndim
     shape[d] = -1
-    full = np.ascontiguousarray(np.broadcast_to(ia.astype(np.int64).reshape(shape), s.shape))
+    full = array_module(s).ascontiguousarray(np.broadcast_to(ia.astype(np.int64).reshape(shape), s.shape))
     return IndexReduce.apply(input, source, dim=d, index=full, reduce=reduce, include_self=include_self)
 
 
@@ -747,7 +755,7 @@ class Put(Node, name="PutBackward0"):
             if self.accumulate:
                 gx = g
             else:
-                m = np.ones(g._data.size, bool)
+                m = array_module(g._data).ones(g._data.size, bool)
                 m[self.index] = False
                 gx = E.scale(g, m.reshape(g._data.shape))
         if nf[1][0] is not None:
@@ -845,7 +853,7 @@ class Dist(Node, name="DistBackward0"):
     saved_names = ("self", "other", "result")
 
     def forward(self, x, y):
-        return np.asarray(_np_norm(x - y, self.p, None, False), dtype=np.result_type(x, y))
+        return module_of(x, y).asarray(_np_norm(x - y, self.p, None, False), dtype=np.result_type(x, y))
 
     def backward(self, g):
         x, y, out = self.saved_values
@@ -893,12 +901,13 @@ class Cdist(Node, name="CdistBackward0"):
 
     def forward(self, x1, x2):
         diff = x1[..., :, None, :] - x2[..., None, :, :]
-        return np.asarray(_np_norm(diff, self.p, -1, False), x1.dtype)
+        return array_module(x1).asarray(_np_norm(diff, self.p, -1, False), x1.dtype)
 
     def backward(self, g):
         x1, x2, out = self.saved_values
         if self.p == 0:
-            return _const(np.zeros(x1._data.shape, x1._data.dtype)), _const(np.zeros(x2._data.shape, x2._data.dtype))
+            return _const(array_module(x1._data).zeros(x1._data.shape, x1._data.dtype)), \
+                _const(array_module(x2._data).zeros(x2._data.shape, x2._data.dtype))
         diff = x1.unsqueeze(-2) - x2.unsqueeze(-3)
         v = g.unsqueeze(-1) * _pdist_weight(diff, out.unsqueeze(-1), self.p)
         return v.sum(-2), -v.sum(-3)
@@ -912,8 +921,9 @@ class EuclideanDist(Node, name="EuclideanDistBackward0"):
     def forward(self, x1, x2):
         n1 = (x1 * x1).sum(-1, keepdims=True)
         n2 = (x2 * x2).sum(-1, keepdims=True)
-        a = np.concatenate([-2 * x1, n1, np.ones_like(n1)], -1)         # PyTorch's one product, same rounding
-        b = np.concatenate([x2, np.ones_like(n2), n2], -1)
+        xp = module_of(x1, x2)
+        a = np.concatenate([-2 * x1, n1, xp.ones_like(n1)], -1)         # PyTorch's one product, same rounding
+        b = np.concatenate([x2, xp.ones_like(n2), n2], -1)
         r = a @ np.swapaxes(b, -1, -2)
         return np.sqrt(np.maximum(r, 1e-30)).astype(x1.dtype, copy=False)
 
@@ -963,14 +973,15 @@ class Pdist(Node, name="PdistBackward0"):
     saved_names = ("self", "result")
 
     def forward(self, x):
-        self.i, self.j = (a.astype(np.int64) for a in np.triu_indices(x.shape[0], 1))
-        return np.asarray(_np_norm(x[self.i] - x[self.j], self.p, -1, False), x.dtype)
+        xp = array_module(x)
+        self.i, self.j = (xp.asarray(a, np.int64) for a in xp.triu_indices(x.shape[0], 1))
+        return xp.asarray(_np_norm(x[self.i] - x[self.j], self.p, -1, False), x.dtype)
 
     def backward(self, g):
         x, out = self.saved_values
         shape = x._data.shape
         if self.p == 0 or not self.i.size:
-            return _const(np.zeros(shape, x._data.dtype))
+            return _const(array_module(x._data).zeros(shape, x._data.dtype))
         diff = I.IndexSelect.apply(x, index=self.i, dim=0) - I.IndexSelect.apply(x, index=self.j, dim=0)
         v = g.unsqueeze(-1) * _pdist_weight(diff, out.unsqueeze(-1), self.p)
         return (I.IndexAddGrad.apply(v, index=self.i, dim=0, shape=shape)

@@ -12,7 +12,7 @@ from .nan import detect_nonfinite, NonFiniteEvent
 from .ophooks import OpTimer, OpPrinter, MemoryHook, HookTimeAccount, account
 from .gradcam import GradCAM, GradCAMPlusPlus, feature_maps
 from .trace import trace, grad_fn_graph
-from ._common import module_paths, select, ModuleStack
+from .paths import module_paths, select, ModuleStack
 from ..autograd.graph import OpHook, register_op_hook
 
 __all__ = ["HookRegistry", "HookRecord", "default_registry", "register", "why", "capture", "StopForward",

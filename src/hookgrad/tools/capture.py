@@ -9,11 +9,10 @@ Built only on public hooks: one forward hook per selected module (``register_for
 the output; with ``grads=True`` the same hook registers a tensor hook (``Tensor.register_hook``) on each
 output tensor that requires grad. Every handle is removed when the context exits, also on error.
 """
-import fnmatch
-
 import numpy as np
 
-from .._tensor import Tensor
+from .. import Tensor
+from .paths import match
 
 __all__ = ["ActivationCache", "StopForward", "capture"]
 
@@ -68,33 +67,6 @@ def _policy_fn(policy):
             return fn(x)
         return _map(fn, x)
     return apply
-
-
-def _match(model, patterns, tool):
-    """``[(path, module)]`` for modules whose path matches a pattern; a module reachable by several paths
-    (shared) is listed once, under its first matching path. A pattern matching nothing is an error."""
-    if isinstance(patterns, str):
-        patterns = (patterns,)
-    named = list(model.named_modules(remove_duplicate=False))
-    out, seen = [], set()
-    for p in patterns:
-        if not isinstance(p, str):
-            raise TypeError(f"{tool}: module path patterns must be str, got {type(p).__name__} ({p!r})")
-        hits = [(n, m) for n, m in named if fnmatch.fnmatchcase(n, p)]
-        if not hits:
-            some = [n or '""' for n, _ in named[:12]]
-            raise ValueError(f"{tool}: pattern {p!r} matches no module of {type(model).__name__}; "
-                             f"module paths are: {', '.join(some)}{', ...' if len(named) > 12 else ''}")
-        for n, m in hits:
-            if id(m) not in seen:
-                seen.add(id(m))
-                out.append((n, m))
-    # keep model order (named_modules order), not pattern order
-    rank = {}
-    for n, m in named:
-        rank.setdefault(id(m), len(rank))
-    out.sort(key=lambda nm: rank[id(nm[1])])
-    return out
 
 
 class ActivationCache:
@@ -253,7 +225,7 @@ class capture:
     def __enter__(self):
         if self.cache is not None and self._handles:
             raise RuntimeError("capture: this context is already active; create a new capture(...) to nest")
-        selected = _match(self.model, self.patterns, "capture")
+        selected = match(self.model, self.patterns, "capture")
         self.cache = ActivationCache([p for p, _ in selected], self.want_grads, self.want_inputs)
         self._remaining = set(self.cache.paths) if self.stop_after_last else None
         try:

@@ -4,12 +4,11 @@
 >>> maps, classes = cam(x)                      # maps: N,H,W in [0,1] at the input's size
 >>> acts = feature_maps(model, ["features.*"], x)   # {path: activation}
 """
-from .. import autograd
-from .._tensor import Tensor
+from .. import Tensor, autograd
 from ..autograd.grad_mode import no_grad, enable_grad
 from ..nn import functional as F
 from ..nn.modules.module import Module
-from ._common import module_paths, select
+from .paths import module_paths, select
 
 __all__ = ["GradCAM", "GradCAMPlusPlus", "feature_maps"]
 

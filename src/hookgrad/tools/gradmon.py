@@ -14,7 +14,7 @@ import warnings
 
 import numpy as np
 
-from ._common import module_paths
+from .paths import module_paths
 
 __all__ = ["GradientMonitor", "GradientWarning"]
 

@@ -19,8 +19,8 @@ import functools
 import inspect
 import warnings
 
-from .._tensor import Tensor
-from .capture import _match
+from .. import Tensor
+from .paths import match
 
 __all__ = ["intercept", "intervene"]
 
@@ -94,7 +94,7 @@ class intervene:
     def __enter__(self):
         try:
             for key, value in self.edits.items():
-                for path, mod in _match(self.model, key, "intervene"):
+                for path, mod in match(self.model, key, "intervene"):
                     self._handles.append(mod.register_forward_hook(_make_edit_hook(path, value)))
         except BaseException:
             self._remove()
@@ -183,7 +183,7 @@ class intercept:
     def __enter__(self):
         token = object()
         try:
-            for path, mod in _match(self.model, self.path, "intercept"):
+            for path, mod in match(self.model, self.path, "intercept"):
                 d = _DISPATCH.get(id(mod))
                 if d is None:
                     d = _DISPATCH[id(mod)] = _Dispatch(mod)

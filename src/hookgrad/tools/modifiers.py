@@ -16,9 +16,8 @@ A *target* is a Tensor, an iterable of Tensors, or a Module:
 """
 import math
 
-from .. import _creation
+from .. import Tensor, zeros_like
 from ..nn.modules.module import Module
-from .._tensor import Tensor
 
 __all__ = ["ModifierHandle", "scale_grad", "clip_grad_value", "clip_grad_norm", "freeze", "gradient_reversal"]
 
@@ -222,7 +221,7 @@ def freeze(target):
 
         def freeze_hook(grad, p=p):
             was_none[id(p)] = p.grad is None
-            return _creation.zeros_like(grad)
+            return zeros_like(grad)
 
         def freeze_post_accumulate_hook(param):
             if was_none.pop(id(param), False):

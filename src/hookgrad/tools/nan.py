@@ -10,7 +10,7 @@ given). Nothing is registered outside the context, so it costs nothing when off.
 """
 import numpy as np
 
-from .ophooks import WHERE, _OpTool, _flat, _arr, describe, format_frame, user_frame
+from .ophooks import WHERE, OpTool, flat, array_of, describe, format_frame, user_frame
 
 __all__ = ["detect_nonfinite", "NonFiniteEvent"]
 
@@ -33,7 +33,7 @@ def _scan(xs):
     arrays and Python floats)."""
     out = []
     for i, x in enumerate(xs):
-        a = _arr(x)
+        a = array_of(x)
         if a is None:
             if isinstance(x, float) and not np.isfinite(x):
                 out.append((i, 1, "nan" if x != x else "inf"))
@@ -79,7 +79,7 @@ class NonFiniteEvent:
     __str__ = lambda self: self.message
 
 
-class detect_nonfinite(_OpTool):
+class detect_nonfinite(OpTool):
     """Context manager locating the first op that produces NaN or Inf.
 
     Args:
@@ -137,10 +137,10 @@ class detect_nonfinite(_OpTool):
             node.metadata[WHERE] = (path, idx, frame)
         if not self._fwd:
             return
-        bad = _scan(_flat(output))
+        bad = _scan(flat(output))
         if not bad:
             return
-        ins = _flat(inputs)
+        ins = flat(inputs)
         up = _scan(ins)
         if up and self._seen["forward"]:
             return                  # propagation of values already reported
@@ -150,7 +150,7 @@ class detect_nonfinite(_OpTool):
         path, idx = self._where()
         i, n, kind = bad[0]
         shapes = [describe(x) for x in ins]
-        total = sum(int(getattr(_arr(x), "size", 1)) for x in [_flat(output)[i]])
+        total = sum(int(getattr(array_of(x), "size", 1)) for x in [flat(output)[i]])
         msg = (f"Function '{name}' returned {kind} values in its {_ordinal(i)} output during forward "
                f"({n} of {total} values)" + self._where_text(path, idx, frame) + f"; input shapes {shapes}; ")
         if up:
@@ -186,7 +186,7 @@ class detect_nonfinite(_OpTool):
         fwd = op_name(node)
         shapes = [describe(g) for g in grad_outputs]
         msg = (f"Function '{node.name()}' returned {kind} values in its {_ordinal(i)} output "
-               f"({n} of {_arr(grad_inputs[i]).size} values; the gradient for input {i} of {fwd}). "
+               f"({n} of {array_of(grad_inputs[i]).size} values; the gradient for input {i} of {fwd}). "
                f"hookgrad: its forward op {fwd} ran")
         msg += (self._where_text(path, idx, frame) if w is not None
                 else " outside detect_nonfinite (no forward record)")

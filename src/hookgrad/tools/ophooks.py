@@ -8,7 +8,7 @@ All of them are :class:`hookgrad.autograd.graph.OpHook` subclasses used as conte
     print(t.summary())
 
 With a ``model``, every op is tagged with the path of the innermost running module
-(:class:`hookgrad.tools._common.ModuleStack`); backward nodes get the path their forward op ran under
+(:class:`hookgrad.tools.paths.ModuleStack`); backward nodes get the path their forward op ran under
 (recorded in ``node.metadata`` at forward time). Built only on the public hook API: OpHook, the
 global module hooks, ``Module.register_forward_(pre_)hook`` and ``Node.register_(pre)hook``.
 
@@ -26,9 +26,11 @@ import weakref
 import numpy as np
 
 from ..autograd.graph import OpHook, op_name
-from ._common import ModuleStack
+from .. import Tensor
+from .paths import ModuleStack
 
-__all__ = ["OpTimer", "OpPrinter", "MemoryHook", "HookTimeAccount", "account"]
+__all__ = ["OpTimer", "OpPrinter", "MemoryHook", "HookTimeAccount", "account", "OpTool", "WHERE", "user_frame",
+           "format_frame", "describe", "flat", "array_of"]
 
 _perf = time.perf_counter
 _PKG_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
@@ -60,7 +62,7 @@ def format_frame(fs):
 ModuleCalls = ModuleStack
 
 
-def _flat(xs):
+def flat(xs):
     """Tensors and scalars of an op's inputs/outputs, lists and tuples flattened one level."""
     out = []
     for x in (xs if isinstance(xs, (tuple, list)) else (xs,)):
@@ -71,10 +73,10 @@ def _flat(xs):
     return out
 
 
-def _arr(x):
-    d = getattr(x, "_data", None)
-    if d is not None:
-        return d
+def array_of(x):
+    """The array of a tensor (``numpy(force=True)``: no copy), an array itself, or None."""
+    if isinstance(x, Tensor):
+        return x.numpy(force=True)
     return x if isinstance(x, np.ndarray) else None
 
 
@@ -82,7 +84,7 @@ def describe(x):
     """``"(8, 8) float32"`` for a tensor, ``"None"``, or a short repr for anything else."""
     if x is None:
         return "None"
-    a = _arr(x)
+    a = array_of(x)
     if a is not None:
         return f"{tuple(a.shape)} {a.dtype}"
     if isinstance(x, (tuple, list)):
@@ -96,7 +98,7 @@ def _node_name(node):
     return n.rsplit("::", 1)[-1]
 
 
-class _OpTool(OpHook):
+class OpTool(OpHook):
     """Base: registration as a context manager (or ``register()`` -> handle), the optional module
     tracker, and a per-thread depth of backward nodes running now."""
 
@@ -125,7 +127,7 @@ class _OpTool(OpHook):
     def register(self):
         """Register for every op until ``handle.remove()`` (same as entering the context)."""
         self._start()
-        return _ToolHandle(self)
+        return _ToolHandle(self._stop)
 
     def __enter__(self):
         self._start()
@@ -160,11 +162,8 @@ class _OpTool(OpHook):
 
 
 class _ToolHandle:
-    def __init__(self, tool):
-        self.tool = tool
-
-    def remove(self):
-        self.tool._stop()
+    def __init__(self, stop):
+        self.remove = stop
 
     def __enter__(self):
         return self
@@ -182,7 +181,7 @@ def _table(header, rows):
 # --------------------------------------------------------------------------------------------
 # OpTimer
 
-class OpTimer(_OpTool):
+class OpTimer(OpTool):
     """Time of every primitive in forward (``forward_pre`` -> ``forward_post``) and of every backward
     node (``backward_pre`` -> ``backward_post``, which includes the tensor and node hooks that run at
     that node), per op name and, with a ``model``, per module path (the innermost running module:
@@ -275,7 +274,7 @@ class OpTimer(_OpTool):
 # --------------------------------------------------------------------------------------------
 # OpPrinter
 
-class OpPrinter(_OpTool):
+class OpPrinter(OpTool):
     """Prints each primitive as it runs: forward with the module path, input and output shapes and
     dtypes; backward with the node name and the shapes of the incoming and produced gradients. Ops
     that run inside a backward node are printed indented under it. ``verbose=True`` adds the
@@ -292,8 +291,8 @@ class OpPrinter(_OpTool):
 
     def _stats(self, xs):
         parts = []
-        for x in _flat(xs):
-            a = _arr(x)
+        for x in flat(xs):
+            a = array_of(x)
             if a is not None and a.size and a.dtype.kind in "fiub":
                 parts.append(f"[min {a.min():.4g} max {a.max():.4g} mean {a.mean():.4g}]")
         return (" " + " ".join(parts)) if parts else ""
@@ -324,7 +323,7 @@ class OpPrinter(_OpTool):
 # --------------------------------------------------------------------------------------------
 # MemoryHook
 
-class MemoryHook(_OpTool):
+class MemoryHook(OpTool):
     """Bytes allocated by op outputs in forward and by the gradients each backward node produces,
     per op and (with a ``model``) per module. Outputs that are views of an input (``T``, ``View``,
     ``Expand``...) and gradients passed through unchanged allocate nothing and are counted as views.
@@ -347,11 +346,11 @@ class MemoryHook(_OpTool):
         self.live_bytes -= n
 
     def _count(self, key_op, key_mod, phase, tensors, sources):
-        src = [a for a in (_arr(s) for s in sources) if a is not None]
+        src = [a for a in (array_of(s) for s in sources) if a is not None]
         nbytes = allocs = views = 0
         seen = set()
         for t in tensors:
-            a = _arr(t)
+            a = array_of(t)
             if a is None or id(a) in seen:
                 continue
             seen.add(id(a))
@@ -380,7 +379,7 @@ class MemoryHook(_OpTool):
             return
         self._tag(node)
         path = self._mods.path() if self._mods is not None else None
-        self._count(name, path, 0, _flat(output), _flat(inputs))
+        self._count(name, path, 0, flat(output), flat(inputs))
 
     def backward_pre(self, node, grad_outputs):
         self._enter_backward()
@@ -421,7 +420,7 @@ class MemoryHook(_OpTool):
 # --------------------------------------------------------------------------------------------
 # HookTimeAccount
 
-class HookTimeAccount(_OpTool):
+class HookTimeAccount(OpTool):
     """Splits the wall time of what runs inside the context into *model* time, *hook* time and
     *framework* time, using only public hooks (nothing the user registered is moved or wrapped):
 

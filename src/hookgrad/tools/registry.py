@@ -16,13 +16,14 @@ import os
 import sys
 import weakref
 
-from .._tensor import Tensor
+from .. import Tensor
 from ..autograd.graph import Node, register_multi_grad_hook
 from ..nn.modules import module as _m
 from ..utils.hooks import hook_name
-from ._common import module_paths
+from .paths import module_paths
 
-__all__ = ["HookRecord", "HookRegistry", "default_registry", "register"]
+__all__ = ["HookRecord", "HookRegistry", "default_registry", "register", "handle_ids", "is_global", "listing",
+           "norm_kind"]
 
 # kind -> (method name, accepted options) per target type; options are passed through unchanged
 _MODULE_KINDS = {
@@ -86,28 +87,30 @@ def _handle_alive(handle):
     return d is not None and handle.id in d
 
 
-def _is_global(x):
+def is_global(x):
+    """True for the owner ``"global"`` (the global module hooks)."""
     return isinstance(x, str) and x == "global"
 
 
-def _handle_ids(handle):
+def handle_ids(handle):
     """The ids of the hooks behind a handle (several for register_multi_grad_hook's handle)."""
     subs = getattr(handle, "handles", None)
     if subs is not None:
-        return [i for h in subs for i in _handle_ids(h)]
+        return [i for h in subs for i in handle_ids(h)]
     return [handle.id]
 
 
-def _listing(owner):
+def listing(owner):
     """The public listing of the hooks on ``owner`` (``HookInfo`` list), or None when there is none."""
-    if _is_global(owner):
+    if is_global(owner):
         return _m.global_module_hooks()
     if isinstance(owner, (_m.Module, Tensor)):
         return owner.hooks()
     return None
 
 
-def _norm_kind(kind):
+def norm_kind(kind):
+    """A listing's hook kind as the registry names it (``backward_pre`` -> ``full_backward_pre``)."""
     return "full_backward_pre" if kind == "backward_pre" else kind
 
 
@@ -147,8 +150,8 @@ class HookRecord:
         """True once the hook is no longer registered (whoever removed it)."""
         if self.handle is not None:
             return not _handle_alive(self.handle)
-        listing = _listing(self.owner)
-        return listing is None or all(i.id != self.id for i in listing)
+        infos = listing(self.owner)
+        return infos is None or all(i.id != self.id for i in infos)
 
     @property
     def active(self):
@@ -207,7 +210,7 @@ class HookRegistry:
 
     def path_of(self, owner):
         """The path a record of ``owner`` shows: module path, parameter name, node name, ``"<global>"``."""
-        if _is_global(owner):
+        if is_global(owner):
             return "<global>"
         if isinstance(owner, _m.Module):
             return self._module_path(owner)
@@ -221,7 +224,7 @@ class HookRegistry:
 
     def _resolve(self, owner):
         """A string owner other than "global" is a module or parameter path of the model."""
-        if isinstance(owner, str) and not _is_global(owner):
+        if isinstance(owner, str) and not is_global(owner):
             if self.model is None:
                 raise ValueError(f"owner={owner!r}: a path needs a registry that knows the model "
                                  "(HookRegistry(model))")
@@ -252,7 +255,7 @@ class HookRegistry:
         kind = _ALIASES.get(kind, kind)
         if not callable(hook):
             raise TypeError(f"hook must be callable, got {type(hook).__name__}")
-        if _is_global(target):
+        if is_global(target):
             kinds, reg = _GLOBAL_KINDS, lambda name: getattr(_m, name)
         elif isinstance(target, _m.Module):
             kinds, reg = _MODULE_KINDS, lambda name: getattr(target, name)
@@ -317,15 +320,15 @@ class HookRegistry:
             return True
         if ids is not None:
             return id(rec_owner) in ids
-        if _is_global(owner) or _is_global(rec_owner):
-            return _is_global(owner) and _is_global(rec_owner)
+        if is_global(owner) or is_global(rec_owner):
+            return is_global(owner) and is_global(rec_owner)
         if isinstance(rec_owner, tuple):
             return any(t is owner for t in rec_owner)
         return rec_owner is owner
 
     def _direct_owners(self, owner):
         if owner is not None:
-            return [owner] if _listing(owner) is not None else []
+            return [owner] if listing(owner) is not None else []
         owners = ["global"]
         if self.model is not None:
             owners += list(self.model.modules())
@@ -352,12 +355,12 @@ class HookRegistry:
                if self._owner_matches(r.owner, owner, ids) and (tag is None or r.tag == tag)
                and (kind is None or r.kind == kind) and (removed or not r.removed)]
         if direct and tag is None:
-            known = {i for r in self._records if r.handle is not None for i in _handle_ids(r.handle)}
+            known = {i for r in self._records if r.handle is not None for i in handle_ids(r.handle)}
             owners = self._direct_owners(owner) if ids is None else \
                 [o for o in (*owner.modules(), *owner.parameters())]
             for o in owners:
-                for info in _listing(o):
-                    k = _norm_kind(info.kind)
+                for info in listing(o):
+                    k = norm_kind(info.kind)
                     if info.id in known or (kind is not None and k != kind):
                         continue
                     out.append(HookRecord(k, o, getattr(info.hook, "hook", info.hook), path=self.path_of(o),

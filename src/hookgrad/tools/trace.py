@@ -35,9 +35,9 @@ hook" mode after the trace, as after any removed full backward hook in PyTorch.
 import html
 from collections import Counter, namedtuple
 
-from .._tensor import Tensor
-from ..nn.modules import module as _m
-from ._common import module_paths
+from .. import Tensor
+from ..nn.modules.module import global_module_hooks
+from .paths import module_paths
 
 __all__ = ["trace", "Trace", "TraceEvent", "grad_fn_graph"]
 
@@ -109,7 +109,7 @@ class Trace:
     def _user(self, module, path, kind):
         """The user's hooks of ``kind`` on ``module`` (ours excluded), global ones first."""
         kinds = _USER_KIND[kind]
-        out = [f"{i.kind}:{_hname(i.hook)} (global)" for i in _m.global_module_hooks() if i.kind in kinds and i.id not in self._ours]
+        out = [f"{i.kind}:{_hname(i.hook)} (global)" for i in global_module_hooks() if i.kind in kinds and i.id not in self._ours]
         out += [f"{i.kind}:{_hname(i.hook)}" for i in module.hooks()
                 if i.kind in kinds and i.id not in self._ours]
         if out:
@@ -219,7 +219,7 @@ class Trace:
         self._active = True
         self.events, self.skipped, self.user_hooks, self.extra_rows = [], {}, {}, []
         self._calls, self._watched = Counter(), {}
-        legacy_global = any(i.kind == "backward" for i in _m.global_module_hooks())
+        legacy_global = any(i.kind == "backward" for i in global_module_hooks())
         if legacy_global and self.backward:
             self.skipped["*"] = "a legacy global backward hook is registered (register_module_backward_hook)"
         try:

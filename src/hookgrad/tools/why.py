@@ -24,10 +24,11 @@ How it observes (a plain client of the public hook API; see docs/tools/why.md):
 import threading
 from collections import namedtuple
 
-from .._tensor import Tensor
+from .. import Tensor
 from ..autograd.grad_mode import is_grad_enabled
 from ..nn.modules import module as _m
-from .registry import HookRecord, HookRegistry, _handle_ids, _is_global, _listing, _norm_kind, default_registry
+from .paths import module_paths
+from .registry import HookRecord, HookRegistry, handle_ids, is_global, listing, norm_kind, default_registry
 
 __all__ = ["watch", "Watch", "Finding", "REASONS"]
 
@@ -153,24 +154,21 @@ class Watch:
 
     def _wrap_forward(self, module):
         inner = module.forward          # bound method, or an instance attribute set by the user
-        watch = self
 
         def forward(*args, **kwargs):
-            st = watch._stack()
+            st = self._stack()
             if st and st[-1][0] is module and not st[-1][2]:
                 st[-1][2] = True        # the forward of a module(...) call in progress: hooks ran
                 return inner(*args, **kwargs)
             grad_on = is_grad_enabled()
             out = inner(*args, **kwargs)
-            watch._observe(module, args, out, grad_on, direct=True)
+            self._observe(module, args, out, grad_on, direct=True)
             return out
         forward.__wrapped__ = inner
         return forward
 
     def __enter__(self):
-        self._paths = {}
-        for name, mod in self.model.named_modules(remove_duplicate=False):
-            self._paths.setdefault(id(mod), name)
+        self._paths = module_paths(self.model)
         self._obs = {i: _Obs() for i in self._paths}
         self._param_owner = {}
         for name, mod in self.model.named_modules():
@@ -206,14 +204,14 @@ class Watch:
     # ---- analysing ----
     def _direct_hooks(self):
         """Hooks registered without the registry on the model's modules and parameters."""
-        known = {i for r in self.registry.records() if r.handle is not None for i in _handle_ids(r.handle)}
+        known = {i for r in self.registry.records() if r.handle is not None for i in handle_ids(r.handle)}
         out = []
         for owner in (*self.model.modules(), *self.model.parameters()):
-            for info in _listing(owner):
+            for info in listing(owner):
                 if info.id not in known:
                     path = self._paths.get(id(owner)) if isinstance(owner, _m.Module) \
                         else self._param_owner.get(id(owner), (None, None))[1]
-                    out.append(HookRecord(_norm_kind(info.kind), owner, getattr(info.hook, "hook", info.hook),
+                    out.append(HookRecord(norm_kind(info.kind), owner, getattr(info.hook, "hook", info.hook),
                                           path=path, id=info.id))
         return out
 
@@ -278,7 +276,7 @@ class Watch:
             return _make_finding(rec, "removed")
         if not rec.enabled:
             return _make_finding(rec, "disabled")
-        if _is_global(rec.owner):
+        if is_global(rec.owner):
             ran = any(o.calls for o in self._obs.values())
             if not ran:
                 direct = any(o.direct for o in self._obs.values())

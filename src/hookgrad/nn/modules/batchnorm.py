@@ -5,10 +5,16 @@ from ..parameter import Parameter, UninitializedParameter, UninitializedBuffer
 from .. import functional as F, init
 from ... import _creation as C
 from ..._tensor import Tensor
+from ..._array import default_module
 from .module import Module
 from .lazy import LazyModuleMixin
 
 __all__ = ["BatchNorm1d", "BatchNorm2d", "LazyBatchNorm1d", "LazyBatchNorm2d"]
+
+
+def _count0():
+    """A new ``num_batches_tracked`` (torch.tensor(0): a long scalar, in the default array module)."""
+    return Tensor._make(default_module().asarray(0, np.int64))
 
 
 class _NormBase(Module):
@@ -35,7 +41,7 @@ class _NormBase(Module):
         if track_running_stats:
             self.register_buffer("running_mean", C.zeros(num_features, dtype=dtype))
             self.register_buffer("running_var", C.ones(num_features, dtype=dtype))
-            self.register_buffer("num_batches_tracked", Tensor._make(np.array(0, np.int64)))
+            self.register_buffer("num_batches_tracked", _count0())
         else:
             self.register_buffer("running_mean", None)
             self.register_buffer("running_var", None)
@@ -66,7 +72,7 @@ class _NormBase(Module):
             key = prefix + "num_batches_tracked"
             if key not in state_dict:
                 state_dict[key] = self.num_batches_tracked if self.num_batches_tracked is not None \
-                    else Tensor._make(np.array(0, np.int64))
+                    else _count0()
         super()._load_from_state_dict(state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
                                       error_msgs)
 
@@ -121,7 +127,7 @@ class _LazyNormBase(LazyModuleMixin, _NormBase):
         if self.track_running_stats:
             self.running_mean = UninitializedBuffer(device=device, dtype=dtype)
             self.running_var = UninitializedBuffer(device=device, dtype=dtype)
-            self.num_batches_tracked = Tensor._make(np.array(0, np.int64))
+            self.num_batches_tracked = _count0()
 
     def reset_parameters(self):
         if not self.has_uninitialized_params() and self.num_features != 0:

@@ -1,11 +1,11 @@
 """Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d."""
-import math
+import math  # noqa: F401  (PyTorch's conv module has math, init and Parameter)
 
-from ..parameter import Parameter, UninitializedParameter
-from .. import functional as F, init
-from ... import _creation as C
+from ..parameter import Parameter, UninitializedParameter  # noqa: F401
+from .. import functional as F, init  # noqa: F401
 from .module import Module
 from .lazy import LazyModuleMixin
+from .linear import _weight_bias, _reset_kaiming
 from .utils import _ntuple, _single, _pair, _reverse_repeat_tuple  # noqa: F401  (PyTorch's conv module has them)
 
 __all__ = ["Conv1d", "Conv2d", "ConvTranspose1d", "ConvTranspose2d", "LazyConv1d", "LazyConv2d", "LazyConvTranspose1d",
@@ -49,20 +49,11 @@ class _ConvNd(Module):
         self.transposed = self._transposed
         shape = ((in_channels, out_channels // groups) if self._transposed else
                  (out_channels, in_channels // groups)) + self.kernel_size
-        self.weight = Parameter(C.empty(shape, dtype=dtype))
-        if bias:
-            self.bias = Parameter(C.empty(out_channels, dtype=dtype))
-        else:
-            self.register_parameter("bias", None)
+        _weight_bias(self, shape, out_channels, bias, dtype)
         self.reset_parameters()
 
     def reset_parameters(self):
-        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
-        if self.bias is not None:
-            fan_in, _ = init._calculate_fan_in_and_fan_out(self.weight)
-            if fan_in != 0:
-                bound = 1 / math.sqrt(fan_in)
-                init.uniform_(self.bias, -bound, bound)
+        _reset_kaiming(self, bias_without_fan_in=False)
 
     def extra_repr(self):
         s = "{in_channels}, {out_channels}, kernel_size={kernel_size}, stride={stride}"

@@ -20,6 +20,28 @@ class Identity(Module):
         return input
 
 
+def _weight_bias(module, shape, out_features, bias, dtype):
+    """A layer's uninitialised ``weight`` of ``shape`` and ``bias`` of ``out_features`` (or bias registered
+    as None), as Linear, Bilinear and the convolutions make them before ``reset_parameters()``."""
+    module.weight = Parameter(C.empty(shape, dtype=dtype))
+    if bias:
+        module.bias = Parameter(C.empty(out_features, dtype=dtype))
+    else:
+        module.register_parameter("bias", None)
+
+
+def _reset_kaiming(module, bias_without_fan_in=True):
+    """PyTorch's default init of Linear and the convolutions: weight ``kaiming_uniform_(a=sqrt(5))``, bias
+    U(-1/sqrt(fan_in), 1/sqrt(fan_in)). With fan_in 0 the bias gets U(0, 0) (Linear), or is left as it
+    is with ``bias_without_fan_in=False`` (convolutions)."""
+    init.kaiming_uniform_(module.weight, a=math.sqrt(5))
+    if module.bias is not None:
+        fan_in, _ = init._calculate_fan_in_and_fan_out(module.weight)
+        if fan_in != 0 or bias_without_fan_in:
+            bound = 1 / math.sqrt(fan_in) if fan_in > 0 else 0
+            init.uniform_(module.bias, -bound, bound)
+
+
 class Linear(Module):
     """y = x W^T + b; a 2-D input goes through addmm (grad_fn AddmmBackward0, as in PyTorch)."""
     __constants__ = ["in_features", "out_features"]
@@ -28,19 +50,11 @@ class Linear(Module):
         super().__init__()
         self.in_features = in_features
         self.out_features = out_features
-        self.weight = Parameter(C.empty((out_features, in_features), dtype=dtype))
-        if bias:
-            self.bias = Parameter(C.empty(out_features, dtype=dtype))
-        else:
-            self.register_parameter("bias", None)
+        _weight_bias(self, (out_features, in_features), out_features, bias, dtype)
         self.reset_parameters()
 
     def reset_parameters(self):
-        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
-        if self.bias is not None:
-            fan_in, _ = init._calculate_fan_in_and_fan_out(self.weight)
-            bound = 1 / math.sqrt(fan_in) if fan_in > 0 else 0
-            init.uniform_(self.bias, -bound, bound)
+        _reset_kaiming(self)
 
     def forward(self, input):
         try:
@@ -95,11 +109,7 @@ class Bilinear(Module):
         self.in1_features = in1_features
         self.in2_features = in2_features
         self.out_features = out_features
-        self.weight = Parameter(C.empty((out_features, in1_features, in2_features), dtype=dtype))
-        if bias:
-            self.bias = Parameter(C.empty(out_features, dtype=dtype))
-        else:
-            self.register_parameter("bias", None)
+        _weight_bias(self, (out_features, in1_features, in2_features), out_features, bias, dtype)
         self.reset_parameters()
 
     def reset_parameters(self):

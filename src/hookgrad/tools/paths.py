@@ -1,8 +1,11 @@
-"""What several tools share: module paths, path patterns, and which module is running now."""
+"""Module paths: the path of every module of a model, selecting modules by path pattern, and the path
+of the module running now. Shared by the tools that name modules by path."""
 import fnmatch
 import threading
 
-from ..nn.modules import module as _m
+from ..nn.modules.module import register_module_forward_hook, register_module_forward_pre_hook
+
+__all__ = ["module_paths", "select", "match", "ModuleStack"]
 
 
 def module_paths(model):
@@ -21,6 +24,33 @@ def select(model, patterns):
         patterns = (patterns,)
     return [(name, mod) for name, mod in model.named_modules(remove_duplicate=False)
             if any(fnmatch.fnmatchcase(name, p) for p in patterns)]
+
+
+def match(model, patterns, tool):
+    """``[(path, module)]`` for modules whose path matches a pattern; a module reachable by several paths
+    (shared) is listed once, under its first matching path. A pattern matching nothing is an error."""
+    if isinstance(patterns, str):
+        patterns = (patterns,)
+    named = list(model.named_modules(remove_duplicate=False))
+    out, seen = [], set()
+    for p in patterns:
+        if not isinstance(p, str):
+            raise TypeError(f"{tool}: module path patterns must be str, got {type(p).__name__} ({p!r})")
+        hits = [(n, m) for n, m in named if fnmatch.fnmatchcase(n, p)]
+        if not hits:
+            some = [n or '""' for n, _ in named[:12]]
+            raise ValueError(f"{tool}: pattern {p!r} matches no module of {type(model).__name__}; "
+                             f"module paths are: {', '.join(some)}{', ...' if len(named) > 12 else ''}")
+        for n, m in hits:
+            if id(m) not in seen:
+                seen.add(id(m))
+                out.append((n, m))
+    # keep model order (named_modules order), not pattern order
+    rank = {}
+    for n, m in named:
+        rank.setdefault(id(m), len(rank))
+    out.sort(key=lambda nm: rank[id(nm[1])])
+    return out
 
 
 class ModuleStack:
@@ -67,8 +97,8 @@ class ModuleStack:
         return st[-1] if st else (None, None)
 
     def __enter__(self):
-        self._handles = [_m.register_module_forward_pre_hook(self._pre),
-                         _m.register_module_forward_hook(self._post, always_call=True)]
+        self._handles = [register_module_forward_pre_hook(self._pre),
+                         register_module_forward_hook(self._post, always_call=True)]
         return self
 
     def __exit__(self, *exc):

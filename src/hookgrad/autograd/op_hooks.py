@@ -1,0 +1,113 @@
+"""Op-level hooks (Chainer's function hooks, which PyTorch lacks): an OpHook sees every primitive in
+forward and every node in backward. ``Node.apply`` checks the registry (one dict test per op) and the
+engine's node step calls ``run_backward_op_hooks`` around each node while one is registered."""
+import re
+import threading
+
+from ..utils.hooks import add_hook, HookDict
+
+__all__ = ["OpHook", "register_op_hook", "op_name"]
+
+
+_op_hooks = HookDict()          # id -> OpHook; checked (one global lookup) on every op
+
+
+class _OpTLS(threading.local):
+    def __init__(self):
+        self.busy = False       # True while op hooks run: ops they call themselves are not hooked
+
+
+_op_tls = _OpTLS()
+
+
+class OpHook:
+    """An op-level hook: sees every primitive in forward and every node in backward.
+
+    Override any of the four methods; register with ``register()`` (returns a RemovableHandle) or use
+    the hook as a context manager. Ops that a hook method itself runs are not hooked.
+
+    >>> class Count(OpHook):
+    ...     n = 0
+    ...     def forward_post(self, name, inputs, output, node):
+    ...         self.n += 1
+    >>> with Count() as c:
+    ...     _ = hookgrad.ones(2) * 2 + 1
+    >>> c.n
+    2
+    """
+
+    def forward_pre(self, name, inputs):
+        """Before a primitive runs: ``name`` is its op name (e.g. ``"Mul"``), ``inputs`` its arguments."""
+
+    def forward_post(self, name, inputs, output, node):
+        """After it ran: ``output`` (Tensor or tuple); ``node`` is the grad_fn it recorded, or None."""
+
+    def backward_pre(self, node, grad_outputs):
+        """Before a backward node runs, with the gradients flowing into it."""
+
+    def backward_post(self, node, grad_inputs, grad_outputs):
+        """After it ran, with the gradients it produced for its inputs."""
+
+    def register(self):
+        return register_op_hook(self)
+
+    def __enter__(self):
+        self._handle = self.register()
+        return self
+
+    def __exit__(self, *exc):
+        self._handle.remove()
+
+
+def register_op_hook(hook):
+    """Register an OpHook (or any object with its methods) for every op and backward node."""
+    h = add_hook(_op_hooks, hook)
+    return h
+
+
+_OP_NAMES = {}
+
+
+def op_name(node_or_cls):
+    """The forward op's name of a node class or node: ``MulBackward0`` -> ``Mul``."""
+    name = node_or_cls.__name__ if isinstance(node_or_cls, type) else node_or_cls.name()
+    op = _OP_NAMES.get(name)
+    if op is None:
+        op = _OP_NAMES[name] = re.sub(r"Backward\d*$", "", name)
+    return op
+
+
+def _apply_with_op_hooks(cls, args, params, run=None):
+    """``cls.apply(*args, **params)`` (or ``run(*args)``, a fast path computing the same op) between
+    the op hooks' forward_pre and forward_post."""
+    hooks = tuple(_op_hooks.values())
+    name = op_name(cls)
+    tls = _op_tls
+    tls.busy = True         # the op itself, and any op a hook runs, go unhooked
+    tls.params = params     # the op's parameters, for hooks that need them (utils._python_dispatch)
+    try:
+        for h in hooks:
+            h.forward_pre(name, args)
+        out = run(*args) if run is not None else cls.apply(*args, **params)
+        node = (out[0] if type(out) is tuple else out).grad_fn
+        node = node if type(node) is cls else None
+        for h in hooks:
+            h.forward_post(name, args, out, node)
+    finally:
+        tls.busy = False
+    return out
+
+
+def run_backward_op_hooks(fn, grad_outputs, grad_inputs=None, post=False):
+    """Called by the engine around a node while op hooks are registered."""
+    tls = _op_tls
+    tls.busy = True
+    try:
+        if post:
+            for h in tuple(_op_hooks.values()):
+                h.backward_post(fn, grad_inputs, grad_outputs)
+        else:
+            for h in tuple(_op_hooks.values()):
+                h.backward_pre(fn, grad_outputs)
+    finally:
+        tls.busy = False

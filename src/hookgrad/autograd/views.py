@@ -1,0 +1,293 @@
+"""Views and rebase (PyTorch's view + in-place autograd): ``make_view`` marks a result as a view of its base
+(shared memory and version counter, a replay function); ``_View`` regenerates a view's grad_fn as
+AsStridedBackward0 once its base or another view of it was modified in place; ``_rebase`` gives a tensor a new
+history after an in-place op, and ``_rebase_view`` gives the base of a modified view PyTorch's CopySlices.
+The in-place op plumbing that calls these (checks, the write, the version bump) is primitives/_inplace.py.
+"""
+import numpy as np
+
+from .._tensor import Tensor
+from . import node as _node, saved as _saved
+from .node import Node
+from .grad_mode import _state
+
+_LEAF = "a leaf Variable that requires grad is being used in an in-place operation."
+_LEAF_VIEW = "a view of a leaf Variable that requires grad is being used in an in-place operation."
+_NO_GRAD_VIEW = ("A view was created in no_grad mode and {} modified inplace with grad mode enabled. Given that this "
+                 "use case is ambiguous and error-prone, it is forbidden. You can clarify your code by moving both the "
+                 "view and the inplace either both inside the no_grad block (if you don't want the inplace to be "
+                 "tracked) or both outside (if you want the inplace to be tracked).")
+_INFERENCE_VIEW = ("A view was created in inference mode and {} modified inplace in normal mode.")
+_DIRECT, _INDIRECT = "is being", "its base or another view of its base has been"
+
+
+_MULTI_VIEW = (" This view is the output of a function that returns multiple views. Such functions do not allow the "
+               "output views to be modified inplace. You should replace the inplace operation by an out-of-place one.")
+_CUSTOM_VIEW = (" This view was created inside a custom Function (or because an input was returned as-is) and the "
+                "autograd logic to handle view+inplace would override the custom backward associated with the custom "
+                "Function, leading to incorrect gradients. This behavior is forbidden. You can fix this by cloning the "
+                "output of the custom Function.")
+
+
+def _view_error(view, how):
+    """PyTorch's handle_view_on_rebase: the error for an in-place change of a view whose CreationMeta is not
+    the default ("no_grad", "inference", "multi": an output of a multi-view op such as split, or a view of one,
+    "custom": an output of a custom Function that is one of its inputs)."""
+    c = view._creation
+    gf = _gf_get(view)          # the grad_fn the view was given (not regenerated)
+    where = f"Output {view._output_nr} of {_saved._short_name(gf)}" if gf is not None else None
+    if c == "custom":           # an input returned by a custom Function (e.g. a full backward hook's identity)
+        if where is not None:
+            return RuntimeError(f"{where} is a view and {how} modified inplace." + _CUSTOM_VIEW)
+        return RuntimeError(f"A view was created in no_grad mode and {how} modified inplace with grad mode "
+                            "enabled." + _CUSTOM_VIEW)
+    if c == "multi" and where is not None:
+        return RuntimeError(f"{where} is a view and {how} modified inplace." + _MULTI_VIEW)
+    prefix = f"{where} is a view of a view which was created in" if where is not None else "A view was created in"
+    if c == "inference":
+        return RuntimeError(f"{prefix} inference mode and {how} modified inplace in normal mode.")
+    msg = f"{prefix} no_grad mode and {how} modified inplace with grad mode enabled."
+    if c == "multi":
+        return RuntimeError(msg + _MULTI_VIEW)
+    return RuntimeError(msg + _NO_GRAD_VIEW[_NO_GRAD_VIEW.index(" Given"):])
+
+
+
+_INTERNAL = ("unsupported operation: more than one element of the written-to tensor refers to a single memory location. "
+             "Please clone() the tensor before performing the operation.")
+
+
+def _writable(a, overlap_ok):
+    """Where to write a read-only array: a view of writable memory (NumPy marks views of an expand read-only).
+    PyTorch refuses to write where elements share memory (a stride 0), except a constant (fill_, zero_...)."""
+    internal = any(st == 0 and n > 1 for n, st in zip(a.shape, a.strides))
+    w = _writable_alias(a) if overlap_ok or not internal else None
+    if w is None:
+        raise RuntimeError(_INTERNAL)
+    return w
+
+
+class _Interface:
+    def __init__(self, iface, owner):
+        self.__array_interface__ = iface
+        self.owner = owner
+
+
+def _writable_alias(a):
+    """A writable array over the memory of ``a``, a read-only broadcast (expand) of a writable array (PyTorch lets
+    fill_/zero_ write a constant through elements that share memory); None if the memory is not writable."""
+    b = a.base
+    while isinstance(b, np.ndarray) and not b.flags.writeable:
+        b = b.base
+    if not isinstance(b, np.ndarray):
+        return None
+    iface = dict(a.__array_interface__)
+    iface["data"] = (iface["data"][0], False)
+    return np.asarray(_Interface(iface, b))
+
+
+def _rebase(self, grad_fn, output_nr):
+    """Make ``grad_fn`` the tensor's history (PyTorch: rebase_history)."""
+    old = self.grad_fn
+    if self._retains_grad and old is not None:
+        old._unregister_retain_grad(self._output_nr)
+    self.grad_fn = grad_fn
+    self._output_nr = output_nr
+    self._requires_grad = True
+    if self._backward_hooks is not None:
+        # hooks registered before the in-place op stay on the old node (spec 2.9)
+        self._backward_hooks = None
+    if self._retains_grad:
+        grad_fn._register_retain_grad(output_nr, self)
+
+
+class CopySlices(Node, name="CopySlices"):
+    """The base's new history after an in-place op on one of its views (PyTorch's CopySlices): the op's
+    own node ``fn`` is folded inside it, as in PyTorch (not a node of the graph; its hooks do not run), so
+    next_functions = (base's previous history, fn's edges to the op's other inputs). Backward: the gradient
+    outside the view goes to the base's previous history; fn's gradient for the view's previous value
+    replaces the view's region, fn's other gradients go to its other inputs. ``fn`` None: an op composed
+    of several nodes is kept as the second edge (the view's region of the gradient flows into it)."""
+
+    fn = None
+
+    def name(self):
+        return "torch::autograd::CopySlices"
+
+    def _inner(self, gs):
+        fn = self.fn
+        if fn is False:             # released (PyTorch drops fn after a pass: a second one raises)
+            raise RuntimeError(_saved._FREED)
+        if fn is None:
+            return [None, gs]
+        return fn._run_backward([gs])
+
+    def backward(self, g):
+        if not _state.enabled:
+            gb = g._data.copy()
+            region = self.view_fn(Tensor._make(gb))._data
+            res = self._inner(Tensor._make(np.array(region, copy=True)))
+            if not region.flags.writeable:
+                region = _writable(region, False)
+            r0 = res[0]
+            region[...] = 0 if r0 is None else r0._data
+            return (Tensor._make(gb), *res[1:])
+        # create_graph: the same with Tensor ops, so that the gradient is itself differentiable
+        result = g.clone()
+        gs = self.view_fn(result)
+        res = self._inner(gs.clone())
+        r0 = res[0]
+        if r0 is None:
+            gs.zero_()
+        else:
+            gs.copy_(r0)
+        return (result, *res[1:])
+
+    def _release(self):
+        Node._release(self)
+        if self.fn:
+            self.fn._release()
+        self.fn = False
+
+
+class AsStrided(Node, name="AsStridedBackward0"):
+    """A view's history regenerated from its base's (PyTorch regenerates a view's grad_fn as
+    AsStridedBackward0 once the base or another view of it was modified in place). ``index``: the flat
+    position in the base of each element of the view."""
+
+    def backward(self, g):
+        n = 1
+        for s in self.base_shape:
+            n *= s
+        if not _state.enabled:
+            out = np.zeros(n, g._data.dtype)
+            np.add.at(out, self.index.reshape(-1), g._data.reshape(-1))
+            return Tensor._make(out.reshape(self.base_shape))
+        idx = Tensor._make(self.index.reshape(-1))
+        return g.new_zeros(n).index_add(0, idx, g.reshape(-1)).reshape(self.base_shape)
+
+
+def _as_strided_node(view, base):
+    """A new AsStridedBackward0 from ``base``'s current history to ``view`` (base requires grad)."""
+    from .grad_mode import no_grad
+    index = view.__dict__.get("_index")
+    if index is None:
+        with no_grad():
+            index = view._view_fn(Tensor._make(np.arange(base._data.size).reshape(base._data.shape)))._data
+        view._index = index
+    node = AsStrided.__new__(AsStrided)
+    node.index = index
+    node.base_shape = base._data.shape
+    e, m = _node._edge(base)
+    node.next_functions = (e,)
+    node._in_meta = (m,)
+    node._seq = next(_node._seq)
+    return node
+
+
+_GF = Tensor.__dict__["grad_fn"]
+_RG = Tensor.__dict__["_requires_grad"]           # the slot (Tensor.requires_grad is the checking property)
+_gf_get, _gf_set = _GF.__get__, _GF.__set__
+_rg_get, _rg_set = _RG.__get__, Tensor.__dict__["requires_grad"].fset
+
+
+def _refresh(view, gf):
+    """The view's grad_fn after its base (or another view of it) was modified in place (PyTorch:
+    VariableHooks::grad_fn). Hooks registered on the previous grad_fn stay there; retain_grad moves."""
+    base = view._base
+    if gf is None and not base.requires_grad:
+        return None
+    if view._creation is not None:
+        raise _view_error(view, _INDIRECT)
+    node = _as_strided_node(view, base) if base.requires_grad else None
+    _set_history(view, node)
+    return node
+
+
+def _set_history(view, node):
+    old = _gf_get(view)
+    if view._retains_grad and old is not None:
+        old._unregister_retain_grad(view._output_nr)
+    _gf_set(view, node)
+    view._output_nr = 0
+    view._attr_ver = view._vc[0]
+    if view._backward_hooks is not None:
+        view._backward_hooks = None          # hooks registered before stay on the old node
+    if view._retains_grad and node is not None:
+        node._register_retain_grad(0, view)
+
+
+def _view_grad_fn(self):
+    gf = _gf_get(self)
+    ver = self._attr_ver
+    if ver is None or ver == self._vc[0]:
+        return gf
+    return _refresh(self, gf)
+
+
+def _view_requires_grad(self):
+    # PyTorch: requires_grad_ || grad_fn_ || base.requires_grad()
+    return _rg_get(self) or _gf_get(self) is not None or self._base.requires_grad
+
+
+class _View(Tensor):
+    """A Tensor made by a view op (make_view): it shares memory and the version counter with its base, and
+    its grad_fn is regenerated lazily when the version moved since it was made (the only class whose
+    grad_fn/requires_grad are computed; plain tensors keep slot attributes on the hot path)."""
+    __slots__ = ()
+    _attr_ver = None
+    _lazy_rg = True
+    _plain_repr = True        # prints as tensor(...), like Tensor
+    grad_fn = property(_view_grad_fn, _gf_set)
+    requires_grad = property(_view_requires_grad, _rg_set)
+
+
+_View.__name__ = _View.__qualname__ = "Tensor"
+
+
+def _rebase_view(view, base, out, node):
+    """In-place op on a view: the base gets a CopySlices node; the view is regenerated from it. ``node``: the
+    history the op saw for the view's previous value (None if the base does not require grad)."""
+    cs = CopySlices.__new__(CopySlices)
+    cs.view_fn = view._view_fn
+    e, m = _node._edge(base)
+    fn = out.grad_fn
+    if fn is not None and fn.next_functions and fn.next_functions[0][0] is node:
+        cs.fn = fn
+        cs.next_functions = (e, *fn.next_functions[1:])
+        cs._in_meta = (m, *fn._in_meta[1:])
+    else:
+        oe, om = _node._edge(out)
+        cs.next_functions = (e, oe)
+        cs._in_meta = (m, om)
+    cs._seq = next(_node._seq)
+    cs._saved = [None]          # (non-empty: the engine releases it after a pass, see _release)
+    _rebase(base, cs, 0)
+    _set_history(view, _as_strided_node(view, base))
+
+
+def make_view(out, src, fn):
+    """Mark ``out`` as a view of ``src`` (when NumPy shares memory): shared version counter, base and
+    a replay function ``fn(tensor) -> view`` used to regenerate its history after in-place ops."""
+    if out._data.flags.owndata:
+        return out
+    base = src._base
+    if base is None or src._view_fn is None:
+        if base is not None:
+            return out
+        out._base = src
+        out._view_fn = fn
+        creation = None
+    else:
+        inner = src._view_fn
+        out._base = base
+        out._view_fn = lambda t: fn(inner(t))
+        creation = src._creation          # a view of a view keeps its CreationMeta (PyTorch's propagate_creation_meta)
+    if not _state.enabled and creation != "inference":
+        creation = "inference" if _state.inference else "no_grad"
+    out.__class__ = _View
+    if creation is not None:
+        out._creation = creation
+    out._vc = vc = src._vc
+    out._attr_ver = vc[0]
+    return out
