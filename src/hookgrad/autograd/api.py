@@ -3,9 +3,8 @@ call of the engine), ``Tensor.backward`` (installed on Tensor here: _tensor sits
 it) and the legacy ``Variable``. hookgrad.autograd re-exports them."""
 import warnings
 
-import numpy as np
-
 from . import engine as _engine
+from .._array import array_module
 from .._warnings import warn_once
 from .._tensor import Tensor as _Tensor
 
@@ -76,7 +75,7 @@ def _make_grads(outputs, grad_outputs, is_grads_batched=False):
                                        f"(hookgrad: output {i} has shape {tuple(out.shape)}; pass a gradient of that shape)")
                 if out._data.dtype.kind != "f":
                     raise RuntimeError(f"grad can be implicitly created only for real scalar outputs but got {out.dtype}")
-                g = Tensor._make(np.ones(out._data.shape, out._data.dtype))
+                g = Tensor._make(array_module(out._data).ones(out._data.shape, out._data.dtype))
             res.append(g)
             continue
         if not isinstance(g, Tensor):

@@ -102,7 +102,8 @@ def _scale_arrays(g, f, src=None, node=None):
     return np.multiply(g, f, dtype=g.dtype)
 
 
-def _mask_arrays(g, m, src=None, node=None):
+def _threshold_backward_arrays(g, src, threshold, node=None):
+    m = src > threshold
     if g.size <= 4096:
         # NOTE: where() beats g * mask on tiny arrays (~2x) and loses badly on large ones (~10x); it
         # also gives 0 where the mask is False and g is NaN (multiply: NaN), as relu always has here
@@ -145,7 +146,7 @@ class _Arrays:
     expand = staticmethod(expand_np)
     t_mm = staticmethod(_t_mm_arrays)
     scale = staticmethod(_scale_arrays)
-    mask = staticmethod(_mask_arrays)
+    threshold_backward = staticmethod(_threshold_backward_arrays)
 
     @staticmethod
     def array(x):
@@ -258,9 +259,10 @@ class _Tensors:
         return node.apply(g, src, f=f)
 
     @staticmethod
-    def mask(g, m, src, node):
-        """g * m for a boolean mask ``m`` (recorded as ``scale`` does)."""
-        return node.apply(g, src, f=m)
+    def threshold_backward(g, src, threshold, node):
+        """PyTorch's threshold_backward: g where ``src > threshold``, else 0 (recorded as ``scale`` does;
+        on arrays a ``where`` for small arrays)."""
+        return node.apply(g, src, f=src._data > threshold)
 
     @staticmethod
     def zeros_like(x):

@@ -243,7 +243,7 @@ def _wrap_outputs(ctx, args, outputs):
     for i, o in enumerate(outs):
         if not isinstance(o, T):
             result.append(o)
-            out_meta.append((np.zeros(()).shape, _g.D.float32))
+            out_meta.append(((), _g.D.float32))
             continue
         out_meta.append((o._data.shape, o.dtype))
         if id(o) in dirty:

@@ -5,6 +5,7 @@ as PyTorch does. ``strict`` errors and the tuple-in/tuple-out conventions follow
 """
 import numpy as np
 
+from .._array import array_module
 from .grad_mode import enable_grad, set_grad_enabled, is_grad_enabled
 from .graph import Node
 from . import node as _g
@@ -17,7 +18,7 @@ def _T():
 
 
 def _zeros_like(t, requires_grad=False):
-    z = _T()._make(np.zeros(t._data.shape, t._data.dtype))
+    z = _T()._make(array_module(t._data).zeros(t._data.shape, t._data.dtype))
     z._requires_grad = requires_grad
     return z
 
@@ -281,7 +282,7 @@ def jacobian(func, inputs, create_graph=False, strict=False, vectorize=False, st
 
 def _stack_rows(rows, shape, like):
     if not rows:
-        return _g.Tensor._make(np.zeros(shape, like._data.dtype))
+        return _g.Tensor._make(array_module(like._data).zeros(shape, like._data.dtype))
     if any(r.requires_grad for r in rows):
         return _Stack.apply(*rows).reshape(shape)
     return _g.Tensor._make(np.stack([r._data for r in rows]).reshape(shape))

@@ -8,6 +8,7 @@ import warnings
 
 import numpy as np
 
+from .._array import array_module, to_numpy
 from . import node as _g
 
 __all__ = ["gradcheck", "gradgradcheck", "GradcheckError"]
@@ -39,7 +40,8 @@ def _outputs(func, inputs):
 
 
 def _numerical_jacobian(func, inputs, outputs, eps):
-    """Per (input, output): array of shape (input.numel(), output.numel())."""
+    """Per (input, output): array of shape (input.numel(), output.numel()) (the Jacobians are NumPy arrays,
+    on the host, whatever the tensors' array module)."""
     T = _T()
     res = []
     for _, inp in _diff_inputs(inputs):
@@ -51,10 +53,10 @@ def _numerical_jacobian(func, inputs, outputs, eps):
             # the raw data is poked (no version bump), with grad mode as it is: gradgradcheck's
             # function itself differentiates
             flat[k] = orig - eps
-            lo = [o._data.astype(np.float64).reshape(-1) if isinstance(o, T) else None
+            lo = [to_numpy(o._data).astype(np.float64).reshape(-1) if isinstance(o, T) else None
                   for o in _outputs(func, inputs)]
             flat[k] = orig + eps
-            hi = [o._data.astype(np.float64).reshape(-1) if isinstance(o, T) else None
+            hi = [to_numpy(o._data).astype(np.float64).reshape(-1) if isinstance(o, T) else None
                   for o in _outputs(func, inputs)]
             flat[k] = orig
             for j, (a, b) in enumerate(zip(lo, hi)):
@@ -75,14 +77,14 @@ def _analytical_jacobian(inputs, outputs):
         if not isinstance(out, T) or not out.requires_grad:
             continue
         for m in range(out._data.size):
-            seed = np.zeros(out._data.size, out._data.dtype)
+            seed = array_module(out._data).zeros(out._data.size, out._data.dtype)
             seed[m] = 1
             g = T._make(seed.reshape(out._data.shape))
             gs = grad(out, diff, g, retain_graph=True, allow_unused=True)
             gs2 = grad(out, diff, g, retain_graph=True, allow_unused=True)
             for i, (a, b) in enumerate(zip(gs, gs2)):
                 if a is not None:
-                    jac[i][j][:, m] = a._data.astype(np.float64).reshape(-1)
+                    jac[i][j][:, m] = to_numpy(a._data).astype(np.float64).reshape(-1)
                     if b is None or not np.array_equal(a._data, b._data):
                         reentrant = False
     return jac, reentrant
@@ -119,7 +121,7 @@ def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=T
     work = []
     for t in tupled:
         if isinstance(t, T):
-            c = T._make(np.array(t._data, copy=True, order="C"))
+            c = T._make(array_module(t._data).array(t._data, copy=True, order="C"))
             c._requires_grad = t.requires_grad
             work.append(c)
         else:
@@ -161,8 +163,8 @@ def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=
     if grad_outputs is None:
         outs = _as_tuple(func(*tupled))
         rng = np.random.default_rng(0)
-        grad_outputs = tuple(T._make(rng.standard_normal(o._data.shape).astype(o._data.dtype)).requires_grad_(True)
-                             for o in outs if isinstance(o, T) and o.requires_grad)
+        grad_outputs = tuple(T._make(array_module(o._data).asarray(rng.standard_normal(o._data.shape).astype(o._data.dtype)))
+                             .requires_grad_(True) for o in outs if isinstance(o, T) and o.requires_grad)
     tupled_go = _as_tuple(grad_outputs)
     n_go = len(tupled_go)
 

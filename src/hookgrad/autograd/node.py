@@ -137,7 +137,7 @@ class Node:
     _out_meta = None              # multi-output nodes: [(shape, hookgrad dtype)] per output
     _trace = None                 # forward traceback, recorded only in anomaly mode
     _masks_unneeded = True        # engine drops grads towards nodes a pass will not run (not custom Functions)
-    _np = False                   # backward is a formula on a gradient space: it runs on ARRAYS too (set
+    _spaced = False               # backward is a formula on a gradient space, so it runs on ARRAYS too (set
                                   # per class from its signature; False on a node under saved-tensor hooks)
     next_functions = ()
     _seq = 0
@@ -147,9 +147,9 @@ class Node:
         if name is not None:
             cls.__name__ = cls.__qualname__ = name
         # ``backward(self, g, F=TENSORS)``: one formula written against a gradient space, which runs
-        # on arrays too (``_np``); a formula on Tensors alone runs on arrays wrapped as Tensors
-        if "backward" in cls.__dict__ and "_np" not in cls.__dict__:
-            cls._np = takes_space(cls.__dict__["backward"])
+        # on arrays too (``_spaced``); a formula on Tensors alone runs on arrays wrapped as Tensors
+        if "backward" in cls.__dict__ and "_spaced" not in cls.__dict__:
+            cls._spaced = takes_space(cls.__dict__["backward"])
         _declare_saved(cls)
         save, names = cls.save, cls.saved_names
         order = None
@@ -271,7 +271,7 @@ class Node:
             if _hooks_tls.stack:
                 # packed in PyTorch's order (inputs by name, then outputs); the formula then runs on
                 # Tensors, which unpack in that order (saved_values), and its values are Tensors
-                self._np = False
+                self._spaced = False
                 saved = [None] * len(save)
                 for k in self._pack_order or range(len(save)):
                     if mask is None or mask[k]:
@@ -356,27 +356,23 @@ class Node:
     def backward(self, *grads):  # pragma: no cover - abstract
         raise NotImplementedError(f"{self.name()} has no backward")
 
-    def _np_run(self, buf):
-        """The current engine's array loop: grad_inputs as arrays from grad_outputs as arrays."""
-        return self._run_backward(buf, ARRAYS)
-
     # ---- called by the engine ----
     def _run_backward(self, grads, F=TENSORS):
         """grad_inputs from grad_outputs, both carried in the gradient space ``F`` (Tensors or arrays),
         one per next_functions entry: materialise missing grads of a multi-output node, run the formula,
         then undo broadcasting and the dtype promotion, once here for every formula.
 
-        A formula written against a space (``backward(self, g, F=TENSORS)``, flag ``_np``) runs in
+        A formula written against a space (``backward(self, g, F=TENSORS)``, flag ``_spaced``) runs in
         ``F``; a formula on Tensors alone runs on ARRAYS with its gradients wrapped (grad mode is off)."""
         nf = self.next_functions
         if F is TENSORS:
-            if self._np and not _state.enabled and len(grads) == 1:
+            if self._spaced and not _state.enabled and len(grads) == 1:
                 # no graph of the gradient is needed: the formula runs on arrays
                 g = grads[0]
                 out = self._run_backward([None if g is None else g._data], ARRAYS)
                 make = Tensor._make
                 return [None if a is None else make(a) for a in out]
-        elif not self._np:
+        elif not self._spaced:
             make = Tensor._make
             out = self._run_backward([None if g is None else make(g) for g in grads])
             return [None if t is None else t._data for t in out]
@@ -384,7 +380,7 @@ class Node:
             g = grads[0]
             if g is None:
                 return (None,) * len(nf)
-            res = self.backward(g, F) if self._np else self.backward(g)
+            res = self.backward(g, F) if self._spaced else self.backward(g)
         else:
             for like in grads:
                 if like is not None:
@@ -394,31 +390,29 @@ class Node:
             if self.materialize_grads and self._out_meta is not None:
                 zeros = F.zeros
                 grads = [g if g is not None else zeros(m[0], m[1].np, like) for g, m in zip(grads, self._out_meta)]
-            res = self.backward(*grads, F) if self._np else self.backward(*grads)
-        arrays = F is ARRAYS
-        if type(res) is not tuple:      # one input (unrolled: the hot unary ops)
-            if res is None or nf[0][0] is None:
-                return (None,) * len(nf)
+            res = self.backward(*grads, F) if self._spaced else self.backward(*grads)
+        if type(res) is not tuple:      # one input (the unary ops)
             res = (res,)
+        arrays = F is ARRAYS
         out = []
         for (fn, _), gx, meta in zip(nf, res, self._in_meta):
             if fn is None or gx is None:
                 out.append(None)
-                continue
-            if arrays:
-                if type(gx) is not _ndarray and not _is_array(gx):  # a NumPy scalar (0-d ufunc result)
-                    gx = _asarray(gx)
-                d = gx
             else:
-                d = gx._data
-            if d.shape != meta[0]:
-                gx = F.sum_to(gx, meta[0])
-                d = gx if arrays else gx._data
-            dt = d.dtype
-            if dt is not meta[1] and dt != meta[1]:     # NOTE: `is` first: dtype != costs ~0.1 us
-                gx = F.cast(gx, meta[1])
-            out.append(gx)
-        if len(out) < len(nf):
+                if arrays:
+                    if type(gx) is not _ndarray and not _is_array(gx):  # a NumPy scalar (0-d ufunc result)
+                        gx = _asarray(gx)
+                    d = gx
+                else:
+                    d = gx._data
+                if d.shape != meta[0]:
+                    gx = F.sum_to(gx, meta[0])
+                    d = gx if arrays else gx._data
+                dt = d.dtype
+                if dt is not meta[1] and dt != meta[1]:     # NOTE: `is` first: dtype != costs ~0.1 us
+                    gx = F.cast(gx, meta[1])
+                out.append(gx)
+        if len(out) != len(nf):         # a formula that returned fewer gradients than inputs
             out.extend([None] * (len(nf) - len(out)))
         return out
 
@@ -532,7 +526,7 @@ class Node:
         if raw:
             if s._vc is None:
                 raise RuntimeError(_FREED)
-            self._np = False        # hooks may be registered on it: backward reads it as a Tensor
+            self._spaced = False        # hooks may be registered on it: backward reads it as a Tensor
             return s
         return s.unpack()
 

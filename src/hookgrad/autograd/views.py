@@ -6,6 +6,7 @@ The in-place op plumbing that calls these (checks, the write, the version bump) 
 """
 import numpy as np
 
+from .._array import array_module
 from .._tensor import Tensor
 from . import node as _node, saved as _saved
 from .node import Node
@@ -83,7 +84,7 @@ def _writable_alias(a):
         return None
     iface = dict(a.__array_interface__)
     iface["data"] = (iface["data"][0], False)
-    return np.asarray(_Interface(iface, b))
+    return array_module(a).asarray(_Interface(iface, b))
 
 
 def _rebase(self, grad_fn, output_nr):
@@ -126,7 +127,7 @@ class CopySlices(Node, name="CopySlices"):
         if not _state.enabled:
             gb = g._data.copy()
             region = self.view_fn(Tensor._make(gb))._data
-            res = self._inner(Tensor._make(np.array(region, copy=True)))
+            res = self._inner(Tensor._make(region.copy(order="K")))
             if not region.flags.writeable:
                 region = _writable(region, False)
             r0 = res[0]
@@ -160,8 +161,9 @@ class AsStrided(Node, name="AsStridedBackward0"):
         for s in self.base_shape:
             n *= s
         if not _state.enabled:
-            out = np.zeros(n, g._data.dtype)
-            np.add.at(out, self.index.reshape(-1), g._data.reshape(-1))
+            xp = array_module(g._data)
+            out = xp.zeros(n, g._data.dtype)
+            xp.add.at(out, self.index.reshape(-1), g._data.reshape(-1))
             return Tensor._make(out.reshape(self.base_shape))
         idx = Tensor._make(self.index.reshape(-1))
         return g.new_zeros(n).index_add(0, idx, g.reshape(-1)).reshape(self.base_shape)
@@ -173,7 +175,8 @@ def _as_strided_node(view, base):
     index = view.__dict__.get("_index")
     if index is None:
         with no_grad():
-            index = view._view_fn(Tensor._make(np.arange(base._data.size).reshape(base._data.shape)))._data
+            bd = base._data
+            index = view._view_fn(Tensor._make(array_module(bd).arange(bd.size).reshape(bd.shape)))._data
         view._index = index
     node = AsStrided.__new__(AsStrided)
     node.index = index

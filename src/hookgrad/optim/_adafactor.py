@@ -1,6 +1,7 @@
 """Adafactor (factored second moments for matrices), PyTorch's for-loop algorithm."""
 import numpy as np
 
+from .._array import array_module
 from .._tensor import Tensor
 from ..autograd.grad_mode import no_grad
 from .optimizer import Optimizer, _to_float, _step_tensor, _bump, _mul_, _add_, _lerp_
@@ -47,11 +48,12 @@ class Adafactor(Optimizer):
                 state = self.state[p]
                 if len(state) == 0:
                     state["step"] = _step_tensor()
+                    xp = array_module(g)
                     if g.ndim > 1:
-                        state["row_var"] = Tensor._make(np.zeros(g.shape[:-1] + (1,), dtype=g.dtype))
-                        state["col_var"] = Tensor._make(np.zeros(g.shape[:-2] + (1,) + g.shape[-1:], dtype=g.dtype))
+                        state["row_var"] = Tensor._make(xp.zeros(g.shape[:-1] + (1,), dtype=g.dtype))
+                        state["col_var"] = Tensor._make(xp.zeros(g.shape[:-2] + (1,) + g.shape[-1:], dtype=g.dtype))
                     else:
-                        state["variance"] = Tensor._make(np.zeros_like(g))
+                        state["variance"] = Tensor._make(xp.zeros_like(g))
                 if group["maximize"]:
                     g = -g
                 f = g.dtype.type

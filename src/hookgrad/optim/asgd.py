@@ -1,6 +1,5 @@
 """ASGD (averaged SGD), PyTorch's for-loop algorithm."""
-import numpy as np
-
+from .._array import array_module
 from .._tensor import Tensor
 from .. import _dtype as D
 from .optimizer import (_GroupLoop, _decay, _check_lr, _check_nonneg, _to_float, _zeros_like, _bump,
@@ -10,7 +9,7 @@ __all__ = ["ASGD"]
 
 
 def _scalar(value, like):
-    return Tensor._make(np.asarray(value, dtype=like._data.dtype))
+    return Tensor._make(array_module(like._data).asarray(value, dtype=like._data.dtype))
 
 
 class ASGD(_GroupLoop):
@@ -42,8 +41,10 @@ class ASGD(_GroupLoop):
                 ax._data[...] = p._data
             _bump(ax)
             step = state["step"].item()
-            # torch.as_tensor(python float) rounds to the default dtype before the copy
-            eta._data[...] = np.asarray(lr / ((1 + lambd * lr * step) ** alpha), dtype=D.get_default_dtype().np)
+            # torch.as_tensor(python float) rounds to the default dtype before the copy (a NumPy scalar: no array
+            # module; every module writes it into its array)
+            to_default = D.get_default_dtype().np.type
+            eta._data[...] = to_default(lr / ((1 + lambd * lr * step) ** alpha))
             _bump(eta)
-            mu._data[...] = np.asarray(1 / max(1, step - t0), dtype=D.get_default_dtype().np)
+            mu._data[...] = to_default(1 / max(1, step - t0))
             _bump(mu)

@@ -1,6 +1,7 @@
 """NAdam (Nesterov-accelerated Adam, optional decoupled weight decay), PyTorch's for-loop algorithm."""
 import numpy as np
 
+from .._array import array_module
 from .._tensor import Tensor
 from .optimizer import (_GroupLoop, _decay, _check_adam_args, _to_float, _zero_buffers,
                         _mul_, _lerp_, _addcmul_, _addcdiv_)
@@ -9,7 +10,8 @@ __all__ = ["NAdam"]
 
 
 def _init_state(p, state):
-    state["mu_product"] = Tensor._make(np.ones((), dtype=state["step"]._data.dtype))
+    step = state["step"]._data
+    state["mu_product"] = Tensor._make(array_module(step).ones((), dtype=step.dtype))
     _zero_buffers("exp_avg", "exp_avg_sq")(p, state)
 
 

@@ -11,8 +11,7 @@ from collections import defaultdict
 from copy import deepcopy
 from itertools import chain
 
-import numpy as np
-
+from .._array import array_module, default_module
 from .._tensor import Tensor
 from .. import _dtype as D
 from ..autograd.grad_mode import set_grad_enabled, is_grad_enabled, enable_grad
@@ -100,11 +99,11 @@ def _to_float(x):
 
 
 def _zeros_like(p, value=0):
-    return Tensor._make(np.full(p._data.shape, value, dtype=p._data.dtype))
+    return Tensor._make(array_module(p._data).full(p._data.shape, value, dtype=p._data.dtype))
 
 
 def _step_tensor():
-    return Tensor._make(np.zeros((), dtype=_get_scalar_dtype().np))
+    return Tensor._make(default_module().zeros((), dtype=_get_scalar_dtype().np))     # made from nothing, as PyTorch's
 
 
 def _decay(p, g, lr, wd, decoupled=False):

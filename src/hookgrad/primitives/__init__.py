@@ -298,7 +298,7 @@ def _make_inplace_binary(cls, name):
 
     def general(self, other, kw):
         if isinstance(other, (list, tuple)):
-            other = as_tensor_arg(other)
+            other = as_tensor_arg(other, self)
         if isinstance(other, Tensor):
             return inplace_apply(self, cls, (other,), kw)
         dt = _scalar_result(self, other, float_only)

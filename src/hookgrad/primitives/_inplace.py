@@ -5,6 +5,7 @@ import weakref
 
 import numpy as np
 
+from .._array import array_module
 from .._tensor import Tensor
 from .._errors import broadcast_error
 from ..autograd import saved as _saved
@@ -178,7 +179,7 @@ def resize_(self, *args, size=None, memory_format=None):
         if n <= flat.size and d.flags.c_contiguous:
             new = flat[:n].reshape(shape)       # still the same memory (as PyTorch when the storage is big enough)
         else:
-            new = np.zeros(n, d.dtype)
+            new = array_module(d).zeros(n, d.dtype)
             k = min(n, flat.size)
             new[:k] = flat[:k]
             new = new.reshape(shape)

@@ -468,7 +468,7 @@ class Relu(Node, name="ReluBackward0"):
 
     def backward(self, g, F=TENSORS):
         (out,) = F.saved(self)
-        return F.mask(g, F.array(out) > self.z, out, Scale)
+        return F.threshold_backward(g, out, self.z, Scale)
 
 
 class Gelu(Unary, name="GeluBackward0"):

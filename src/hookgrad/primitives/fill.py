@@ -3,10 +3,20 @@ in-place ops whose gradient is zero for the overwritten tensor (FillBackward2, Z
 CopyBackwards), applied through inplace_apply like any in-place op."""
 import numpy as np
 
+from .._array import array_module, to_numpy
 from .._tensor import Tensor
 from ..autograd.node import Node as _Node
 from .._creation import _gen, _no_more_kwargs, tensor
 from ._inplace import inplace_apply
+
+
+def _in_module_of(x, v):
+    """``v`` (a number, or an array of any module: the generator's random values, copy_'s source on another
+    device) as an array of ``x``'s module."""
+    xp = array_module(x)
+    if not hasattr(v, "shape"):             # a Python number
+        return xp.asarray(v)
+    return v if array_module(v) is xp else xp.asarray(to_numpy(v))
 
 
 def _fill(self, values, cls=None, value=None):
@@ -22,8 +32,8 @@ class _Fill(_Node, name="FillBackward2"):
     _overlap_ok = True          # PyTorch writes a constant even where elements share memory (expand)
 
     def forward(self, x, *value):
-        v = value[0] if value else self._v
-        return np.broadcast_to(np.asarray(v).astype(x.dtype, copy=False), x.shape)
+        v = _in_module_of(x, value[0] if value else self._v)
+        return np.broadcast_to(v.astype(x.dtype, copy=False), x.shape)
 
     def backward(self, g):
         z = Tensor._make(np.zeros_like(g._data))
@@ -122,7 +132,7 @@ class _Copy(_Node, name="CopyBackwards"):
 
     def forward(self, x, src):
         self.src_dtype = src.dtype
-        return np.broadcast_to(src, x.shape).astype(x.dtype)
+        return np.broadcast_to(_in_module_of(x, src), x.shape).astype(x.dtype)
 
     def backward(self, g):
         # PyTorch's CopyBackwards: zeros_like(grad) for self, a constant (no graph under create_graph)

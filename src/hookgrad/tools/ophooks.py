@@ -74,9 +74,10 @@ def flat(xs):
 
 
 def array_of(x):
-    """The array of a tensor (``numpy(force=True)``: no copy), an array itself, or None."""
+    """A tensor's values as a NumPy array (NumPy's ``__array__`` protocol: no copy on the CPU, and cheaper
+    than ``numpy(force=True)``), an array itself, or None."""
     if isinstance(x, Tensor):
-        return x.numpy(force=True)
+        return x.__array__()
     return x if isinstance(x, np.ndarray) else None
 
 
@@ -348,12 +349,12 @@ class MemoryHook(OpTool):
     def _count(self, key_op, key_mod, phase, tensors, sources):
         src = [a for a in (array_of(s) for s in sources) if a is not None]
         nbytes = allocs = views = 0
-        seen = set()
+        seen = {}           # id -> array, kept alive: array_of may return a fresh view whose id would be reused
         for t in tensors:
             a = array_of(t)
             if a is None or id(a) in seen:
                 continue
-            seen.add(id(a))
+            seen[id(a)] = a
             if any(a is s or np.may_share_memory(a, s) for s in src):
                 views += 1
                 continue

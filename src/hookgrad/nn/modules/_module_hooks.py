@@ -270,50 +270,38 @@ def _call_impl(self, *args, **kwargs):
     return self._call_with_hooks(args, kwargs)
 
 
-class _Call:
-    """One hooked call's state; the always_call hooks see it as it was when an exception was raised."""
-    __slots__ = ("args", "kwargs", "result", "always_called")
-
-    def __init__(self, args, kwargs):
-        self.args = args
-        self.kwargs = kwargs
-        self.result = None
-        self.always_called = ()     # becomes a set once an always_call hook has run
+# One hooked call's state, a list (a call costs no object creation): the steps below update it in place,
+# so that the always_call hooks see the values as they were when an exception was raised.
+_ARGS, _KWARGS, _RESULT, _CALLED = range(4)      # _CALLED: ids of the always_call hooks that ran
 
 
 def _call_with_hooks(self, args, kwargs):
     """PyTorch's ``_call_impl`` with hooks: forward pre-hooks, the full backward hooks' input wrapping,
     forward, forward hooks, output wrapping, legacy backward hooks; always_call hooks on an error."""
-    call = _Call(args, kwargs)
+    call = [args, kwargs, None, ()]
     try:
-        full, legacy, pre = _backward_hooks_of_call(self)
+        full = legacy = pre = ()            # captured before the pre-hooks run, as in PyTorch
+        if self._backward_pre_hooks or _global_backward_pre_hooks:
+            pre = self._get_backward_pre_hooks()
+        if self._backward_hooks or _global_backward_hooks:
+            full, legacy = self._get_backward_hooks()
         if _global_forward_pre_hooks or self._forward_pre_hooks:
             _run_forward_pre_hooks(self, call)
         bw_hook = None
         if full or pre:
             bw_hook = BackwardHook(self, full, pre)
-            call.args = bw_hook.setup_input_hook(call.args)
-        call.result = self.forward(*call.args, **call.kwargs)
+            call[_ARGS] = bw_hook.setup_input_hook(call[_ARGS])
+        call[_RESULT] = self.forward(*call[_ARGS], **call[_KWARGS])
         if _global_forward_hooks or self._forward_hooks:
             _run_forward_hooks(self, call)
         if bw_hook is not None:
             _setup_output_hook(bw_hook, call)
         if legacy:
             _register_legacy_backward_hooks(self, call, legacy)
-        return call.result
+        return call[_RESULT]
     except Exception:
         _run_always_called_hooks(self, call)
         raise
-
-
-def _backward_hooks_of_call(self):
-    """(full backward hooks, legacy backward hooks, backward pre-hooks) for one call: global ones first."""
-    full = legacy = pre = ()
-    if self._backward_pre_hooks or _global_backward_pre_hooks:
-        pre = self._get_backward_pre_hooks()
-    if self._backward_hooks or _global_backward_hooks:
-        full, legacy = self._get_backward_hooks()
-    return full, legacy, pre
 
 
 def _get_backward_hooks(self):
@@ -344,19 +332,19 @@ def _run_forward_pre_hooks(self, call):
     with_kwargs = self._forward_pre_hooks_with_kwargs
     for hook_id, hook in (*_global_forward_pre_hooks.items(), *self._forward_pre_hooks.items()):
         if hook_id in with_kwargs:
-            args_kwargs_result = hook(self, call.args, call.kwargs)
+            args_kwargs_result = hook(self, call[_ARGS], call[_KWARGS])
             if args_kwargs_result is not None:
                 if isinstance(args_kwargs_result, tuple) and len(args_kwargs_result) == 2:
-                    call.args, call.kwargs = args_kwargs_result
+                    call[_ARGS], call[_KWARGS] = args_kwargs_result
                 else:
                     raise RuntimeError("forward pre-hook must return None or a tuple "
                                        f"of (new_args, new_kwargs), but got {args_kwargs_result}.")
         else:
-            args_result = hook(self, call.args)
+            args_result = hook(self, call[_ARGS])
             if args_result is not None:
                 if not isinstance(args_result, tuple):
                     args_result = (args_result,)
-                call.args = args_result
+                call[_ARGS] = args_result
 
 
 def _run_forward_hooks(self, call):
@@ -365,28 +353,29 @@ def _run_forward_hooks(self, call):
     with_kw = self._forward_hooks_with_kwargs
     for hook_id, hook in (*_global_forward_hooks.items(), *self._forward_hooks.items()):
         if hook_id in always or hook_id in _global_forward_hooks_always_called:
-            if not call.always_called:
-                call.always_called = set()
-            call.always_called.add(hook_id)
+            if not call[_CALLED]:
+                call[_CALLED] = set()
+            call[_CALLED].add(hook_id)
         if hook_id in with_kw or hook_id in _global_forward_hooks_with_kwargs:
-            hook_result = hook(self, call.args, call.kwargs, call.result)
+            hook_result = hook(self, call[_ARGS], call[_KWARGS], call[_RESULT])
         else:
-            hook_result = hook(self, call.args, call.result)
+            hook_result = hook(self, call[_ARGS], call[_RESULT])
         if hook_result is not None:
-            call.result = hook_result
+            call[_RESULT] = hook_result
 
 
 def _setup_output_hook(bw_hook, call):
-    if not isinstance(call.result, (Tensor, tuple)):
+    result = call[_RESULT]
+    if not isinstance(result, (Tensor, tuple)):
         warnings.warn("For backward hooks to be called,"
                       " module output should be a Tensor or a tuple of Tensors"
-                      f" but received {type(call.result)}", stacklevel=3)
-    call.result = bw_hook.setup_output_hook(call.result)
+                      f" but received {type(result)}", stacklevel=3)
+    call[_RESULT] = bw_hook.setup_output_hook(result)
 
 
 def _register_legacy_backward_hooks(self, call, hooks):
     """Legacy backward hooks: post-hooks on the grad_fn of the first tensor of the result."""
-    var = call.result
+    var = call[_RESULT]
     while not isinstance(var, Tensor):
         if isinstance(var, dict):
             var = next(v for v in var.values() if isinstance(v, Tensor))
@@ -396,30 +385,31 @@ def _register_legacy_backward_hooks(self, call, hooks):
     if grad_fn is not None:
         for hook in hooks:
             grad_fn.register_hook(_WrappedHook(hook, self))
-        self._maybe_warn_non_full_backward_hook(call.args, call.result, grad_fn)
+        self._maybe_warn_non_full_backward_hook(call[_ARGS], call[_RESULT], grad_fn)
 
 
 def _run_always_called_hooks(self, call):
     """After an exception: the always_call forward hooks (global, then the module's) that have not run."""
+    args, kwargs, called = call[_ARGS], call[_KWARGS], call[_CALLED]
     for hook_id, hook in tuple(_global_forward_hooks.items()):
-        if hook_id in _global_forward_hooks_always_called and hook_id not in call.always_called:
+        if hook_id in _global_forward_hooks_always_called and hook_id not in called:
             try:
-                hook_result = hook(self, call.args, call.result)
+                hook_result = hook(self, args, call[_RESULT])
                 if hook_result is not None:
-                    call.result = hook_result
+                    call[_RESULT] = hook_result
             except Exception as e:
                 warnings.warn("global module forward hook with ``always_call=True`` raised an exception "
                               f"that was silenced as another error was raised in forward: {str(e)}")
                 continue
     for hook_id, hook in tuple(self._forward_hooks.items()):
-        if hook_id in self._forward_hooks_always_called and hook_id not in call.always_called:
+        if hook_id in self._forward_hooks_always_called and hook_id not in called:
             try:
                 if hook_id in self._forward_hooks_with_kwargs:
-                    hook_result = hook(self, call.args, call.kwargs, call.result)
+                    hook_result = hook(self, args, kwargs, call[_RESULT])
                 else:
-                    hook_result = hook(self, call.args, call.result)
+                    hook_result = hook(self, args, call[_RESULT])
                 if hook_result is not None:
-                    call.result = hook_result
+                    call[_RESULT] = hook_result
             except Exception as e:
                 warnings.warn("module forward hook with ``always_call=True`` raised an exception "
                               f"that was silenced as another error was raised in forward: {str(e)}")

@@ -4,6 +4,7 @@ import math
 import numpy as np
 
 from ..._tensor import Tensor
+from ..._array import array_module, default_module
 from ...autograd.grad_mode import no_grad
 from . import rnn  # noqa: F401  (torch.nn.utils.rnn)
 
@@ -32,13 +33,14 @@ def get_total_norm(tensors, norm_type=2.0, error_if_nonfinite=False, foreach=Non
     ts = [t for t in _params(tensors) if t is not None]
     norm_type = float(norm_type)
     if not ts:
-        return Tensor._make(np.array(0.0, np.float32))
+        return Tensor._make(default_module().asarray(0.0, np.float32))
     total = _norm(np.array([_norm(t._data, norm_type) for t in ts]), norm_type)
     if error_if_nonfinite and not math.isfinite(total):
         raise RuntimeError(f"The total norm of order {norm_type} for gradients from `parameters` is non-finite, so it "
                            "cannot be clipped. To disable this error and scale the gradients by the non-finite norm "
                            "anyway, set `error_if_nonfinite=False`")
-    return Tensor._make(np.array(total, ts[0]._data.dtype))
+    d = ts[0]._data
+    return Tensor._make(array_module(d).asarray(total, d.dtype))
 
 
 def clip_grads_with_norm_(parameters, max_norm, total_norm, foreach=None):
@@ -46,7 +48,7 @@ def clip_grads_with_norm_(parameters, max_norm, total_norm, foreach=None):
     coef = min(float(max_norm) / (float(total_norm) + 1e-6), 1.0)
     with no_grad():
         for g in grads:
-            g._data *= np.asarray(coef, g._data.dtype)
+            g._data *= g._data.dtype.type(coef)
             g._vc[0] += 1
 
 

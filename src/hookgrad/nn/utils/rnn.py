@@ -9,6 +9,7 @@ from collections import namedtuple
 import numpy as np
 
 from ..._tensor import Tensor
+from ..._array import default_module
 from ...primitives.nn import PackPaddedSequence as _PackNode
 
 __all__ = ["PackedSequence", "invert_permutation", "pack_padded_sequence", "pad_packed_sequence", "pad_sequence",
@@ -19,7 +20,7 @@ PackedSequence_.__annotations__ = {}
 
 
 def _long(values):
-    return Tensor._make(np.asarray(values, np.int64))
+    return Tensor._make(default_module().asarray(values, np.int64))
 
 
 class PackedSequence(PackedSequence_):

@@ -69,11 +69,11 @@ def default_collate(batch):
     if isinstance(elem, (np.ndarray, np.generic)):
         raise TypeError(default_collate_err_msg_format.format(elem.dtype))
     if isinstance(elem, float):
-        return Tensor._make(np.array(batch, dtype=np.float64))
+        return _as_tensor(np.array(batch, dtype=np.float64))
     if isinstance(elem, bool):
-        return Tensor._make(np.array(batch, dtype=np.bool_))
+        return _as_tensor(np.array(batch, dtype=np.bool_))
     if isinstance(elem, int):
-        return Tensor._make(np.array(batch, dtype=np.int64))
+        return _as_tensor(np.array(batch, dtype=np.int64))
     if isinstance(elem, (str, bytes)):
         return batch
     if isinstance(elem, collections.abc.Mapping):
