@@ -27,10 +27,16 @@ $(DEMO_STAMP): $(BIN)/python pyproject.toml
 
 venv: $(STAMP)
 
-# the op and hook suites again under the test backend (tests/backend): every result and gradient stays an XArray
+# the op, autograd, nn and hook suites again under the test backend (tests/backend): every result and gradient
+# stays an XArray (the whole suite passes under it too: HOOKGRAD_TEST_BACKEND=xarray pytest tests)
 BACKEND_TESTS := tests/oracle/test_ops_*.py tests/oracle/test_double_backward.py tests/oracle/test_multi_output.py \
-	tests/oracle/test_hooks_tensor.py tests/oracle/test_module_hooks.py tests/oracle/test_saved_tensor_hooks.py \
-	tests/oracle/test_engine_exact.py tests/oracle/test_views_inplace.py tests/upstream
+	tests/oracle/test_formulas.py tests/oracle/test_nn_functional.py \
+	tests/oracle/test_nn_layers.py tests/oracle/test_optim.py \
+	tests/oracle/test_hooks_tensor.py tests/oracle/test_hooks_tensor_random.py tests/oracle/test_module_hooks.py \
+	tests/oracle/test_module_state.py tests/oracle/test_saved_tensor_hooks.py tests/oracle/test_checkpoint.py \
+	tests/oracle/test_engine_exact.py tests/oracle/test_engine_one_step.py tests/oracle/test_grad_buffer_reuse.py \
+	tests/oracle/test_autograd_function.py tests/oracle/test_autograd_graph.py tests/oracle/test_grad_fn_introspection.py \
+	tests/oracle/test_views_inplace.py tests/oracle/test_views_inplace2.py tests/oracle/test_threads.py tests/upstream
 
 test: $(STAMP)
 	@$(MAKE) --no-print-directory lines

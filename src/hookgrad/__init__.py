@@ -64,8 +64,7 @@ from .serialization import save, load
 from ._warnings import set_warn_always, is_warn_always_enabled
 
 
-# ---- issue 10 breadth: each part adds its exports in its own block (keeps concurrent edits apart)
-# [part C: elementwise maths]
+# elementwise maths
 from .primitives.special import (asin, arcsin, acos, arccos, atan, arctan, asinh, arcsinh, acosh, arccosh, atanh,
                                  arctanh, sinh, cosh, exp2, erfc, erfinv, lgamma, digamma, polygamma, mvlgamma, i0,
                                  sinc, deg2rad, rad2deg, logit, sgn, angle, nan_to_num, signbit, isreal, frexp,
@@ -78,14 +77,12 @@ from .primitives.special import INPLACE_FUNCS as _C_INPLACE
 globals().update(_C_INPLACE)
 from math import pi, inf, nan, e
 newaxis = None
-# [end C]
-# [part D1: reductions, indexing, sets, distances]
+# reductions, indexing, sets, distances
 from .primitives.stats import (nansum, nanmean, logcumsumexp, quantile, nanquantile, cov, corrcoef, unique,
                                unique_consecutive, isin, count_nonzero, nonzero_static, bincount, histc, histogram,
                                searchsorted, bucketize, take_along_dim, index_fill, index_reduce, scatter_reduce, put,
                                renorm, dist, cdist, pdist, cosine_similarity, pairwise_distance)
-# [end D1]
-# [part D2: shape, products, creation]
+# shape, products, creation
 from .primitives.shape import (ravel, rot90, as_strided, select_scatter, slice_scatter, diagonal_scatter,
                                as_strided_scatter, view_copy, permute_copy, t_copy, transpose_copy, expand_copy,
                                squeeze_copy, unsqueeze_copy, select_copy, slice_copy, diagonal_copy, detach_copy,
@@ -140,26 +137,21 @@ def addmv_(input, mat, vec, *, beta=1, alpha=1):
     return input.addmv_(mat, vec, beta=beta, alpha=alpha)
 
 
-# [end D2]
-# [part E: legacy tensor API]
+# legacy tensor API
 from ._tensor import (FloatTensor, DoubleTensor, HalfTensor, LongTensor, IntTensor, ShortTensor, CharTensor,
                       ByteTensor, BoolTensor, UntypedStorage, TypedStorage, is_storage, typename,
                       set_default_tensor_type)
-# [end E]
-# [part B: load-time modules]
+# load-time modules
 from . import futures, jit, multiprocessing, hub, __future__
 from .futures import _CFuture as Future
-# [end B]
-# [part A: torch.ops, missing names, checkpoint]
+# torch.ops, missing names, checkpoint
 from . import ops  # PyTorch's operator namespace (torch.ops.aten); hookgrad's own ops are .primitives
 from . import _missing
 from .utils import checkpoint as _checkpoint  # torch.utils.checkpoint (imported with torch, as in PyTorch)
 __getattr__ = _missing.module_getattr(__name__, "torch")  # torch names hookgrad lacks: NotImplementedName
-# [end A]
-# [part H: alias]
+# alias
 from . import version, torch_version   # torch.version, torch.torch_version (the release hookgrad mirrors)
-# [end H]
-# [part Q: the last everyday names]
+# the last everyday names
 from ._layout import (layout, memory_format, strided, sparse_coo, sparse_csr, sparse_csc, sparse_bsr, sparse_bsc,
                       jagged, contiguous_format, preserve_format, channels_last, channels_last_3d,
                       legacy_contiguous_format)
@@ -173,7 +165,6 @@ from . import storage
 from .storage import (StorageBase, FloatStorage, DoubleStorage, HalfStorage, LongStorage, IntStorage, ShortStorage,
                       CharStorage, ByteStorage, BoolStorage, FloatStorage as Storage)
 from .primitives.everyday import adjoint, slice_inverse, as_strided_copy, split_with_sizes
-# [end Q]
 # out= (after every block that defines functions): PyTorch's out= semantics for each function that has it in
 # PyTorch, one wrapper (primitives/_out.py); nn.functional's names that are torch's functions get the same object
 from .primitives import _out
@@ -181,13 +172,12 @@ _out.install(globals())
 _out.install(linalg.__dict__, "linalg", "linalg_")
 del _out
 __version__ = "0.1.0"
-# [part R: PyTorch's argument-parser errors] (after every block that defines or wraps functions)
+# PyTorch's argument-parser errors (after every block that defines or wraps functions)
 from .primitives._dispatch import install_checks as _r_install
 from ._missing import torch_names as _missing_names
 _r_install(globals(), names=_missing_names("torch"))
 _r_install(linalg.__dict__, names=_missing_names("torch.linalg"))
 del _r_install, _missing_names
-# [end R]
 # nn.functional's names that are torch's functions: the same (wrapped) objects as torch's, as in PyTorch
 from .primitives._out import share as _share
 _share(globals(), nn.functional.__dict__, _missing.torch_names("torch.nn.functional"))

@@ -631,7 +631,7 @@ def _sampled(value, params, name, op=None):
     return Tensor._make(value)
 
 
-# ======================================================= issue 10 [part D2]: more creation functions
+# ======================================================= more creation functions
 import builtins  # noqa: E402
 
 def _float_factory_dtype(dtype, fname):

@@ -71,7 +71,7 @@ def compile(model=None, *, fullgraph=False, dynamic=None, backend="inductor", mo
     return model
 
 
-# [part Q] more switches PyTorch scripts flip; hookgrad records them for the getters
+# more switches PyTorch scripts flip; hookgrad records them for the getters
 _matmul_precision = "highest"
 _interop_threads = None
 

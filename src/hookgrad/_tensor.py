@@ -532,6 +532,23 @@ def _set_requires_grad(t, value):
     t._requires_grad = value
 
 
+def _zero_grad(t, set_to_none):
+    """Module.zero_grad and Optimizer.zero_grad on one tensor: ``.grad = None``, or the grad detached from its
+    graph and filled with zeros in place (one version bump)."""
+    g = t._grad
+    if g is None:
+        return
+    if set_to_none:
+        t.grad = None
+        return
+    if g.grad_fn is not None:
+        g.detach_()
+    else:
+        g.requires_grad_(False)
+    g._data[...] = 0
+    g._vc[0] += 1
+
+
 def _init(t, data, requires_grad, grad_fn, output_nr, vc):
     t._data = data
     t._requires_grad = requires_grad

@@ -128,11 +128,14 @@ NEVER_RECORDED = {
 
 
 def _space_classes():
+    """Node classes that define a forward or a formula of their own, the formula written against a space.
+    (A subclass that only renames or re-parameterises its parent -- the ``*_copy`` variants made at run time,
+    Log10 over Log2 -- runs its parent's code, covered with the parent.)"""
     out, stack = set(), [Node]
     while stack:
         for c in stack.pop().__subclasses__():
             stack.append(c)
-            if takes_space(c.__dict__.get("backward") or c.backward):
+            if takes_space(c.backward) and ("backward" in c.__dict__ or "forward" in c.__dict__):
                 out.add(c)
     return out
 

@@ -18,7 +18,7 @@ __all__ = ["backward", "grad", "no_grad", "enable_grad", "set_grad_enabled", "in
            "is_anomaly_enabled", "is_anomaly_check_nan_enabled", "once_differentiable"]
 
 
-# [part O] the legacy `variable` module and function, the profiler, forward_ad (names only) and is_tensor_like
+# the legacy `variable` module and function, the profiler, forward_ad (names only) and is_tensor_like
 from . import variable as _variable_module, profiler, forward_ad  # noqa: E402,F401
 
 
@@ -36,6 +36,6 @@ def kineto_available():
     return False
 
 
-# [part A] a torch name hookgrad lacks raises _missing.NotImplementedName (an AttributeError)
+# a torch name hookgrad lacks raises _missing.NotImplementedName (an AttributeError)
 from .. import _missing  # noqa: E402
 __getattr__ = _missing.module_getattr(__name__, 'torch.autograd')

@@ -75,18 +75,21 @@ def _node_step(task, fn, buf):
         needed, caps = task.needed, task.captures
         outs = [None if nxt is None or not (needed.get(nxt) or (caps is not None and nxt in caps)) else g
                 for (nxt, _), g in zip(fn.next_functions, outs)]
-    post = fn._post_hooks
-    if post:                                                # 5
-        # a post-hook registered while the node ran (say by an unpack hook through
-        # _current_autograd_node) runs too, with an empty grad_outputs (PyTorch kept no inputs)
-        outs = tuple([on.tensor(g) for g in outs])
-        go = tuple(buf) if had else ()
-        for hook in tuple(post.values()):
-            outs = check_tuple_result(hook, outs, hook(outs, go), fn)
-        return [space.carry(t) for t in outs]
+    if fn._post_hooks:                                      # 5
+        return _post_hooks(fn, outs, tuple(buf) if had else (), on, space)
     if on is not space:
         return [space.carry(t) for t in outs]
     return outs
+
+
+def _post_hooks(fn, outs, go, on, space):
+    """Step 5: the node post-hooks on (grad_inputs, grad_outputs). A post-hook registered while the
+    node ran (say by an unpack hook through _current_autograd_node) runs too, with an empty
+    grad_outputs (PyTorch kept no inputs)."""
+    outs = tuple([on.tensor(g) for g in outs])
+    for hook in tuple(fn._post_hooks.values()):
+        outs = check_tuple_result(hook, outs, hook(outs, go), fn)
+    return [space.carry(t) for t in outs]
 
 
 def _slot_hooks(fn, buf, space):
@@ -161,7 +164,9 @@ class _GraphTask:
         needed = self.needed
         captures = self.captures
         run = self.run
-        add = self.space.add
+        space = self.space
+        add = space.add
+        bare = run is _node_step and needed is None
         executed = self.executed
         buffers = {first: first_buf}
         ready = []
@@ -189,7 +194,14 @@ class _GraphTask:
                             captured[i] = buf[slot]
                 if not need:
                     continue
-            outs = run(self, fn, buf)
+            if bare and not fn._hooked:
+                # a node with no hooks under the plain runner: the step is the node alone (steps 1-3
+                # empty; step 5 only for a post-hook registered while the node ran)
+                outs = fn._run_backward(buf, space)
+                if fn._post_hooks:
+                    outs = _post_hooks(fn, outs, (), space, space)
+            else:
+                outs = run(self, fn, buf)
             buf = None
             if fn._saved:
                 executed.append(fn)

@@ -364,23 +364,39 @@ class Node:
 
         A formula written against a space (``backward(self, g, F=TENSORS)``, flag ``_spaced``) runs in
         ``F``; a formula on Tensors alone runs on ARRAYS with its gradients wrapped (grad mode is off)."""
-        nf = self.next_functions
-        if F is TENSORS:
-            if self._spaced and not _state.enabled and len(grads) == 1:
-                # no graph of the gradient is needed: the formula runs on arrays
-                g = grads[0]
-                out = self._run_backward([None if g is None else g._data], ARRAYS)
-                make = Tensor._make
-                return [None if a is None else make(a) for a in out]
-        elif not self._spaced:
+        spaced = self._spaced
+        arrays = F is ARRAYS
+        if arrays and not spaced:       # a formula on Tensors alone, in a plain backward: wrapped for it
             make = Tensor._make
             out = self._run_backward([None if g is None else make(g) for g in grads])
             return [None if t is None else t._data for t in out]
+        if spaced and not arrays and not _state.enabled and len(grads) == 1:
+            # Tensors in, but no graph of the gradient is needed: the formula runs on arrays
+            g = grads[0]
+            out = self._run_backward([None if g is None else g._data], ARRAYS)
+            make = Tensor._make
+            return [None if a is None else make(a) for a in out]
+        nf = self.next_functions
         if len(grads) == 1:
             g = grads[0]
             if g is None:
                 return (None,) * len(nf)
-            res = self.backward(g, F) if self._spaced else self.backward(g)
+            res = self.backward(g, F) if spaced else self.backward(g)
+            if type(res) is not tuple:
+                if arrays:
+                    # NOTE: one input on arrays (the hot unary ops): the loop below, unrolled
+                    if res is None or nf[0][0] is None:
+                        return (None,)
+                    if type(res) is not _ndarray and not _is_array(res):    # a NumPy scalar (0-d result)
+                        res = _asarray(res)
+                    m = self._in_meta[0]
+                    if res.shape != m[0]:
+                        res = sum_to_shape(res, m[0])
+                    dt = res.dtype
+                    if dt is not m[1] and dt != m[1]:
+                        res = res.astype(m[1])
+                    return (res,)
+                res = (res,)
         else:
             for like in grads:
                 if like is not None:
@@ -390,28 +406,27 @@ class Node:
             if self.materialize_grads and self._out_meta is not None:
                 zeros = F.zeros
                 grads = [g if g is not None else zeros(m[0], m[1].np, like) for g, m in zip(grads, self._out_meta)]
-            res = self.backward(*grads, F) if self._spaced else self.backward(*grads)
-        if type(res) is not tuple:      # one input (the unary ops)
-            res = (res,)
-        arrays = F is ARRAYS
+            res = self.backward(*grads, F) if spaced else self.backward(*grads)
+            if type(res) is not tuple:
+                res = (res,)
         out = []
         for (fn, _), gx, meta in zip(nf, res, self._in_meta):
             if fn is None or gx is None:
                 out.append(None)
+                continue
+            if arrays:
+                if type(gx) is not _ndarray and not _is_array(gx):  # a NumPy scalar (0-d ufunc result)
+                    gx = _asarray(gx)
+                d = gx
             else:
-                if arrays:
-                    if type(gx) is not _ndarray and not _is_array(gx):  # a NumPy scalar (0-d ufunc result)
-                        gx = _asarray(gx)
-                    d = gx
-                else:
-                    d = gx._data
-                if d.shape != meta[0]:
-                    gx = F.sum_to(gx, meta[0])
-                    d = gx if arrays else gx._data
-                dt = d.dtype
-                if dt is not meta[1] and dt != meta[1]:     # NOTE: `is` first: dtype != costs ~0.1 us
-                    gx = F.cast(gx, meta[1])
-                out.append(gx)
+                d = gx._data
+            if d.shape != meta[0]:
+                gx = F.sum_to(gx, meta[0])
+                d = gx if arrays else gx._data
+            dt = d.dtype
+            if dt is not meta[1] and dt != meta[1]:     # NOTE: `is` first: dtype != costs ~0.1 us
+                gx = F.cast(gx, meta[1])
+            out.append(gx)
         if len(out) != len(nf):         # a formula that returned fewer gradients than inputs
             out.extend([None] * (len(nf) - len(out)))
         return out

@@ -6,12 +6,11 @@ from . import parallel
 from .parallel import DataParallel
 
 
-# [part A] a torch name hookgrad lacks raises _missing.NotImplementedName (an AttributeError)
+# a torch name hookgrad lacks raises _missing.NotImplementedName (an AttributeError)
 from .. import _missing  # noqa: E402
 __getattr__ = _missing.module_getattr(__name__, 'torch.nn')
 
 
-# [part Q]
 from . import grad, common_types  # noqa: E402
 
 
@@ -41,4 +40,3 @@ def factory_kwargs(kwargs):
                 raise TypeError(f"{k} specified twice, in **kwargs and in factory_kwargs")
             r[k] = kwargs[k]
     return r
-# [end Q]

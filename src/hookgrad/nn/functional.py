@@ -1469,17 +1469,14 @@ def _layer_error(e, module, *inputs):
     return new
 
 
-# [part A] a torch name hookgrad lacks raises _missing.NotImplementedName (an AttributeError)
+# a torch name hookgrad lacks raises _missing.NotImplementedName (an AttributeError)
 from .. import _missing  # noqa: E402
 __getattr__ = _missing.module_getattr(__name__, 'torch.nn.functional')
 
 
-# [part D1]
 from ..primitives.stats import cosine_similarity, pairwise_distance, pdist  # noqa: E402  (F.x is torch.x)
-# [end D1]
 
 
-# [part Q]
 from ..overrides import (has_torch_function, has_torch_function_unary, has_torch_function_variadic,  # noqa: E402
                          handle_torch_function)
 
@@ -1524,10 +1521,9 @@ def gumbel_softmax(logits, tau=1, hard=False, eps=1e-10, dim=-1):
         y_hard = zeros_like(logits).scatter_(dim, index, 1.0)
         return y_hard - y_soft.detach() + y_soft
     return y_soft
-# [end Q]
 
 
-# [part L] the last activations: F.hardshrink is torch.hardshrink, F.softshrink torch._C._nn.softshrink,
+# the last activations: F.hardshrink is torch.hardshrink, F.softshrink torch._C._nn.softshrink,
 # F.rrelu_ torch.rrelu_; F.rrelu is PyTorch's Python wrapper (adds ``inplace``)
 from ..primitives.special import hardshrink, softshrink, rrelu_  # noqa: E402
 
@@ -1538,9 +1534,7 @@ def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
     if inplace:
         return torch.rrelu_(input, lower, upper, training)
     return torch.rrelu(input, lower, upper, training)
-# [end L]
-# [part R] PyTorch's argument-parser errors for wrong argument types (error path only; last in the module)
+# PyTorch's argument-parser errors for wrong argument types (error path only; last in the module)
 from ..primitives._dispatch import install_checks as _r_install  # noqa: E402
 _r_install(globals(), python_level=True, names=_missing.torch_names("torch.nn.functional"))
 del _r_install
-# [end R]

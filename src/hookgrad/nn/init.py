@@ -248,6 +248,6 @@ dirac = _deprecated(dirac_)
 sparse = _deprecated(sparse_)
 
 
-# [part A] a torch name hookgrad lacks raises _missing.NotImplementedName (an AttributeError)
+# a torch name hookgrad lacks raises _missing.NotImplementedName (an AttributeError)
 from .. import _missing  # noqa: E402
 __getattr__ = _missing.module_getattr(__name__, 'torch.nn.init')

@@ -70,7 +70,7 @@ class Buffer(Tensor, metaclass=_BufferMeta):
         pass
 
 
-# [part L] lazy parameters and buffers (torch.nn.parameter's UninitializedParameter / UninitializedBuffer)
+# lazy parameters and buffers (torch.nn.parameter's UninitializedParameter / UninitializedBuffer)
 def _uninitialized_use(cls):
     """PyTorch's ValueError for an operation on an uninitialised tensor; names the hookgrad function that
     touched it (the outermost hookgrad frame of the failing call)."""
@@ -249,4 +249,3 @@ class UninitializedBuffer(UninitializedTensorMixin, Tensor):
         result = type(self)(self.requires_grad, None, self.dtype, self.persistent)
         memo[id(self)] = result
         return result
-# [end L]

@@ -22,6 +22,6 @@ __all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta"
            "Rprop", "LBFGS", "Adafactor", "lr_scheduler", "swa_utils"]
 
 
-# [part A] a torch name hookgrad lacks raises _missing.NotImplementedName (an AttributeError)
+# a torch name hookgrad lacks raises _missing.NotImplementedName (an AttributeError)
 from .. import _missing  # noqa: E402
 __getattr__ = _missing.module_getattr(__name__, 'torch.optim')

@@ -795,6 +795,6 @@ class CosineAnnealingWarmRestarts(LRScheduler):
 _LRScheduler = LRScheduler
 
 
-# [part A] a torch name hookgrad lacks raises _missing.NotImplementedName (an AttributeError)
+# a torch name hookgrad lacks raises _missing.NotImplementedName (an AttributeError)
 from .. import _missing  # noqa: E402
 __getattr__ = _missing.module_getattr(__name__, 'torch.optim.lr_scheduler')

@@ -12,7 +12,7 @@ from copy import deepcopy
 from itertools import chain
 
 from .._array import array_module, default_module
-from .._tensor import Tensor
+from .._tensor import Tensor, _zero_grad
 from .. import _dtype as D
 from ..autograd.grad_mode import set_grad_enabled, is_grad_enabled, enable_grad
 from ..utils.hooks import add_hook, HookDict
@@ -360,17 +360,7 @@ class Optimizer:
             self._patch_step_function()
         for group in self.param_groups:
             for p in group["params"]:
-                if p._grad is not None:
-                    if set_to_none:
-                        p.grad = None
-                    else:
-                        g = p._grad
-                        if g.grad_fn is not None:
-                            g.detach_()
-                        else:
-                            g.requires_grad_(False)
-                        g._data[...] = 0
-                        _bump(g)
+                _zero_grad(p, set_to_none)
 
     def step(self, closure=None):
         raise NotImplementedError

@@ -124,14 +124,13 @@ _METHODS.update({
     "fix": E.trunc, "clamp_min": E.clamp_min, "clamp_max": E.clamp_max,
     "var_mean": None, "hstack": None, "vecdot": None,
 })
-# ---- issue 10 breadth: each part adds its methods in its own block
-from . import special as _SP  # [part C]
-_METHODS.update({  # [part C]
+from . import special as _SP
+_METHODS.update({
     **_SP.METHODS, "bitwise_and": I.bitwise_and, "bitwise_or": I.bitwise_or, "bitwise_xor": I.bitwise_xor,
     "bitwise_not": I.bitwise_not,
 })
-_SP.sign_inplace(_METHODS)  # [part C]
-_METHODS.update({  # [part D1]
+_SP.sign_inplace(_METHODS)
+_METHODS.update({
     "nansum": ST.nansum, "nanmean": ST.nanmean, "logcumsumexp": ST.logcumsumexp, "quantile": ST.quantile,
     "nanquantile": ST.nanquantile, "cov": ST.cov, "corrcoef": ST.corrcoef, "unique": ST.unique,
     "unique_consecutive": ST.unique_consecutive, "count_nonzero": ST.count_nonzero,
@@ -141,7 +140,7 @@ _METHODS.update({  # [part D1]
     "scatter_reduce_": ST.scatter_reduce_, "put": ST.put, "put_": ST.put_, "renorm": ST.renorm,
     "renorm_": ST.renorm_, "dist": ST.dist, "argwhere": I.argwhere, "isneginf": I.isneginf, "isposinf": I.isposinf,
 })
-_METHODS.update({  # [part D2]
+_METHODS.update({
     "ravel": S.ravel, "rot90": S.rot90, "as_strided": S.as_strided, "as_strided_": S.as_strided_,
     "select_scatter": S.select_scatter, "slice_scatter": S.slice_scatter, "diagonal_scatter": S.diagonal_scatter,
     "as_strided_scatter": S.as_strided_scatter, "narrow_copy": S.narrow_copy, "diagflat": S.diagflat,
@@ -154,14 +153,14 @@ _METHODS.update({  # [part D2]
     "is_nonzero": C.is_nonzero, "is_same_size": C.is_same_size, "is_signed": C.is_signed,
     "is_inference": C.is_inference,
 })
-_METHODS.update({  # [part E]
+_METHODS.update({
     "swapaxes": S.swapaxes, "view_as": lambda self, other: S.view(self, other.shape),
     "reshape_as": lambda self, other: S.reshape(self, other.shape),
     "where": lambda self, condition, other: I.where(condition, self, other),
     "split": lambda self, split_size, dim=0: J.split(self, split_size, dim),
 })
-from . import everyday as _Q  # [part Q]
-_METHODS.update({  # [part Q]
+from . import everyday as _Q
+_METHODS.update({
     "adjoint": _Q.adjoint, "slice_inverse": _Q.slice_inverse, "dim_order": _Q.dim_order,
     "new_empty_strided": _Q.new_empty_strided, "as_subclass": _Q.as_subclass, "resize": _Q.resize,
     "resize_as": _Q.resize_as, "reinforce": _Q.reinforce, "volatile": _Q.volatile, "is_cpu": _Q.is_cpu,
@@ -179,11 +178,7 @@ _INPLACE_VIA = ("exp", "expm1", "log", "log2", "log10", "log1p", "sqrt", "rsqrt"
                 "round", "trunc", "frac", "clamp", "clip", "clamp_min", "clamp_max", "square", "pow",
                 "remainder", "fmod", "floor_divide", "lerp", "atan2", "tril", "triu", "cumsum", "cumprod",
                 "hardtanh")
-_INPLACE_VIA += _SP.INPLACE_VIA  # [part C]
-_INPLACE_VIA += ()  # [part D1]
-_INPLACE_VIA += ("addmv", "addr", "baddbmm", "addbmm")  # [part D2]
-_INPLACE_VIA += ()  # [part E]
-_INPLACE_VIA += ("addmm",)  # [part Q]
+_INPLACE_VIA += _SP.INPLACE_VIA + ("addmv", "addr", "baddbmm", "addbmm", "addmm")
 
 _INPLACE_BINARY = {"add_": E.Add, "sub_": E.Sub, "mul_": E.Mul, "div_": E.Div, "__iadd__": E.Add,
                    "__isub__": E.Sub, "__imul__": E.Mul, "__itruediv__": E.Div, "subtract_": E.Sub,
@@ -332,7 +327,7 @@ def _make_inplace_binary(cls, name):
 _install()
 
 
-# [part S: results as PyTorch's]
+# PyTorch's methods whose one argument is a list of ints also take them as varargs
 def _s_varargs(fn):
     """``x.squeeze(0, 1)``: PyTorch's methods whose one argument is a list of ints also take them as varargs."""
     import functools
@@ -347,10 +342,9 @@ def _s_varargs(fn):
 
 for _k in ("squeeze", "squeeze_", "count_nonzero", "hsplit", "vsplit", "dsplit", "broadcast_to"):
     setattr(Tensor, _k, _s_varargs(getattr(Tensor, _k)))
-# [end S]
 
 
-# [part R: PyTorch's argument-parser errors on Tensor methods] (error path only; the fast dunders stay as they are)
+# PyTorch's argument-parser errors on Tensor methods (error path only; the fast dunders stay as they are)
 def _r_check_methods():
     from ._dispatch import checked
     from .._errors import _PYTHON_LEVEL
@@ -363,4 +357,3 @@ def _r_check_methods():
 
 
 _r_check_methods()
-# [end R]

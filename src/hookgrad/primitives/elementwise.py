@@ -271,21 +271,19 @@ class Log(Unary, name="LogBackward0"):
 
 
 class Log2(Unary, name="Log2Backward0"):
+    """log to a fixed base: d/dx log_b(x) = 1 / (x ln b)."""
+    _fn, _ln_base = staticmethod(np.log2), math.log(2.0)
+
     def forward(self, x):
-        return np.log2(x)
+        return self._fn(x)
 
     def backward(self, g):
         (x,) = self.saved_values
-        return g / (x * math.log(2.0))
+        return g / (x * self._ln_base)
 
 
-class Log10(Unary, name="Log10Backward0"):
-    def forward(self, x):
-        return np.log10(x)
-
-    def backward(self, g):
-        (x,) = self.saved_values
-        return g / (x * math.log(10.0))
+class Log10(Log2, name="Log10Backward0"):
+    _fn, _ln_base = staticmethod(np.log10), math.log(10.0)
 
 
 class Log1p(Unary, name="Log1PBackward0"):
@@ -1256,28 +1254,20 @@ def _two_tensors(fname, input, other):
         raise not_tensor(fname, other, "other", 2)
 
 
-def minimum(input, other):
-    """Elementwise minimum (ties split the gradient)."""
-    _two_tensors("minimum", input, other)
-    return binary(Minimum, input, other)
+def _two_tensor_op(node, name, doc):
+    """The public function of a binary op whose arguments must both be tensors (no Python numbers)."""
+    def op(input, other):
+        _two_tensors(name, input, other)
+        return binary(node, input, other)
+    op.__name__ = op.__qualname__ = name
+    op.__doc__ = doc
+    return op
 
 
-def maximum(input, other):
-    """Elementwise maximum (ties split the gradient)."""
-    _two_tensors("maximum", input, other)
-    return binary(Maximum, input, other)
-
-
-def fmax(input, other):
-    """Elementwise maximum ignoring NaN."""
-    _two_tensors("fmax", input, other)
-    return binary(Fmax, input, other)
-
-
-def fmin(input, other):
-    """Elementwise minimum ignoring NaN."""
-    _two_tensors("fmin", input, other)
-    return binary(Fmin, input, other)
+minimum = _two_tensor_op(Minimum, "minimum", "Elementwise minimum (ties split the gradient).")
+maximum = _two_tensor_op(Maximum, "maximum", "Elementwise maximum (ties split the gradient).")
+fmax = _two_tensor_op(Fmax, "fmax", "Elementwise maximum ignoring NaN.")
+fmin = _two_tensor_op(Fmin, "fmin", "Elementwise minimum ignoring NaN.")
 
 
 def atan2(input, other):

@@ -228,15 +228,20 @@ def split(tensor, split_size_or_sections, dim=0):
     return _views(outs if isinstance(outs, tuple) else (outs,), tensor, lambda t: t.split(s, d))
 
 
-def chunk(input, chunks, dim=0):
-    """Split into ``chunks`` pieces of equal size (the last may be smaller; fewer pieces if needed)."""
+def _chunk_size(input, chunks, dim):
+    """The split size of chunk() and unsafe_chunk(): ``chunks`` pieces of equal size, the last may be smaller."""
     if chunks <= 0:
         raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
     nd = input._data.ndim
     if nd == 0:
         raise RuntimeError("chunk expects at least a 1-dimensional tensor")
     n = input._data.shape[wrap_dim(dim, nd)]
-    return split(input, -(-n // chunks) if n else 0, dim)
+    return -(-n // chunks) if n else 0
+
+
+def chunk(input, chunks, dim=0):
+    """Split into ``chunks`` pieces of equal size (the last may be smaller; fewer pieces if needed)."""
+    return split(input, _chunk_size(input, chunks, dim), dim)
 
 
 def slice_dim(input, d, start, stop):
@@ -410,7 +415,7 @@ def index_pad(input, pairs, mode):
     return cls.apply(input, maps=tuple(maps), in_shape=x.shape)
 
 
-# ============================================================ issue 10 [part D2]: more joins and splits
+# ============================================================ more joins and splits
 def atleast_3d(*ts):
     """Each tensor viewed with at least 3 dims (0-d: 1x1x1, 1-d (n): 1xnx1, 2-d: a trailing 1)."""
     def one(t):
@@ -527,13 +532,7 @@ def _unsafe(tensor, cls, sizes, dim, **params):
 
 def unsafe_chunk(input, chunks, dim=0):
     """chunk(), with outputs that are not autograd views."""
-    if chunks <= 0:
-        raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
-    nd = input._data.ndim
-    if nd == 0:
-        raise RuntimeError("chunk expects at least a 1-dimensional tensor")
-    n = input._data.shape[wrap_dim(dim, nd)]
-    return unsafe_split(input, -(-n // chunks) if n else 0, dim)
+    return unsafe_split(input, _chunk_size(input, chunks, dim), dim)
 
 
 def split_copy(input, split_size, dim=0):

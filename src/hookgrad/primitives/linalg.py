@@ -247,15 +247,7 @@ def mm(input, mat2):
 
 
 def bmm(input, mat2):
-    if input._data.ndim != 3:
-        raise RuntimeError("batch1 must be a 3D tensor")
-    if mat2._data.ndim != 3:
-        raise RuntimeError("batch2 must be a 3D tensor")
-    sa, sb = input._data.shape, mat2._data.shape
-    if sa[0] != sb[0] or sa[2] != sb[1]:
-        raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: [{sa[0]}, {sa[2]}] but got: "
-                           f"[{sb[0]}, {sb[1]}].")
-    _check_dtypes("bmm", input, mat2)
+    _batch_check(input, mat2)
     return Bmm.apply(input, mat2)
 
 
@@ -457,7 +449,7 @@ def _scalar_name(npdt):
             "bool": "Bool"}.get(npdt.name, npdt.name)
 
 
-# ------------------------------------------------------------ issue 10 [part D2]: more products
+# ------------------------------------------------------------ more products
 def _expand_check(shape, target):
     """PyTorch's expand error when ``shape`` (an input added to a product) does not broadcast to ``target``."""
     shape, target = tuple(shape), tuple(target)

@@ -47,6 +47,6 @@ def vecdot(x, y, *, dim=-1):
 sys.modules.setdefault("hookgrad.linalg", sys.modules[__name__])
 
 
-# [part A] a torch name hookgrad lacks raises _missing.NotImplementedName (an AttributeError)
+# a torch name hookgrad lacks raises _missing.NotImplementedName (an AttributeError)
 from .. import _missing  # noqa: E402
 __getattr__ = _missing.module_getattr("hookgrad.linalg", 'torch.linalg')

@@ -795,7 +795,7 @@ class PackPaddedSequenceGrad(Node, name="PackPaddedSequenceBackwardBackward0"):
         return PackPaddedSequence.apply(gg, batch_sizes=self.batch_sizes, batch_first=self.batch_first)
 
 
-# [part P] adaptive average pooling: one primitive (AdaptiveAvgPool2DBackward0), as PyTorch
+# adaptive average pooling: one primitive (AdaptiveAvgPool2DBackward0), as PyTorch
 def _adaptive_avg_matrix(size, o, xp):
     """(o, size) in module ``xp``: row i averages PyTorch's adaptive region [floor(i*size/o), ceil((i+1)*size/o))."""
     m = xp.zeros((o, size), np.float64)

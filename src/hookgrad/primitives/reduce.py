@@ -260,16 +260,18 @@ def _var_args(input, dim, unbiased, keepdim, correction, name):
     return dims, correction, keepdim
 
 
-def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
-    """Variance over ``dim`` (all dims by default) with Bessel's ``correction`` (default 1)."""
-    dims, c, keepdim = _var_args(input, dim, unbiased, keepdim, correction, "var")
-    return Var.apply(input, dims=dims, correction=c, keepdim=keepdim)
+def _var_op(node, name, doc):
+    """The public function of a var/std node: PyTorch's signature, the arguments checked by _var_args."""
+    def op(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+        dims, c, keepdim = _var_args(input, dim, unbiased, keepdim, correction, name)
+        return node.apply(input, dims=dims, correction=c, keepdim=keepdim)
+    op.__name__ = op.__qualname__ = name
+    op.__doc__ = doc
+    return op
 
 
-def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
-    """Standard deviation over ``dim`` with Bessel's ``correction`` (default 1)."""
-    dims, c, keepdim = _var_args(input, dim, unbiased, keepdim, correction, "std")
-    return Std.apply(input, dims=dims, correction=c, keepdim=keepdim)
+var = _var_op(Var, "var", "Variance over ``dim`` (all dims by default) with Bessel's ``correction`` (default 1).")
+std = _var_op(Std, "std", "Standard deviation over ``dim`` with Bessel's ``correction`` (default 1).")
 
 
 class VarMean(Node, name="VarMeanBackward0"):
@@ -305,16 +307,8 @@ class StdMean(VarMean, name="StdMeanBackward0"):
     _std = True
 
 
-def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
-    """(var, mean) over the same dims: one node with two outputs."""
-    dims, c, keepdim = _var_args(input, dim, unbiased, keepdim, correction, "var_mean")
-    return VarMean.apply(input, dims=dims, correction=c, keepdim=keepdim)
-
-
-def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
-    """(std, mean) over the same dims: one node with two outputs."""
-    dims, c, keepdim = _var_args(input, dim, unbiased, keepdim, correction, "std_mean")
-    return StdMean.apply(input, dims=dims, correction=c, keepdim=keepdim)
+var_mean = _var_op(VarMean, "var_mean", "(var, mean) over the same dims: one node with two outputs.")
+std_mean = _var_op(StdMean, "std_mean", "(std, mean) over the same dims: one node with two outputs.")
 
 
 # ------------------------------------------------------------------------ max / min / amax

@@ -754,7 +754,7 @@ def unfold(self, dimension, size, step):
     return out.movedim(d + 1, -1) if d + 1 != nd else out
 
 
-# ======================================================= issue 10 [part D2]: more shape and view ops
+# ======================================================= more shape and view ops
 def ravel(input):
     """The elements as a 1-D tensor (a view when the tensor is contiguous, else a contiguous copy's view)."""
     return view(contiguous(input), (-1,))

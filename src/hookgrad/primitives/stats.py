@@ -202,6 +202,22 @@ def nanquantile(input, q, dim=None, keepdim=False, *, interpolation="linear"):
 
 
 # ------------------------------------------------------------------------------ cov / corrcoef
+def _check_cov_weights(t, name, kinds, kind_text, nobs):
+    """cov()'s checks of ``fweights`` (integral) and ``aweights`` (floating point), in PyTorch's order."""
+    a = t._data
+    if a.ndim > 1:
+        raise RuntimeError(f"cov(): expected {name} to have one or fewer dimensions but got {name} with "
+                           f"{a.ndim} dimensions")
+    if a.dtype.kind not in kinds:
+        raise RuntimeError(f"cov(): expected {name} to have {kind_text} dtype but got {name} with "
+                           f"{_short(a.dtype)} dtype")
+    if a.size != nobs:
+        raise RuntimeError(f"cov(): expected {name} to have the same numel as there are observations in the "
+                           f"input but got {a.size} != {nobs}")
+    if nobs and a.min() < 0:
+        raise RuntimeError(f"cov(): {name} cannot be negative")
+
+
 def cov(input, *, correction=1, fweights=None, aweights=None):
     """Covariance of the rows (variables) over the columns (observations), as PyTorch composes it."""
     x = input._data
@@ -215,32 +231,10 @@ def cov(input, *, correction=1, fweights=None, aweights=None):
     nobs = inp._data.shape[1]
     w = None
     if fweights is not None:
+        _check_cov_weights(fweights, "fweights", "iu", "integral", nobs)
         w = fweights
-        wa = w._data
-        if wa.ndim > 1:
-            raise RuntimeError("cov(): expected fweights to have one or fewer dimensions but got fweights with "
-                               f"{wa.ndim} dimensions")
-        if wa.dtype.kind not in "iu":
-            raise RuntimeError("cov(): expected fweights to have integral dtype but got fweights with "
-                               f"{_short(wa.dtype)} dtype")
-        if wa.size != nobs:
-            raise RuntimeError("cov(): expected fweights to have the same numel as there are observations in the "
-                               f"input but got {wa.size} != {nobs}")
-        if nobs and wa.min() < 0:
-            raise RuntimeError("cov(): fweights cannot be negative")
     if aweights is not None:
-        aa = aweights._data
-        if aa.ndim > 1:
-            raise RuntimeError("cov(): expected aweights to have one or fewer dimensions but got aweights with "
-                               f"{aa.ndim} dimensions")
-        if aa.dtype.kind != "f":
-            raise RuntimeError("cov(): expected aweights to have floating point dtype but got aweights with "
-                               f"{_short(aa.dtype)} dtype")
-        if aa.size != nobs:
-            raise RuntimeError("cov(): expected aweights to have the same numel as there are observations in the "
-                               f"input but got {aa.size} != {nobs}")
-        if nobs and aa.min() < 0:
-            raise RuntimeError("cov(): aweights cannot be negative")
+        _check_cov_weights(aweights, "aweights", "f", "floating point", nobs)
         w = aweights if w is None else w * aweights
     if w is not None:
         w_sum = w.sum()

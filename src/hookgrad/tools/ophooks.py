@@ -27,6 +27,7 @@ import numpy as np
 
 from ..autograd.graph import OpHook, op_name
 from .. import Tensor
+from .threadstate import thread_list
 from .paths import ModuleStack
 
 __all__ = ["OpTimer", "OpPrinter", "MemoryHook", "HookTimeAccount", "account", "OpTool", "WHERE", "user_frame",
@@ -210,10 +211,7 @@ class OpTimer(OpTool):
         r[phase + 1] += dt
 
     def _starts(self):
-        st = getattr(self._tls, "starts", None)
-        if st is None:
-            st = self._tls.starts = []
-        return st
+        return thread_list(self._tls, "starts")
 
     def forward_pre(self, name, inputs):
         if not self._bdepth():

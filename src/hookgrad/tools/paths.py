@@ -4,6 +4,7 @@ import fnmatch
 import threading
 
 from ..nn.modules.module import register_module_forward_hook, register_module_forward_pre_hook
+from .threadstate import thread_list
 
 __all__ = ["module_paths", "select", "match", "ModuleStack"]
 
@@ -68,10 +69,7 @@ class ModuleStack:
         self._handles = []
 
     def _stack(self):
-        st = getattr(self._tls, "stack", None)
-        if st is None:
-            st = self._tls.stack = []
-        return st
+        return thread_list(self._tls, "stack")
 
     def _pre(self, module, args):
         path = self.paths.get(id(module))

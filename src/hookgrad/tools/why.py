@@ -27,6 +27,7 @@ from collections import namedtuple
 from .. import Tensor
 from ..autograd.grad_mode import is_grad_enabled
 from ..nn.modules import module as _m
+from .threadstate import thread_list
 from .paths import module_paths
 from .registry import HookRecord, HookRegistry, handle_ids, is_global, listing, norm_kind, default_registry
 
@@ -111,10 +112,7 @@ class Watch:
 
     # ---- observing ----
     def _stack(self):
-        st = getattr(self._tls, "stack", None)
-        if st is None:
-            st = self._tls.stack = []
-        return st
+        return thread_list(self._tls, "stack")
 
     def _pre(self, module, args):
         if id(module) in self._obs:

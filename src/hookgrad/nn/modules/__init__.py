@@ -18,7 +18,7 @@ from .pixelshuffle import *    # noqa: F401,F403
 from .instancenorm import *    # noqa: F401,F403
 from .distance import *       # noqa: F401,F403  CosineSimilarity, PairwiseDistance
 from .rnn import *             # noqa: F401,F403  (the recurrent layers come in issue 12)
-from .lazy import *            # noqa: F401,F403  LazyModuleMixin [part L]
+from .lazy import *            # noqa: F401,F403  LazyModuleMixin
 
 # `from .modules import *` in nn/__init__ takes the layers, not the submodules (nn.utils is not modules.utils)
 import types as _types  # noqa: E402

@@ -391,29 +391,21 @@ def _register_legacy_backward_hooks(self, call, hooks):
 def _run_always_called_hooks(self, call):
     """After an exception: the always_call forward hooks (global, then the module's) that have not run."""
     args, kwargs, called = call[_ARGS], call[_KWARGS], call[_CALLED]
-    for hook_id, hook in tuple(_global_forward_hooks.items()):
-        if hook_id in _global_forward_hooks_always_called and hook_id not in called:
-            try:
-                hook_result = hook(self, args, call[_RESULT])
-                if hook_result is not None:
-                    call[_RESULT] = hook_result
-            except Exception as e:
-                warnings.warn("global module forward hook with ``always_call=True`` raised an exception "
-                              f"that was silenced as another error was raised in forward: {str(e)}")
-                continue
-    for hook_id, hook in tuple(self._forward_hooks.items()):
-        if hook_id in self._forward_hooks_always_called and hook_id not in called:
-            try:
-                if hook_id in self._forward_hooks_with_kwargs:
-                    hook_result = hook(self, args, kwargs, call[_RESULT])
-                else:
-                    hook_result = hook(self, args, call[_RESULT])
-                if hook_result is not None:
-                    call[_RESULT] = hook_result
-            except Exception as e:
-                warnings.warn("module forward hook with ``always_call=True`` raised an exception "
-                              f"that was silenced as another error was raised in forward: {str(e)}")
-                continue
+    for who, hooks, always, with_kwargs in (
+            ("global module", _global_forward_hooks, _global_forward_hooks_always_called, ()),
+            ("module", self._forward_hooks, self._forward_hooks_always_called, self._forward_hooks_with_kwargs)):
+        for hook_id, hook in tuple(hooks.items()):
+            if hook_id in always and hook_id not in called:
+                try:
+                    if hook_id in with_kwargs:
+                        hook_result = hook(self, args, kwargs, call[_RESULT])
+                    else:
+                        hook_result = hook(self, args, call[_RESULT])
+                    if hook_result is not None:
+                        call[_RESULT] = hook_result
+                except Exception as e:
+                    warnings.warn(f"{who} forward hook with ``always_call=True`` raised an exception "
+                                  f"that was silenced as another error was raised in forward: {str(e)}")
 
 
 def _maybe_warn_non_full_backward_hook(self, inputs, result, grad_fn):

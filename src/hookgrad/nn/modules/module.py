@@ -13,7 +13,7 @@ import sys
 import types
 import warnings
 
-from ..._tensor import Tensor
+from ..._tensor import Tensor, _zero_grad
 from ...autograd.grad_mode import no_grad
 from ..parameter import Parameter, Buffer
 from . import _module_hooks as _hooks, _state_dict as _sd
@@ -544,17 +544,7 @@ class Module:
                           "This means they are not leaf nodes in autograd and so don't accumulate gradients. "
                           "If you need gradients in your forward method, consider using autograd.grad instead.")
         for p in self.parameters():
-            if p._grad is not None:
-                if set_to_none:
-                    p.grad = None
-                else:
-                    g = p._grad
-                    if g.grad_fn is not None:
-                        g.detach_()
-                    else:
-                        g.requires_grad_(False)
-                    g._data[...] = 0
-                    g._vc[0] += 1
+            _zero_grad(p, set_to_none)
 
     # ---- printing --------------------------------------------------------------------------
     def _get_name(self):

@@ -10,6 +10,6 @@ __all__ = ["Dataset", "IterableDataset", "TensorDataset", "Subset", "ConcatDatas
            "DataLoader", "default_collate", "default_convert", "StackDataset", "ChainDataset", "get_worker_info"]
 
 
-# [part A] a torch name hookgrad lacks raises _missing.NotImplementedName (an AttributeError)
+# a torch name hookgrad lacks raises _missing.NotImplementedName (an AttributeError)
 from ... import _missing  # noqa: E402
 __getattr__ = _missing.module_getattr(__name__, 'torch.utils.data')
