@@ -474,19 +474,19 @@ class Node:
 
     def register_hook(self, fn):
         """Post-hook ``fn(grad_inputs, grad_outputs)``; may return a tuple replacing grad_inputs."""
-        if self._post_hooks is None:
-            self._post_hooks = HookDict()
-        self._hooked = True
-        h = add_hook(self._post_hooks, fn)
-        return h
+        return self._add_hook("_post_hooks", fn)
 
     def register_prehook(self, fn):
         """Pre-hook ``fn(grad_outputs)``; may return a tuple replacing grad_outputs."""
-        if self._pre_hooks is None:
-            self._pre_hooks = HookDict()
+        return self._add_hook("_pre_hooks", fn)
+
+    def _add_hook(self, attr, fn):
+        hooks = getattr(self, attr)
+        if hooks is None:
+            hooks = HookDict()
+            setattr(self, attr, hooks)
         self._hooked = True
-        h = add_hook(self._pre_hooks, fn)
-        return h
+        return add_hook(hooks, fn)
 
     def _register_tensor_hooks(self, slot, hooks):
         if self._tensor_pre_hooks is None:
