@@ -56,7 +56,7 @@ def _node_step(task, fn, buf):
         _slot_hooks(fn, buf, space)                         # 1-2
         pre = fn._pre_hooks
         if pre or fn._post_hooks:
-            go = tuple([space.tensor(g) for g in buf])
+            go = space.tensors(buf)
             if pre:                                         # 3
                 for hook in tuple(pre.values()):
                     go = check_tuple_result(hook, go, hook(go), fn, "grad_outputs")
@@ -68,7 +68,7 @@ def _node_step(task, fn, buf):
                 buf = list(go)
                 on = TENSORS
             else:
-                buf.extend([space.carry(t) for t in go])
+                buf.extend(space.carry_all(go))
             go = None
     outs = fn._run_backward(buf, on)                        # 4
     if task.needed is not None and fn._masks_unneeded:
@@ -78,7 +78,7 @@ def _node_step(task, fn, buf):
     if fn._post_hooks:                                      # 5
         return _post_hooks(fn, outs, tuple(buf) if had else (), on, space)
     if on is not space:
-        return [space.carry(t) for t in outs]
+        return space.carry_all(outs)
     return outs
 
 
@@ -86,10 +86,10 @@ def _post_hooks(fn, outs, go, on, space):
     """Step 5: the node post-hooks on (grad_inputs, grad_outputs). A post-hook registered while the
     node ran (say by an unpack hook through _current_autograd_node) runs too, with an empty
     grad_outputs (PyTorch kept no inputs)."""
-    outs = tuple([on.tensor(g) for g in outs])
+    outs = on.tensors(outs)
     for hook in tuple(fn._post_hooks.values()):
         outs = check_tuple_result(hook, outs, hook(outs, go), fn)
-    return [space.carry(t) for t in outs]
+    return space.carry_all(outs)
 
 
 def _slot_hooks(fn, buf, space):
@@ -118,10 +118,10 @@ def _op_hooked(run):
     """A node runner with the op hooks (autograd.graph.OpHook) before and after the step ``run``."""
     def run_op_hooked(task, fn, buf):
         space = task.space
-        go = tuple([space.tensor(g) for g in buf])
+        go = space.tensors(buf)
         run_backward_op_hooks(fn, go)
         outs = run(task, fn, buf)
-        run_backward_op_hooks(fn, go, tuple([space.tensor(g) for g in outs]), post=True)
+        run_backward_op_hooks(fn, go, space.tensors(outs), post=True)
         return outs
     return run_op_hooked
 
@@ -272,7 +272,7 @@ def run_backward(roots, grads, keep_graph, create_graph, inputs=None, accumulate
         for fn in task.executed:
             fn._release()
     if task.captured is not None:
-        return [space.tensor(g) for g in task.captured]
+        return list(space.tensors(task.captured))
     return None
 
 

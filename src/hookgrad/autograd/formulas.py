@@ -139,6 +139,15 @@ class _Arrays:
         return None if t is None else t._data
 
     @staticmethod
+    def tensors(gs):
+        """``tuple(tensor(g) for g in gs)`` in one call (a node's grads around its hooks)."""
+        return tuple([None if g is None else _make(g) for g in gs])
+
+    @staticmethod
+    def carry_all(ts):
+        return [None if t is None else t._data for t in ts]
+
+    @staticmethod
     def add(a, b):
         return a + b
 
@@ -194,6 +203,14 @@ class _Tensors:
     @staticmethod
     def carry(t):
         return t
+
+    @staticmethod
+    def tensors(gs):
+        return tuple(gs)
+
+    @staticmethod
+    def carry_all(ts):
+        return list(ts)
 
     @staticmethod
     def add(a, b):
