@@ -89,8 +89,9 @@ from .primitives.shape import (ravel, rot90, as_strided, select_scatter, slice_s
                                alias_copy, unfold_copy, narrow_copy, diagflat, broadcast_shapes, broadcast_tensors,
                                meshgrid, repeat_interleave, diff, trapezoid, trapz, cumulative_trapezoid, vander,
                                unravel_index, as_strided_)
-from .primitives.join import (atleast_3d, block_diag, cartesian_prod, combinations, unsafe_split,
-                              unsafe_split_with_sizes, unsafe_chunk, split_copy, split_with_sizes_copy, unbind_copy)
+from .primitives.join import (atleast_3d, block_diag, unsafe_split, unsafe_split_with_sizes, unsafe_chunk)
+from .primitives.shape import cartesian_prod, split_copy, split_with_sizes_copy, unbind_copy
+from .primitives.index import combinations
 from .primitives.linalg import (addmv, addr, baddbmm, addbmm, vdot, chain_matmul, tensordot, kron, cross)
 from ._creation import (hann_window, hamming_window, blackman_window, bartlett_window, kaiser_window,
                         range_deprecated as range, scalar_tensor, empty_strided, empty_permuted, frombuffer,

@@ -26,15 +26,27 @@ LAYERS = (
      "autograd.function", "autograd.forward_ad", "autograd.profiler"),
     # 3: tensors made from nothing (factories, random numbers, storages)
     ("_creation", "storage", "random"),
-    # 4: the differentiable primitives and the in-place plumbing, with the Tensor methods they install
-    ("primitives",),
-    # 5: built on the ops: the torch.autograd namespace (backward, grad, functional, gradcheck), nn, optim,
-    #    utils, serialization, the namespaces of missing names, PyTorch's load-time modules
+    # 4: the differentiable primitives and the in-place plumbing, one sub-layer per step of the op families'
+    #    order, bottom first (a family may import the families below it, never one above):
+    #    the shared plumbing and leaf kernels (in-place and dispatch helpers, out=, return types, fill, the NumPy
+    #    erf kernel, the indexing nodes that index and join share)
+    ("primitives._inplace", "primitives._dispatch", "primitives._out", "primitives.return_types", "primitives.fill",
+     "primitives._kernels", "primitives._index_nodes"),
+    ("primitives.elementwise",),            # unary/binary maths, where
+    ("primitives.join",),                   # cat/stack/split/pad (the others build on cat)
+    ("primitives.nn",),                     # conv, pooling, activations
+    ("primitives.index",),                  # get/set items, gather/scatter, masks, comparisons
+    ("primitives.shape",),                  # views, reshapes, *_copy, meshgrid
+    ("primitives.reduce", "primitives.special", "primitives.linalg"),
+    ("primitives.stats", "primitives.everyday"),
+    ("primitives",),                        # the package: installs the Tensor methods of every family
+    # above the primitives, built on the ops: the torch.autograd namespace (backward, grad, functional,
+    #    gradcheck), nn, optim, utils, serialization, the namespaces of missing names, PyTorch's load-time modules
     ("autograd", "nn", "optim", "utils", "serialization", "_weights_only_unpickler", "_misc", "_nn_functions",
      "futures", "jit", "hub", "overrides", "multiprocessing", "backends", "cpu", "cuda", "primitives.linalg_ns",
      "_missing"),
-    # 6: hookgrad itself (the flat namespace, ""), the namespace glue (torch._C, torch.ops, the torch alias) and
-    #    the clients of the public API, which import hookgrad as their users do
+    # the top: hookgrad itself (the flat namespace, ""), the namespace glue (torch._C, torch.ops, the torch
+    #    alias) and the clients of the public API, which import hookgrad as their users do
     ("", "_C", "ops", "compat", "functional", "__main__", "_spawn", "tools", "models", "distributions", "testing",
      "utils._python_dispatch"),
 )
@@ -49,12 +61,6 @@ ALLOWED = {
     ("nn.functional", ""): "F.rrelu calls torch.rrelu / torch.rrelu_ (owner: nn/functional.py)",
     ("nn.modules.activation", ""): "Tanh/Sigmoid call torch.tanh / torch.sigmoid (owner: nn/modules/activation.py)",
     ("overrides", ""): "get_ignored_functions reads the namespace (owner: overrides.py)",
-    # the op families call each other's primitives lazily; these four edges close circles among them (one order
-    # of the families inside primitives, elementwise < special < shape < index < nn < join, is still to decide)
-    ("primitives.elementwise", "primitives.index"): "_where (owner: primitives/elementwise.py)",
-    ("primitives.elementwise", "primitives.special"): "_erf without scipy (owner: primitives/elementwise.py)",
-    ("primitives.join", "primitives.index"): "slice_dim uses index.Slice (owner: primitives/join.py)",
-    ("primitives.join", "primitives.shape"): "cartesian_prod uses shape.meshgrid (owner: primitives/join.py)",
 }
 
 

@@ -11,7 +11,8 @@ from .._tensor import Tensor
 from .._array import array_module, module_of, default_module
 from ..autograd.graph import Node
 from ..autograd.formulas import TENSORS
-from ._dispatch import binary, apply_inplace
+from ._dispatch import binary, apply_inplace, broadcast_error
+from .. import _dtype as D
 from .._errors import not_tensor, not_number, is_number, not_implemented_for, float_kernel
 
 _ZEROS = {}
@@ -179,9 +180,58 @@ class RPow(Pow, name="PowBackward2"):
         return g * _where(out == 0, 0.0, out * float(np.log(abs(x)) if x else -np.inf))
 
 
-def _where(cond, a, b):
-    from .index import where
-    return where(cond, a, b)
+class Where(Node, name="WhereBackward0"):
+    saved_attrs = ("condition=cond",)
+    dt = None
+
+    def forward(self, cond, x, y):
+        self.cond = cond
+        r = np.where(cond, x, y)
+        return r.astype(self.dt, copy=False) if self.dt is not None else r
+
+    def backward(self, g):
+        nf = self.next_functions
+        c = self.cond
+        go = scale(g, ~c) if nf[2][0] is not None else None     # other before self (alphabetical)
+        return None, (scale(g, c) if nf[1][0] is not None else None), go
+
+
+def where(condition, input=None, other=None):
+    if input is None and other is None:
+        return tuple(Tensor._make(a) for a in np.nonzero(condition._data))
+    if isinstance(condition, Tensor):
+        cond = condition._data
+    else:
+        like = next((t._data for t in (input, other) if isinstance(t, Tensor)), None)
+        cond = (default_module() if like is None else array_module(like)).asarray(condition)
+    if cond.dtype != np.bool_:
+        if cond.dtype == np.uint8:
+            cond = cond.astype(bool)
+        else:
+            raise RuntimeError(f"where expected condition to be a boolean tensor, but got a tensor with dtype "
+                               f"{D.from_numpy_dtype(cond.dtype).name.capitalize() if cond.dtype.kind != 'f' else 'Float'}")
+    ts = [t for t in (input, other) if isinstance(t, Tensor)]
+    ss = [s for s in (input, other) if not isinstance(s, Tensor)]
+    dt = D.result_type_of(ts, ss)
+    a = input if isinstance(input, Tensor) else dt.np.type(input)
+    b = other if isinstance(other, Tensor) else dt.np.type(other)
+    params = {}
+    if any(t._data.dtype != dt.np for t in ts) or not ts:
+        params["dt"] = dt.np
+    try:
+        return Where.apply(Tensor._make(cond), a, b, **params)
+    except ValueError:
+        shapes = [cond.shape] + [t._data.shape for t in ts]
+        try:
+            sa = np.broadcast_shapes(*shapes[:2])
+        except ValueError:
+            raise broadcast_error(shapes[0], shapes[1]) from None
+        if len(shapes) < 3:
+            raise
+        raise broadcast_error(sa, shapes[2]) from None
+
+
+_where = where
 
 
 class Minimum(Node, name="MinimumBackward0"):
@@ -402,7 +452,7 @@ def _erf(x):
         from scipy.special import erf
         return erf(x).astype(x.dtype, copy=False)
     except ImportError:
-        from .special import _erf       # the NumPy kernel, with the other special functions
+        from ._kernels import _erf      # the NumPy kernel, shared with the special functions
         return _erf(x)
 
 

@@ -10,8 +10,10 @@ from ._dispatch import binary, as_tensor_arg
 from ._inplace import make_view, inplace_apply
 from ._dispatch import wrap_dim, dims_of, broadcast_error
 from .._errors import not_implemented_for
-from .elementwise import scale
-from .._array import array_module, default_module
+from ._index_nodes import (_check_bounds, Index, Select, Slice, IndexGrad, Unsqueeze, Alias,  # noqa: F401
+                           zeros_for, IndexSelect, IndexAddGrad)
+from .elementwise import scale, Where, where  # noqa: F401  (where is an elementwise op)
+from .._array import array_module
 
 
 def _convert_index(idx, src):
@@ -62,68 +64,6 @@ def _unwrap_list(lst):
     if isinstance(lst, Tensor):
         return lst._data
     return lst
-
-
-def _check_bounds(shape, idx):
-    # NumPy raises IndexError already with a similar text; make it PyTorch's
-    dim = 0
-    for i in idx:
-        if i is None:
-            continue
-        if i is Ellipsis:
-            dim = len(shape) - sum(1 for j in idx if j is not None and j is not Ellipsis and not isinstance(j, bool)) + dim
-            continue
-        if isinstance(i, int) and not isinstance(i, bool):
-            if dim >= len(shape):
-                raise IndexError(f"too many indices for tensor of dimension {len(shape)}")
-            if not -shape[dim] <= i < shape[dim]:
-                raise IndexError(f"index {i} is out of bounds for dimension {dim} with size {shape[dim]}")
-        dim += 1
-
-
-class Index(Node, name="IndexBackward0"):
-    def forward(self, x):
-        self.in_shape = x.shape
-        self.in_dtype = x.dtype
-        try:
-            return x[self.idx]
-        except IndexError as e:
-            _check_bounds(x.shape, self.idx)
-            raise IndexError(str(e).replace(" axis ", " dimension ")) from None
-
-    def backward(self, g):
-        return IndexGrad.apply(g, idx=self.idx, shape=self.in_shape, basic=self.basic)
-
-
-class Select(Index, name="SelectBackward0"):
-    pass
-
-
-class Slice(Index, name="SliceBackward0"):
-    pass
-
-
-class IndexGrad(Node, name="IndexPutBackward0"):
-    """Scatter a gradient back into the indexed positions (summing repeats); its gradient is the index."""
-
-    def forward(self, g):
-        out = array_module(g).zeros(self.shape, g.dtype)
-        if self.basic:
-            out[self.idx] = g
-        else:
-            np.add.at(out, self.idx, g)
-        return out
-
-    def backward(self, gg):
-        return Index.apply(gg, idx=self.idx, basic=self.basic)
-
-
-class Unsqueeze(Index, name="UnsqueezeBackward0"):
-    pass
-
-
-class Alias(Index, name="AliasBackward0"):
-    pass
 
 
 _ALL = slice(None)
@@ -307,57 +247,6 @@ def index_put_(self, indices, values, accumulate=False):
     return inplace_apply(self, IndexPut, (values,), {"idx": np_idx, "accumulate": accumulate})
 
 
-class Where(Node, name="WhereBackward0"):
-    saved_attrs = ("condition=cond",)
-    dt = None
-
-    def forward(self, cond, x, y):
-        self.cond = cond
-        r = np.where(cond, x, y)
-        return r.astype(self.dt, copy=False) if self.dt is not None else r
-
-    def backward(self, g):
-        nf = self.next_functions
-        c = self.cond
-        go = scale(g, ~c) if nf[2][0] is not None else None     # other before self (alphabetical)
-        return None, (scale(g, c) if nf[1][0] is not None else None), go
-
-
-def where(condition, input=None, other=None):
-    if input is None and other is None:
-        return tuple(Tensor._make(a) for a in np.nonzero(condition._data))
-    if isinstance(condition, Tensor):
-        cond = condition._data
-    else:
-        like = next((t._data for t in (input, other) if isinstance(t, Tensor)), None)
-        cond = (default_module() if like is None else array_module(like)).asarray(condition)
-    if cond.dtype != np.bool_:
-        if cond.dtype == np.uint8:
-            cond = cond.astype(bool)
-        else:
-            raise RuntimeError(f"where expected condition to be a boolean tensor, but got a tensor with dtype "
-                               f"{D.from_numpy_dtype(cond.dtype).name.capitalize() if cond.dtype.kind != 'f' else 'Float'}")
-    ts = [t for t in (input, other) if isinstance(t, Tensor)]
-    ss = [s for s in (input, other) if not isinstance(s, Tensor)]
-    dt = D.result_type_of(ts, ss)
-    a = input if isinstance(input, Tensor) else dt.np.type(input)
-    b = other if isinstance(other, Tensor) else dt.np.type(other)
-    params = {}
-    if builtins.any(t._data.dtype != dt.np for t in ts) or not ts:
-        params["dt"] = dt.np
-    try:
-        return Where.apply(Tensor._make(cond), a, b, **params)
-    except ValueError:
-        shapes = [cond.shape] + [t._data.shape for t in ts]
-        try:
-            sa = np.broadcast_shapes(*shapes[:2])
-        except ValueError:
-            raise _size_mismatch(shapes[0], shapes[1]) from None
-        if len(shapes) < 3:
-            raise
-        raise _size_mismatch(sa, shapes[2]) from None
-
-
 # ------------------------------------------------------------------------- comparisons (no grad)
 def _cmp(npfn, name):
     def fn(input, other):
@@ -523,16 +412,6 @@ def _check_index(name, input, dim, index, src=None):
     return d
 
 
-def zeros_for(node, i, like):
-    """A zero gradient for input ``i`` of a node (the zero derivative of a linked input), made with the
-    module of the Tensor ``like``."""
-    nf = node.next_functions
-    if i >= len(nf) or nf[i][0] is None:
-        return None
-    shape, dt = node._in_meta[i]
-    return Tensor._make(array_module(like._data).zeros(shape, getattr(dt, "np", dt)))
-
-
 class Gather(Node, name="GatherBackward0"):
     """out[i][j] = x[i][index[i][j]] (dim=1)."""
     save = (0,)
@@ -651,29 +530,6 @@ def _check_vector_index(name, index, n):
     if ia.dtype not in (np.int64, np.int32):
         raise RuntimeError(f"{name}(): Expected dtype int32 or int64 for index")
     return ia.reshape(-1)
-
-
-class IndexSelect(Node, name="IndexSelectBackward0"):
-    saved_attrs = ("dim", "index", "self_sym_sizes=in_shape")
-    def forward(self, x):
-        self.in_shape = x.shape
-        return np.take(x, self.index, axis=self.dim)
-
-    def backward(self, g):
-        return IndexAddGrad.apply(g, index=self.index, dim=self.dim, shape=self.in_shape)
-
-
-class IndexAddGrad(Node, name="IndexAddBackward0"):
-    """zeros(shape).index_add(dim, index, g): the backward of index_select (``src``: an optional input
-    linked with a zero derivative, for backward formulas that depend on their input in PyTorch)."""
-
-    def forward(self, g, src=None):
-        out = array_module(g).zeros(self.shape, g.dtype)
-        np.add.at(out, (slice(None),) * self.dim + (self.index,), g)
-        return out
-
-    def backward(self, gg):
-        return IndexSelect.apply(gg, index=self.index, dim=self.dim), zeros_for(self, 1, gg)
 
 
 def index_select(input, dim, index):
@@ -999,3 +855,22 @@ class _ViaConst(_Via):
     """_Via for an op that writes a constant (masked_fill_): PyTorch lets it write through elements that share
     memory (an expanded tensor)."""
     _overlap_ok = True
+
+
+def combinations(input, r=2, with_replacement=False):
+    """The length-r combinations of a 1-D tensor's elements (itertools.combinations's order), one per row."""
+    import itertools
+    if input._data.ndim != 1:
+        raise RuntimeError(f"Expect a 1D vector, but got shape {list(input._data.shape)}")
+    if r < 0:
+        raise RuntimeError(f"Expect a non-negative number, but got {r}")
+    xp = array_module(input._data)
+    if r == 0:
+        return Tensor._make(xp.zeros(0, input._data.dtype))
+    n = input._data.shape[0]
+    gen = itertools.combinations_with_replacement if with_replacement else itertools.combinations
+    idx = xp.array(list(gen(range(n), r)), dtype=np.int64).reshape(-1, r)
+    if idx.shape[0] == 0:
+        return Tensor._make(xp.zeros((0, r), input._data.dtype))
+    from .join import stack
+    return stack([getitem(input, Tensor._make(idx[:, k].copy())) for k in range(r)], 1)

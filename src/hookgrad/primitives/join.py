@@ -8,6 +8,7 @@ from .._tensor import Tensor
 from ..autograd.graph import Node
 from ._dispatch import wrap_dim
 from ._inplace import make_view
+from ._index_nodes import Slice, IndexAddGrad
 from .._array import array_module, default_module
 
 _MULTI_VIEW = ("Output {} of {} is a view and is being modified inplace. This view is the output of a function that "
@@ -247,7 +248,6 @@ def chunk(input, chunks, dim=0):
 def slice_dim(input, d, start, stop):
     """``input`` narrowed to [start:stop) along dim d (Python slice rules): a SliceBackward0 view,
     whatever the range (PyTorch's narrow/slice; plain indexing of a full range gives an alias)."""
-    from .index import Slice
     idx = (slice(None),) * d + (slice(start, stop),)
     out = Slice.apply(input, idx=idx, basic=True)
     return make_view(out, input, lambda t: slice_dim(t, d, start, stop))
@@ -379,7 +379,6 @@ class IndexPad(Node, name="ReflectionPad1DBackward0"):
         return x
 
     def backward(self, g):
-        from .index import IndexAddGrad
         (x,) = self.saved_values
         shape = list(g.shape)
         for d, m in reversed(self.maps):
@@ -467,38 +466,6 @@ def block_diag(*tensors):
     return BlockDiag.apply(*ts, dt=dt)
 
 
-def cartesian_prod(*tensors):
-    """The cartesian product of 1-D tensors, one row per combination (itertools.product's order)."""
-    from .shape import meshgrid
-    ts = list(tensors[0]) if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)) else list(tensors)
-    for t in ts:
-        if t._data.ndim != 1:
-            raise RuntimeError(f"Expect a 1D vector, but got shape {list(t._data.shape)}")
-    if len(ts) == 1:
-        return ts[0]
-    grids = meshgrid(*ts, indexing="ij")
-    return stack([g.flatten() for g in grids], 1)
-
-
-def combinations(input, r=2, with_replacement=False):
-    """The length-r combinations of a 1-D tensor's elements (itertools.combinations's order), one per row."""
-    import itertools
-    if input._data.ndim != 1:
-        raise RuntimeError(f"Expect a 1D vector, but got shape {list(input._data.shape)}")
-    if r < 0:
-        raise RuntimeError(f"Expect a non-negative number, but got {r}")
-    xp = array_module(input._data)
-    if r == 0:
-        return Tensor._make(xp.zeros(0, input._data.dtype))
-    n = input._data.shape[0]
-    gen = itertools.combinations_with_replacement if with_replacement else itertools.combinations
-    idx = xp.array(list(gen(range(n), r)), dtype=np.int64).reshape(-1, r)
-    if idx.shape[0] == 0:
-        return Tensor._make(xp.zeros((0, r), input._data.dtype))
-    from . import index as I
-    return stack([I.getitem(input, Tensor._make(idx[:, k].copy())) for k in range(r)], 1)
-
-
 class UnsafeSplit(Split, name="UnsafeSplitBackward0"):
     """split whose outputs autograd does not treat as views (in-place changes of them are allowed)."""
     _forbid_inplace = None
@@ -533,18 +500,3 @@ def _unsafe(tensor, cls, sizes, dim, **params):
 def unsafe_chunk(input, chunks, dim=0):
     """chunk(), with outputs that are not autograd views."""
     return unsafe_split(input, _chunk_size(input, chunks, dim), dim)
-
-
-def split_copy(input, split_size, dim=0):
-    from .shape import _as_copy
-    return _as_copy(input, split(input, split_size, dim))
-
-
-def split_with_sizes_copy(input, split_sizes, dim=0):
-    from .shape import _as_copy
-    return _as_copy(input, split(input, list(split_sizes), dim))
-
-
-def unbind_copy(input, dim=0):
-    from .shape import _as_copy
-    return _as_copy(input, unbind(input, dim))

@@ -1032,6 +1032,21 @@ def _as_copy(input, r):
     return outs if isinstance(r, tuple) else outs[0]
 
 
+def split_copy(input, split_size, dim=0):
+    from .join import split
+    return _as_copy(input, split(input, split_size, dim))
+
+
+def split_with_sizes_copy(input, split_sizes, dim=0):
+    from .join import split
+    return _as_copy(input, split(input, list(split_sizes), dim))
+
+
+def unbind_copy(input, dim=0):
+    from .join import unbind
+    return _as_copy(input, unbind(input, dim))
+
+
 def _index_mod():
     from . import index
     return index
@@ -1306,6 +1321,19 @@ def meshgrid(*tensors, indexing=None):
         vs[p] = -1
         out.append(expand(view(t, tuple(vs)), tuple(shape)))
     return tuple(out)
+
+
+def cartesian_prod(*tensors):
+    """The cartesian product of 1-D tensors, one row per combination (itertools.product's order)."""
+    from .join import stack
+    ts = list(tensors[0]) if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)) else list(tensors)
+    for t in ts:
+        if t._data.ndim != 1:
+            raise RuntimeError(f"Expect a 1D vector, but got shape {list(t._data.shape)}")
+    if len(ts) == 1:
+        return ts[0]
+    grids = meshgrid(*ts, indexing="ij")
+    return stack([g.flatten() for g in grids], 1)
 
 
 # ------------------------------------------------------------------------------ repeat_interleave

@@ -1,0 +1,103 @@
+"""The indexing nodes that the index and join families share: a basic or advanced index (and its view
+classes Select / Slice / Unsqueeze / Alias) with the scatter that is its gradient, index_select with
+index_add as its gradient. index.py re-exports them with the functions that build them."""
+import numpy as np
+
+from .._tensor import Tensor
+from ..autograd.graph import Node
+from .._array import array_module
+
+
+def _check_bounds(shape, idx):
+    # NumPy raises IndexError already with a similar text; make it PyTorch's
+    dim = 0
+    for i in idx:
+        if i is None:
+            continue
+        if i is Ellipsis:
+            dim = len(shape) - sum(1 for j in idx if j is not None and j is not Ellipsis and not isinstance(j, bool)) + dim
+            continue
+        if isinstance(i, int) and not isinstance(i, bool):
+            if dim >= len(shape):
+                raise IndexError(f"too many indices for tensor of dimension {len(shape)}")
+            if not -shape[dim] <= i < shape[dim]:
+                raise IndexError(f"index {i} is out of bounds for dimension {dim} with size {shape[dim]}")
+        dim += 1
+
+
+class Index(Node, name="IndexBackward0"):
+    def forward(self, x):
+        self.in_shape = x.shape
+        self.in_dtype = x.dtype
+        try:
+            return x[self.idx]
+        except IndexError as e:
+            _check_bounds(x.shape, self.idx)
+            raise IndexError(str(e).replace(" axis ", " dimension ")) from None
+
+    def backward(self, g):
+        return IndexGrad.apply(g, idx=self.idx, shape=self.in_shape, basic=self.basic)
+
+
+class Select(Index, name="SelectBackward0"):
+    pass
+
+
+class Slice(Index, name="SliceBackward0"):
+    pass
+
+
+class IndexGrad(Node, name="IndexPutBackward0"):
+    """Scatter a gradient back into the indexed positions (summing repeats); its gradient is the index."""
+
+    def forward(self, g):
+        out = array_module(g).zeros(self.shape, g.dtype)
+        if self.basic:
+            out[self.idx] = g
+        else:
+            np.add.at(out, self.idx, g)
+        return out
+
+    def backward(self, gg):
+        return Index.apply(gg, idx=self.idx, basic=self.basic)
+
+
+class Unsqueeze(Index, name="UnsqueezeBackward0"):
+    pass
+
+
+class Alias(Index, name="AliasBackward0"):
+    pass
+
+
+def zeros_for(node, i, like):
+    """A zero gradient for input ``i`` of a node (the zero derivative of a linked input), made with the
+    module of the Tensor ``like``."""
+    nf = node.next_functions
+    if i >= len(nf) or nf[i][0] is None:
+        return None
+    shape, dt = node._in_meta[i]
+    return Tensor._make(array_module(like._data).zeros(shape, getattr(dt, "np", dt)))
+
+
+class IndexSelect(Node, name="IndexSelectBackward0"):
+    saved_attrs = ("dim", "index", "self_sym_sizes=in_shape")
+    def forward(self, x):
+        self.in_shape = x.shape
+        return np.take(x, self.index, axis=self.dim)
+
+    def backward(self, g):
+        return IndexAddGrad.apply(g, index=self.index, dim=self.dim, shape=self.in_shape)
+
+
+class IndexAddGrad(Node, name="IndexAddBackward0"):
+    """zeros(shape).index_add(dim, index, g): the backward of index_select (``src``: an optional input
+    linked with a zero derivative, for backward formulas that depend on their input in PyTorch)."""
+
+    def forward(self, g, src=None):
+        out = array_module(g).zeros(self.shape, g.dtype)
+        np.add.at(out, (slice(None),) * self.dim + (self.index,), g)
+        return out
+
+    def backward(self, gg):
+        return IndexSelect.apply(gg, index=self.index, dim=self.dim), zeros_for(self, 1, gg)
