@@ -559,18 +559,7 @@ class FlatGather(FlatScatter, name="FlatGatherBackward0"):
 
 
 # ------------------------------------------------------------------------------ padding
-class ConstantPad(Node, name="ConstantPadNdBackward0"):
-    """pads: per-dim (before, after) for all dims (negative = crop); backward is the opposite pad."""
-    value = 0
-
-    def forward(self, x):
-        pos = [(max(a, 0), max(b, 0)) for a, b in self.pads]
-        out = np.pad(x, pos, constant_values=self.value) if any(a or b for a, b in pos) else x.copy()
-        sl = tuple(slice(-a if a < 0 else 0, (n - (-b if b < 0 else 0))) for (a, b), n in zip(self.pads, out.shape))
-        return array_module(x).ascontiguousarray(out[sl])
-
-    def backward(self, g):
-        return ConstantPad.apply(g, pads=tuple((-a, -b) for a, b in self.pads))
+from .join import ConstantPad  # noqa: E402,F401  (constant padding: one node, in join.py)
 
 
 # ------------------------------------------------------------------------ normalization
