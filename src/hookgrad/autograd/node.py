@@ -741,7 +741,7 @@ class AccumulateGrad(Node):
                 g = Tensor._make(g)
             var._grad = _CopyGrad.apply(g) if grad is None else grad + g
             return
-        t = isinstance(g, Tensor)
+        t = type(g) is not _ndarray and isinstance(g, Tensor)      # an array (ARRAYS) or a Tensor
         d = g._data if t else g
         if grad is None:
             vd = var._data
