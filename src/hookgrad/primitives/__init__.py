@@ -187,13 +187,13 @@ _INPLACE_BINARY = {"add_": E.Add, "sub_": E.Sub, "mul_": E.Mul, "div_": E.Div, "
 
 def _fast_binary(cls, general, ufunc):
     """The dunder for the common case (two tensors of one dtype) computes the ufunc and records the
-    node directly (graph.record2), between the op hooks when there are some; anything else (scalars,
+    node directly (node.record2), between the op hooks when there are some; anything else (scalars,
     promotion, lists) takes the general path with PyTorch's rules. Same node, same result either way."""
     from ._dispatch import broadcast_error
-    from ..autograd import graph as G
+    from ..autograd import op_hooks as G
+    from ..autograd.node import record2
     from ..autograd.grad_mode import _state
     assert cls.save in ((), (0, 1))
-    record2 = G.record2
     new = object.__new__
     ndarray = np.ndarray
 
@@ -226,12 +226,12 @@ def _fast_binary(cls, general, ufunc):
 
 def _fast_unary(cls, general):
     """Tensor.relu() & co. on a float tensor: the primitive directly (between the op hooks, if any)."""
-    from ..autograd import graph as G
+    from ..autograd import op_hooks as G
+    from ..autograd.node import record1
     from ..autograd.grad_mode import _state
     new = object.__new__
     ndarray = np.ndarray
     make = Tensor._make
-    record1 = G.record1
 
     def method(self):
         if self._data.dtype.kind == "f":

@@ -4,7 +4,7 @@ import math
 import numpy as np
 
 from .._tensor import Tensor
-from ..autograd import graph as _G
+from ..autograd import op_hooks as _G
 from ..autograd.graph import Node
 from ..autograd.formulas import TENSORS
 from ..autograd.grad_mode import _state

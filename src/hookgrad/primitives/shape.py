@@ -3,7 +3,7 @@ input (shared version counter, replay function for in-place rebase)."""
 import numpy as np
 
 from .._tensor import Tensor, Size
-from ..autograd import graph as _G
+from ..autograd import op_hooks as _G
 from ..autograd.graph import Node
 from ..autograd.formulas import TENSORS
 from ..autograd.grad_mode import _state

@@ -12,7 +12,7 @@ as in PyTorch.
 import re
 
 from .. import ops as _ops
-from ..autograd.graph import OpHook, register_op_hook, _op_tls
+from ..autograd.op_hooks import OpHook, register_op_hook, _op_tls
 
 __all__ = ["TorchDispatchMode", "_get_current_dispatch_mode", "_get_current_dispatch_mode_stack"]
 

@@ -21,7 +21,7 @@ from .. import _creation
 from .._tensor import Tensor
 from ..autograd import engine as _engine
 from ..autograd.function import Function
-from ..autograd.graph import saved_tensors_hooks, _version_error
+from ..autograd.saved import saved_tensors_hooks, _version_error
 from ..autograd.grad_mode import enable_grad, no_grad, is_grad_enabled
 
 __all__ = ["checkpoint", "checkpoint_sequential", "CheckpointError", "CheckpointFunction",
