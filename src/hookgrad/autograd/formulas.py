@@ -112,7 +112,7 @@ def _scale_arrays(g, f, src=None, node=None):
 def zero_like(a):
     """A cached 0-d zero of ``a``'s dtype and array module: NumPy ufuncs are ~2x slower with a
     Python-int operand."""
-    key = (type(a), a.dtype)
+    key = a.dtype if type(a) is _ndarray else (type(a), a.dtype)     # NumPy's: the hot path, a dtype key
     z = _ZEROS.get(key)
     if z is None:
         z = _ZEROS[key] = array_module(a).zeros((), a.dtype)
