@@ -8,6 +8,7 @@ Each workload is a function ``setup(lib) -> step`` where ``lib`` is torch or hoo
 one iteration. Times are the best of several timed chunks, the libraries taking turns in blocks; the ratio column is what the
 issues' targets refer to (lower is better, 1.0 = as fast as PyTorch eager).
 """
+import os
 import sys
 import time
 
@@ -15,6 +16,8 @@ import numpy as np
 import torch
 
 import hookgrad
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))     # bench/models.py
 
 WORKLOADS = []
 
@@ -137,6 +140,19 @@ def cnn_train(lib):
     return step
 
 
+# ---------------------------------------------------------------- layers and real models (issue 12)
+@workload("ResNet-18 inference, batch 8, 3x224x224", 1.3)
+def resnet18_infer(lib):
+    import models
+    model = models.resnet18(lib)
+    x = lib.tensor(_data(8, 3, 224, 224))
+
+    def step():
+        with lib.no_grad():
+            model(x)
+    return step
+
+
 # ---------------------------------------------------------------- runner
 def _calibrate(step, min_time):
     step()
@@ -201,8 +217,6 @@ def main(argv):
 
 def tool_overheads():
     """Issue 5's targets are hookgrad against itself: a tool on vs off, in one process."""
-    import os
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     import tools_capture
     import tools_ophooks
     print("\ntool overheads (hookgrad with the tool / hookgrad without):")

@@ -17,6 +17,7 @@ from ._dtype import (dtype, bool_ as bool, uint8, int8, int16, int32, int64, flo
                      get_default_dtype, set_default_dtype, promote_types, finfo, iinfo)
 from ._dtype import float16 as half, float32 as float, float64 as double, int64 as long, int32 as int, \
     int16 as short, uint8 as byte, int8 as char
+from ._dtype import complex64, complex128, complex64 as cfloat, complex128 as cdouble
 from ._tensor import Tensor, Size, device
 from ._printing import set_printoptions
 from .autograd.grad_mode import no_grad, enable_grad, set_grad_enabled, inference_mode, is_grad_enabled, \
@@ -44,6 +45,8 @@ from .primitives.index import (gather, scatter, scatter_add, index_select, selec
                         index_copy, masked_scatter)
 from .primitives.elementwise import selu, celu, relu6, hardtanh
 from .primitives import linalg_ns as linalg, return_types
+from .primitives import fft
+from .primitives import special_ns as special   # torch.special
 from .primitives.index import (where, eq, ne, lt, le, gt, ge, not_equal, less, less_equal, greater, greater_equal,
                         logical_and, logical_or, logical_xor, logical_not, bitwise_and, bitwise_or, bitwise_xor,
                         bitwise_not, isnan, isinf, isfinite, isposinf, isneginf, equal, allclose, isclose, nonzero,
@@ -67,12 +70,13 @@ from ._warnings import set_warn_always, is_warn_always_enabled
 # elementwise maths
 from .primitives.special import (asin, arcsin, acos, arccos, atan, arctan, asinh, arcsinh, acosh, arccosh, atanh,
                                  arctanh, sinh, cosh, exp2, erfc, erfinv, lgamma, digamma, polygamma, mvlgamma, i0,
-                                 sinc, deg2rad, rad2deg, logit, sgn, angle, nan_to_num, signbit, isreal, frexp,
-                                 positive, real, imag, conj, conj_physical, conj_physical_, resolve_conj, resolve_neg,
-                                 is_conj, is_neg, hypot, logaddexp, logaddexp2, xlogy, copysign, ldexp, heaviside,
+                                 sinc, deg2rad, rad2deg, logit, nan_to_num, signbit, isreal, frexp,
+                                 positive, conj_physical_, resolve_neg, is_neg, hypot, logaddexp, logaddexp2, xlogy, copysign, ldexp, heaviside,
                                  nextafter, gcd, lcm, bitwise_left_shift, bitwise_right_shift, float_power, addcmul,
                                  addcdiv, hardshrink, rrelu, rrelu_, prelu, softmax, log_softmax, threshold,
                                  threshold_, relu_, selu_, celu_)
+from .primitives.complex import (real, imag, conj, conj_physical, resolve_conj, is_conj, sgn, angle, complex,
+                                 polar, view_as_real, view_as_complex)
 from .primitives.special import INPLACE_FUNCS as _C_INPLACE
 globals().update(_C_INPLACE)
 from math import pi, inf, nan, e
@@ -92,18 +96,27 @@ from .primitives.shape import (ravel, rot90, as_strided, select_scatter, slice_s
 from .primitives.join import (atleast_3d, block_diag, unsafe_split, unsafe_split_with_sizes, unsafe_chunk)
 from .primitives.shape import cartesian_prod, split_copy, split_with_sizes_copy, unbind_copy
 from .primitives.index import combinations
+from .primitives.rnn import (lstm, gru, rnn_tanh, rnn_relu, lstm_cell, gru_cell, rnn_tanh_cell,
+                             rnn_relu_cell)
 from .primitives.linalg import (addmv, addr, baddbmm, addbmm, vdot, chain_matmul, tensordot, kron, cross)
+from .primitives.linalg_legacy import (det, inverse, slogdet, logdet, matrix_exp, matrix_power, pinverse, svd, qr,
+                                       cholesky, cholesky_solve, cholesky_inverse, lu, lu_unpack, lu_solve,
+                                       triangular_solve, geqrf, orgqr, ormqr, frobenius_norm, nuclear_norm, solve,
+                                       lstsq, eig, symeig, matrix_rank)
 from ._creation import (hann_window, hamming_window, blackman_window, bartlett_window, kaiser_window,
                         range_deprecated as range, scalar_tensor, empty_strided, empty_permuted, frombuffer,
                         tril_indices, triu_indices, fill, get_default_device, set_default_device, result_type,
-                        can_cast, is_nonzero, is_same_size, is_signed, is_inference, complex_ as complex, polar,
-                        view_as_real, view_as_complex)
-from ._nn_functions import (conv1d, conv2d, conv_transpose1d, conv_transpose2d, convolution, avg_pool1d, max_pool1d,
+                        can_cast, is_nonzero, is_same_size, is_signed, is_inference)
+from ._nn_functions import (conv1d, conv2d, conv3d, conv_transpose1d, conv_transpose2d, conv_transpose3d, convolution,
+                            avg_pool1d, max_pool1d, max_pool3d,
                             max_pool2d, max_pool1d_with_indices, adaptive_avg_pool1d, adaptive_max_pool1d, batch_norm,
                             instance_norm, layer_norm, group_norm, rms_norm, embedding, dropout, dropout_,
                             alpha_dropout, alpha_dropout_, feature_dropout, feature_dropout_, bilinear,
                             binary_cross_entropy_with_logits, kl_div, cosine_embedding_loss, constant_pad_nd,
-                            channel_shuffle, native_channel_shuffle, pixel_shuffle, pixel_unshuffle)
+                            channel_shuffle, native_channel_shuffle, pixel_shuffle, pixel_unshuffle,
+                            margin_ranking_loss, hinge_embedding_loss, poisson_nll_loss, triplet_margin_loss, ctc_loss,
+                            embedding_bag, feature_alpha_dropout, feature_alpha_dropout_)
+from ._nn_functions import grid_sampler, grid_sampler_2d, grid_sampler_3d, affine_grid_generator  # sampling
 
 
 def fill_(input, value):
@@ -166,6 +179,7 @@ from . import storage
 from .storage import (StorageBase, FloatStorage, DoubleStorage, HalfStorage, LongStorage, IntStorage, ShortStorage,
                       CharStorage, ByteStorage, BoolStorage, FloatStorage as Storage)
 from .primitives.everyday import adjoint, slice_inverse, as_strided_copy, split_with_sizes
+from .primitives.weight_norm import _weight_norm, norm_except_dim  # noqa: F401
 # out= (after every block that defines functions): PyTorch's out= semantics for each function that has it in
 # PyTorch, one wrapper (primitives/_out.py); nn.functional's names that are torch's functions get the same object
 from .primitives import _out

@@ -183,7 +183,7 @@ def _finish(data, dtype, requires_grad, device=None, xp=None):
             data = data.astype(dt.np)
     t = Tensor._make(data)
     if requires_grad:
-        if data.dtype.kind != "f":
+        if data.dtype.kind not in "fc":
             raise RuntimeError("Only Tensors of floating point and complex dtype can require gradients")
         t._requires_grad = True
     if _state.inference:
@@ -208,22 +208,22 @@ def _infer_dtype(data):
     for x in flat:
         if isinstance(x, Tensor):
             kinds.add(x.dtype)
-        elif isinstance(x, (bool, np.bool_)):
+        elif isinstance(x, (np.bool_, np.integer, np.floating, np.complexfloating)):
+            kinds.add(D.from_numpy_dtype(x.dtype))      # a NumPy scalar keeps its dtype, as in PyTorch
+        elif isinstance(x, bool):
             kinds.add(D.bool_)
-        elif isinstance(x, (int, np.integer)):
+        elif isinstance(x, int):
             kinds.add(D.int64)
-        elif isinstance(x, (float, np.floating)):
-            kinds.add("float")
-        elif isinstance(x, complex):
-            raise TypeError("hookgrad does not support complex numbers")
+        elif isinstance(x, float):
+            kinds.add(D.get_default_dtype())
+        elif isinstance(x, complex):        # the default complex dtype (complex64 for float32)
+            kinds.add(D._TO_COMPLEX.get(D.get_default_dtype(), D.complex64))
         elif isinstance(x, str):
             if x is data:
                 raise TypeError("new(): invalid data type 'str'")
             raise ValueError("too many dimensions 'str'")
         else:
             raise RuntimeError(f"Could not infer dtype of {type(x).__name__}")
-    if "float" in kinds:
-        return D.get_default_dtype()
     if not kinds:
         return D.get_default_dtype()
     res = None
@@ -472,6 +472,10 @@ def rand(*args, size=None, generator=None, out=None, dtype=None, layout=None, de
          pin_memory=False):
     dt = _default(dtype)
     shp = _size(size_args(args, size, "rand"), "rand")
+    if dt.kind == "c":      # PyTorch: uniform real and imaginary parts (the real view, filled)
+        rdt = np.dtype(dt.char.lower())
+        u = _gen(generator)._uniform01(2 * _numel(shp), rdt).astype(rdt)
+        return _finish(u.view(dt).reshape(shp), None, requires_grad, device)
     return _finish(_gen(generator)._uniform01(_numel(shp), dt).reshape(shp).astype(dt), None, requires_grad, device)
 
 
@@ -479,6 +483,10 @@ def randn(*args, size=None, generator=None, out=None, dtype=None, layout=None, d
           pin_memory=False):
     dt = _default(dtype)
     shp = _size(size_args(args, size, "randn"), "randn")
+    if dt.kind == "c":      # PyTorch: the real view filled with normals of std 1/sqrt(2) (unit variance)
+        rdt = np.dtype(dt.char.lower())
+        z = _gen(generator)._normal(2 * _numel(shp), rdt, std=1.0 / np.sqrt(2.0)).astype(rdt)
+        return _finish(z.view(dt).reshape(shp), None, requires_grad, device)
     return _finish(_gen(generator)._normal(_numel(shp), dt).reshape(shp).astype(dt), None, requires_grad, device)
 
 
@@ -902,17 +910,3 @@ def is_inference(input):
     return input._creation == "inference"
 
 
-def _complex_unsupported(name, params):
-    def fn(*args, **kwargs):
-        raise RuntimeError(f"hookgrad: torch.{name} needs complex tensors, which hookgrad does not implement "
-                           "(a deliberate non-goal: see docs/coverage.md)")
-    import inspect
-    fn.__name__ = name
-    fn.__signature__ = inspect.Signature([inspect.Parameter(p, inspect.Parameter.POSITIONAL_OR_KEYWORD) for p in params])
-    return fn
-
-
-complex_ = _complex_unsupported("complex", ("real", "imag"))
-polar = _complex_unsupported("polar", ("abs", "angle"))
-view_as_real = _complex_unsupported("view_as_real", ("input",))
-view_as_complex = _complex_unsupported("view_as_complex", ("input",))

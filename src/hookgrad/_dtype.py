@@ -9,10 +9,10 @@ class dtype:
     def __init__(self, name, np_dtype, cat, rank, legacy):
         self.name = name
         self.np = np.dtype(np_dtype)
-        self._cat = cat          # 0 bool, 1 integer, 2 floating
+        self._cat = cat          # 0 bool, 1 integer, 2 floating, 3 complex
         self._rank = rank
         self.is_floating_point = cat == 2
-        self.is_complex = False
+        self.is_complex = cat == 3
         self.is_signed = name not in ("uint8", "bool")
         self.itemsize = self.np.itemsize
         self._legacy = legacy    # torch.FloatTensor style name used in hook error messages
@@ -24,10 +24,19 @@ class dtype:
         return (_by_name, (self.name,))
 
     def to_real(self):
-        return self
+        """The real dtype of a complex dtype (complex64 -> float32); any other dtype itself."""
+        return _TO_REAL.get(self, self)
 
-    def to_complex(self):  # pragma: no cover - complex is not supported
-        raise RuntimeError("hookgrad does not support complex dtypes")
+    def to_complex(self):
+        """The complex dtype of a floating dtype (float32 -> complex64); a complex dtype itself."""
+        if self._cat == 3:
+            return self
+        c = _TO_COMPLEX.get(self)
+        if c is None:
+            if self is float16:
+                raise RuntimeError("hookgrad: complex32 (torch.chalf) is not supported: NumPy has no complex32")
+            raise RuntimeError(f"Unknown Complex ScalarType for {_SCALAR_NAMES.get(self.name, self.name)}")
+        return c
 
 
 bool_ = dtype("bool", np.bool_, 0, 0, "BoolTensor")
@@ -41,10 +50,22 @@ float32 = dtype("float32", np.float32, 2, 7, "FloatTensor")
 float64 = dtype("float64", np.float64, 2, 8, "DoubleTensor")
 
 ALL = (bool_, uint8, int8, int16, int32, int64, float16, float32, float64)
-_NP_TO_DT = {d.np: d for d in ALL}
-_NAMES = {d.name: d for d in ALL}
+# complex dtypes (as far as torch.fft needs: see docs/differences.md); not in ALL, which lists the dtypes with
+# legacy tensor types (torch.FloatTensor ...) and storages; complex32 (torch.chalf) is a non-goal
+complex64 = dtype("complex64", np.complex64, 3, 9, "ComplexFloatTensor")
+complex128 = dtype("complex128", np.complex128, 3, 10, "ComplexDoubleTensor")
+COMPLEX = (complex64, complex128)
+_TO_REAL = {complex64: float32, complex128: float64}
+_TO_COMPLEX = {float32: complex64, float64: complex128}
+_SCALAR_NAMES = {"bool": "Bool", "uint8": "Byte", "int8": "Char", "int16": "Short", "int32": "Int", "int64": "Long"}
+# the complex dtypes as NumPy's and hookgrad's dtype objects: ``x.dtype in IS_COMPLEX`` holds for a complex
+# array and for a complex Tensor alike (one set lookup: what a gradient formula checks in either space)
+IS_COMPLEX = frozenset((complex64, complex128, complex64.np, complex128.np))
+_NP_TO_DT = {d.np: d for d in ALL + COMPLEX}
+_NAMES = {d.name: d for d in ALL + COMPLEX}
 _NAMES.update({"bool": bool_, "half": float16, "float": float32, "double": float64,
-               "long": int64, "int": int32, "short": int16, "byte": uint8, "char": int8})
+               "long": int64, "int": int32, "short": int16, "byte": uint8, "char": int8,
+               "cfloat": complex64, "cdouble": complex128})
 
 
 def _by_name(name):
@@ -70,7 +91,8 @@ def from_numpy_dtype(npdt):
         return _NP_TO_DT[np.dtype(npdt)]
     except KeyError:
         raise TypeError(f"can't convert np.ndarray of type numpy.{np.dtype(npdt)}. The only supported types are: "
-                        "float64, float32, float16, int64, int32, int16, int8, uint8, and bool.") from None
+                        "float64, float32, float16, complex64, complex128, int64, int32, int16, int8, uint8, "
+                        "and bool.") from None
 
 
 def to_dtype(d):
@@ -83,6 +105,8 @@ def to_dtype(d):
         return int64
     if d is bool:
         return bool_
+    if d is complex:
+        return complex128
     if isinstance(d, str):
         return _NAMES[d.replace("torch.", "")]
     return from_numpy_dtype(d)
@@ -95,13 +119,29 @@ def _promote_pair(a, b):
     if a is b:
         return a
     if a._cat != b._cat:
-        return a if a._cat > b._cat else b
+        hi, lo = (a, b) if a._cat > b._cat else (b, a)
+        if hi._cat == 3 and lo._cat == 2:       # complex with float: the wider of the two value types
+            return _complex_of(hi, lo)
+        return hi
     if a._cat == 1:
         # uint8 with a signed type: the smallest signed type holding both
         if a is uint8 or b is uint8:
             other = b if a is uint8 else a
             return int16 if other is int8 else other
     return a if a._rank > b._rank else b
+
+
+def _complex_of(c, f):
+    """The complex dtype holding complex ``c`` and floating ``f`` (complex64 with float64: complex128)."""
+    return complex128 if c is complex128 or f is float64 else complex64
+
+
+def _combine(higher, lower):
+    """PyTorch's combine_categories, for a category that ``lower`` raises: complex over a floating ``higher``
+    takes the float's width (float32 with a complex128 scalar: complex64)."""
+    if lower._cat == 3 and higher is not None and higher._cat == 2:
+        return _TO_COMPLEX.get(higher, complex64)      # float16: complex32 in PyTorch (not supported here)
+    return lower
 
 
 def promote_types(a, b):
@@ -122,13 +162,15 @@ def result_type_of(tensors, scalars=()):
     res = dim_t
     if zero_t is not None:
         if res is None or zero_t._cat > res._cat:
-            res = zero_t if res is None or zero_t._cat > res._cat else res
+            res = zero_t if res is None else _combine(res, zero_t)
     for s in scalars:
         sd = scalar_dtype(s)
+        if sd is complex128:        # a Python complex: the default complex dtype, as a wrapped number
+            sd = _TO_COMPLEX[get_default_dtype()] if get_default_dtype() in _TO_COMPLEX else complex64
         if res is None:
             res = get_default_dtype() if sd is float64 else sd
         elif sd._cat > res._cat:
-            res = get_default_dtype() if sd is float64 else int64 if sd is int64 else sd
+            res = get_default_dtype() if sd is float64 else int64 if sd is int64 else _combine(res, sd)
     return res
 
 
@@ -139,6 +181,8 @@ def scalar_dtype(s):
         return int64
     if isinstance(s, float):
         return float64
+    if isinstance(s, complex):
+        return complex128
     if isinstance(s, np.generic):
         return from_numpy_dtype(s.dtype)
     raise TypeError(f"unsupported scalar type {type(s).__name__}")
@@ -149,6 +193,7 @@ class finfo:
 
     def __init__(self, type=None):
         d = to_dtype(type) if type is not None else get_default_dtype()
+        d = d.to_real()             # a complex dtype: its value type's limits, as PyTorch
         if not d.is_floating_point:
             raise TypeError("torch.finfo() requires a floating point input type. Use torch.iinfo to handle "
                             "'torch.finfo'")

@@ -170,7 +170,8 @@ _INT_PARAMS = frozenset(
 _PYTHON_LEVEL = frozenset(
     "atleast_1d atleast_2d atleast_3d block_diag broadcast_shapes broadcast_tensors cartesian_prod cdist "
     "chain_matmul einsum istft lu meshgrid norm pca_lowrank split stft svd_lowrank tensordot unique "
-    "unique_consecutive unravel_index lobpcg is_tensor is_storage typename vmap cond while_loop".split())
+    "unique_consecutive unravel_index lobpcg is_tensor is_storage typename vmap cond while_loop "
+    "gaussian_nll_loss interpolate grid_sample affine_grid local_response_norm".split())
 # Int parameters that an overload of the same function takes as a Tensor (max(input, other), ...).
 _TENSOR_OVERLOAD = {"max": "dim", "min": "dim"}
 _BOOL_PARAMS = frozenset(
@@ -246,3 +247,9 @@ def parser_error(fname, fn, args, kwargs, exc, python_level=False, method=False)
                 if not _is_tensor(t):
                     return TypeError(f"expected Tensor as element {i} in argument 0, but got {type_name(t)}")
     return None
+
+
+def complex_unsupported(op):
+    """The error for an op that hookgrad does not implement on complex tensors (PyTorch does): a
+    NotImplementedError, which is a RuntimeError as PyTorch's dtype errors are."""
+    return NotImplementedError(f"hookgrad: {op} does not support complex tensors (see docs/differences.md)")

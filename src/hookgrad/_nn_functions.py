@@ -28,15 +28,23 @@ def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_paddi
     return F.conv_transpose2d(input, weight, bias, stride, padding, output_padding, groups, dilation)
 
 
+def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    return F.conv3d(input, weight, bias, stride, padding, dilation, groups)
+
+
+def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
+    return F.conv_transpose3d(input, weight, bias, stride, padding, output_padding, groups, dilation)
+
+
 def convolution(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups):
-    """ATen's generic convolution: 1-D or 2-D, plain or transposed."""
+    """ATen's generic convolution: 1-D, 2-D or 3-D, plain or transposed."""
     nd = weight.dim() - 2
-    if nd not in (1, 2):
-        raise NotImplementedError(f"hookgrad: convolution over {nd} spatial dims is not implemented (1-D and 2-D are)")
+    if nd not in (1, 2, 3):
+        raise NotImplementedError(f"hookgrad: convolution over {nd} spatial dims is not implemented (1-D to 3-D are)")
     if transposed:
-        f = F.conv_transpose1d if nd == 1 else F.conv_transpose2d
+        f = (F.conv_transpose1d, F.conv_transpose2d, F.conv_transpose3d)[nd - 1]
         return f(input, weight, bias, tuple(stride), tuple(padding), tuple(output_padding), groups, tuple(dilation))
-    f = F.conv1d if nd == 1 else F.conv2d
+    f = (F.conv1d, F.conv2d, F.conv3d)[nd - 1]
     return f(input, weight, bias, tuple(stride), tuple(padding), tuple(dilation), groups)
 
 
@@ -50,6 +58,10 @@ def max_pool1d(input, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=F
 
 def max_pool2d(input, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False):
     return F.max_pool2d(input, kernel_size, stride or None, padding, dilation, ceil_mode)
+
+
+def max_pool3d(input, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False):
+    return F.max_pool3d(input, kernel_size, stride or None, padding, dilation, ceil_mode)
 
 
 def max_pool1d_with_indices(input, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False):
@@ -81,18 +93,7 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-05, cudnn_enabl
 
 
 def rms_norm(input, normalized_shape, weight=None, eps=None):
-    """x / sqrt(mean(x^2 over the normalized dims) + eps) (* weight); eps defaults to the dtype's epsilon."""
-    from ._dtype import finfo
-    shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
-    n = len(shape)
-    if tuple(input.shape[input.dim() - n:]) != shape:
-        raise RuntimeError(f"Given normalized_shape={list(shape)}, expected input with shape [*, "
-                           f"{', '.join(str(s) for s in shape)}], but got input of size{list(input.shape)}")
-    if eps is None:
-        eps = finfo(input.dtype).eps
-    dims = tuple(range(input.dim() - n, input.dim()))
-    out = input * (input.pow(2).mean(dims, keepdim=True) + eps).rsqrt()
-    return out * weight if weight is not None else out
+    return F.rms_norm(input, normalized_shape, weight, eps)
 
 
 def embedding(weight, indices, padding_idx=-1, scale_grad_by_freq=False, sparse=False):
@@ -149,6 +150,44 @@ def cosine_embedding_loss(input1, input2, target, margin=0.0, reduction=0):
     return F.cosine_embedding_loss(input1, input2, target, margin, reduction=_reduction(reduction, "cosine_embedding_loss"))
 
 
+def margin_ranking_loss(input1, input2, target, margin=0.0, reduction=0):
+    return F.margin_ranking_loss(input1, input2, target, margin, reduction=_reduction(reduction, "margin_ranking_loss"))
+
+
+def hinge_embedding_loss(input, target, margin=1.0, reduction=0):
+    return F.hinge_embedding_loss(input, target, margin, reduction=_reduction(reduction, "hinge_embedding_loss"))
+
+
+def poisson_nll_loss(input, target, log_input, full, eps, reduction):
+    return F.poisson_nll_loss(input, target, log_input, full, eps=eps,
+                              reduction=_reduction(reduction, "poisson_nll_loss"))
+
+
+def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2.0, eps=1e-6, swap=False, reduction=0):
+    return F.triplet_margin_loss(anchor, positive, negative, margin, p, eps, swap,
+                                 reduction=_reduction(reduction, "triplet_margin_loss"))
+
+
+def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reduction=1, zero_infinity=False):
+    return F.ctc_loss(log_probs, targets, input_lengths, target_lengths, blank, _reduction(reduction, "ctc_loss"),
+                      zero_infinity)
+
+
+def embedding_bag(weight, indices, offsets, scale_grad_by_freq=False, mode=0, sparse=False, per_sample_weights=None,
+                  include_last_offset=False, padding_idx=None):
+    """ATen's embedding_bag: (output, offset2bag, bag_size, max_indices) for 1-D indices with offsets."""
+    return F._embedding_bag(weight, indices, offsets, scale_grad_by_freq, mode, per_sample_weights,
+                            include_last_offset, padding_idx)
+
+
+def feature_alpha_dropout(input, p, train):
+    return F.feature_alpha_dropout(input, p, train)
+
+
+def feature_alpha_dropout_(input, p, train):
+    return F.feature_alpha_dropout(input, p, train, inplace=True)
+
+
 def constant_pad_nd(input, pad, value=0):
     return F.pad(input, list(pad), "constant", value)
 
@@ -158,3 +197,21 @@ channel_shuffle, native_channel_shuffle = F.channel_shuffle, F.native_channel_sh
 pixel_shuffle, pixel_unshuffle = F.pixel_shuffle, F.pixel_unshuffle
 
 
+
+
+# the sampling ops of nn.functional (torch.grid_sampler takes the modes as integers)
+grid_sampler, affine_grid_generator = F.grid_sampler, F.affine_grid_generator
+
+
+def grid_sampler_2d(input, grid, interpolation_mode, padding_mode, align_corners):
+    if input.dim() != 4:
+        raise RuntimeError(f"grid_sampler(): expected 4D input and grid with same number of dimensions, but got "
+                           f"input with sizes {list(input.shape)} and grid with sizes {list(grid.shape)}")
+    return F.grid_sampler(input, grid, interpolation_mode, padding_mode, align_corners)
+
+
+def grid_sampler_3d(input, grid, interpolation_mode, padding_mode, align_corners):
+    if input.dim() != 5:
+        raise RuntimeError(f"grid_sampler(): expected 5D input and grid with same number of dimensions, but got "
+                           f"input with sizes {list(input.shape)} and grid with sizes {list(grid.shape)}")
+    return F.grid_sampler(input, grid, interpolation_mode, padding_mode, align_corners)

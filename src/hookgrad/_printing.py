@@ -111,6 +111,21 @@ class _Formatter:
         return (self.max_width - len(ret)) * " " + ret
 
 
+class _ComplexFormatter:
+    """PyTorch's pair of formatters for a complex tensor: one for the real parts, one for the imaginary
+    parts; an element prints as ``real+imagj`` (``-`` when the imaginary part is negative)."""
+
+    def __init__(self, arr):
+        self.re, self.im = _Formatter(arr.real), _Formatter(arr.imag)
+        self.max_width = self.re.max_width + self.im.max_width + 1      # the width of one element, ``j`` included
+
+    def format(self, value):
+        value = complex(value)
+        real = self.re.format(value.real)
+        imag = (self.im.format(value.imag) + "j").lstrip()
+        return real + imag if imag[0] in "+-" else real + "+" + imag
+
+
 def _summarized_data(arr):
     """The values shown when summarising (what PyTorch's formatter sees): edge rows at every level."""
     e = PRINT_OPTS.edgeitems
@@ -159,9 +174,11 @@ def _tensor_str(arr, indent):
     if arr.size == 0:
         return "[]"
     summarize = arr.size > PRINT_OPTS.threshold
-    fmt = _Formatter(_summarized_data(arr) if summarize else arr)
+    fmt = (_ComplexFormatter if arr.dtype.kind == "c" else _Formatter)(_summarized_data(arr) if summarize else arr)
     if arr.dtype.kind == "f":
         arr = arr.astype(np.float64)     # format exact float64 widenings, as torch's tolist() does
+    elif arr.dtype.kind == "c":
+        arr = arr.astype(np.complex128)
     return _nested_str(arr, indent, summarize, fmt)
 
 
@@ -198,7 +215,7 @@ def tensor_repr(t, tensor_contents=None):
     else:
         if not PRINT_OPTS.edgeitems:
             suffixes.append("size=" + str(tuple(arr.shape)))
-        if dt not in (default, _dtype.int64, _dtype.bool_):
+        if dt not in (default, _dtype.int64, _dtype.bool_, _dtype._TO_COMPLEX.get(default)):
             suffixes.append("dtype=" + str(dt))
     if tensor_contents is None:
         tensor_contents = _tensor_str(arr, indent)

@@ -219,7 +219,7 @@ class Tensor:
         return self._data.dtype.kind == "f"
 
     def is_complex(self):
-        return False
+        return self._data.dtype.kind == "c"
 
     def is_contiguous(self, memory_format=None):
         if memory_format is None:
@@ -313,7 +313,7 @@ class Tensor:
             raise RuntimeError("you can only change requires_grad flags of leaf variables. If you want to use a "
                                "computed variable in a subgraph that doesn't require differentiation use "
                                "var_no_grad = var.detach().")
-        if requires_grad and self._data.dtype.kind != "f":
+        if requires_grad and self._data.dtype.kind not in "fc":
             raise RuntimeError("only Tensors of floating point dtype can require gradients")
         self._requires_grad = requires_grad
         return self

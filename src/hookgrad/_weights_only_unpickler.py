@@ -22,7 +22,8 @@ from ._tensor import Tensor, Size, device
 
 _STORAGE_TYPES = {"FloatStorage": np.float32, "DoubleStorage": np.float64, "HalfStorage": np.float16,
                   "LongStorage": np.int64, "IntStorage": np.int32, "ShortStorage": np.int16, "CharStorage": np.int8,
-                  "ByteStorage": np.uint8, "BoolStorage": np.bool_, "UntypedStorage": np.uint8}
+                  "ByteStorage": np.uint8, "BoolStorage": np.bool_, "ComplexFloatStorage": np.complex64,
+                  "ComplexDoubleStorage": np.complex128, "UntypedStorage": np.uint8}
 # What a checkpoint may do is PyTorch's weights-only unpickler (torch/_weights_only_unpickler.py), opcode for
 # opcode: globals only from the allow-list, calls (REDUCE/NEWOBJ) only of allow-listed objects, BUILD only on
 # Tensor, Parameter, OrderedDict and instances of allow-listed classes, SETITEM(S) only on dicts, APPEND(S) only
@@ -213,7 +214,7 @@ def _allowed_globals():
           "torch._utils._rebuild_parameter_with_state": _rebuild_parameter,
           "torch._tensor._rebuild_from_type_v2": _rebuild_from_type_v2,
           "torch.Tensor": _TypeMarker(False), "torch.nn.parameter.Parameter": _TypeMarker(True)}
-    for d in D.ALL:
+    for d in D.ALL + D.COMPLEX:
         rc["torch." + d.name] = d
     for name in _STORAGE_TYPES:
         rc["torch." + name] = _StorageType(name)
@@ -294,8 +295,7 @@ def _allowed():
 
 def _unsupported_global(module, name):
     full = f"{module}.{name}"
-    if module == "torch" and name in ("bfloat16", "complex64", "complex128", "cfloat", "cdouble", "BFloat16Storage",
-                                      "ComplexFloatStorage", "ComplexDoubleStorage"):
+    if module == "torch" and name in ("bfloat16", "BFloat16Storage"):
         return pickle.UnpicklingError(f"hookgrad.load: {full} is not supported by hookgrad (no such dtype)")
     if full.startswith("builtins"):        # torch names builtins without their module
         full = full[len("builtins"):]

@@ -44,8 +44,19 @@ def _inplace_squeeze_dim(L, x):
     return (x * 2).squeeze_(1) * 1
 
 
+def _sdpa(L, q, k, v):
+    """hookgrad's flash-kernel node; torch's flash kernel has no double backward, so its math path is the oracle."""
+    m = np.triu(np.ones((3, 4), bool), 2)
+    if L is torch:
+        from torch.nn.attention import sdpa_kernel, SDPBackend
+        with sdpa_kernel(SDPBackend.MATH):
+            return L.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=L.tensor(~m), enable_gqa=True)
+    return L.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=L.tensor(~m), enable_gqa=True)
+
+
 # name: (fn(L, *tensors), *arrays)   -- broadcasting and mixed dtypes where the op allows them
 PROGRAMS = {
+    "sdpa_flash_gqa_mask": (_sdpa, r(1, 4, 3, 5), r(1, 2, 4, 5, seed=1), r(1, 2, 4, 5, seed=2)),
     "add_bcast_mixed": (lambda L, x, y: x + y, r(3, 4, dt=f32), r(4, seed=1)),
     "add_alpha": (lambda L, x, y: L.add(x, y, alpha=2.5), r(3, 4), r(3, 1, seed=1)),
     "sub_bcast": (lambda L, x, y: x - y, r(2, 3, 4), r(3, 1, seed=1, dt=f32)),
@@ -65,6 +76,8 @@ PROGRAMS = {
     "sqrt": (lambda L, x: x.sqrt(), pos(3, 4, dt=f32)),
     "tanh": (lambda L, x: x.tanh(), r(3, 4)),
     "sigmoid": (lambda L, x: x.sigmoid(), r(3, 4)),
+    "lstm_fused_cell": (lambda L, x, h, c, wi, wh: L.lstm(x, (h, c), [wi, wh], False, 1, 0.0, False, False, False),
+                        r(3, 2, 2), r(1, 2, 2, seed=1), r(1, 2, 2, seed=2), r(8, 2, seed=3), r(8, 2, seed=4)),
     "relu": (lambda L, x, y: (x * y).relu(), r(3, 4), r(4, seed=1)),
     "relu_large": (lambda L, x: x.relu() * x, r(80, 80)),     # past the where() size limit
     "relu_grad": (_grad_of_relu, r(3, 4), r(3, 4, seed=1)),

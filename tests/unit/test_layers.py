@@ -34,17 +34,20 @@ LAYERS = (
      "primitives._kernels", "primitives._index_nodes"),
     ("primitives.elementwise",),            # unary/binary maths, where
     ("primitives.join",),                   # cat/stack/split/pad (the others build on cat)
-    ("primitives.nn",),                     # conv, pooling, activations
+    ("primitives.nn", "primitives.attention"),   # conv, pooling, activations; scaled dot-product attention
     ("primitives.index",),                  # get/set items, gather/scatter, masks, comparisons
     ("primitives.shape",),                  # views, reshapes, *_copy, meshgrid
-    ("primitives.reduce", "primitives.special", "primitives.linalg"),
-    ("primitives.stats", "primitives.everyday"),
+    ("primitives.reduce", "primitives.special", "primitives.linalg", "primitives.solvers", "primitives.decomp",
+     "primitives.complex"),
+    ("primitives.stats", "primitives.everyday", "primitives.weight_norm", "primitives.sampling",
+     "primitives.losses", "primitives.embedding_bag"),
+    ("primitives.rnn",),                    # the recurrences of RNN / LSTM / GRU, composed of the families above
     ("primitives",),                        # the package: installs the Tensor methods of every family
     # above the primitives, built on the ops: the torch.autograd namespace (backward, grad, functional,
     #    gradcheck), nn, optim, utils, serialization, the namespaces of missing names, PyTorch's load-time modules
     ("autograd", "nn", "optim", "utils", "serialization", "_weights_only_unpickler", "_misc", "_nn_functions",
      "futures", "jit", "hub", "overrides", "multiprocessing", "backends", "cpu", "cuda", "primitives.linalg_ns",
-     "_missing"),
+     "primitives.special_ns", "primitives.fft", "_missing"),
     # the top: hookgrad itself (the flat namespace, ""), the namespace glue (torch._C, torch.ops, the torch
     #    alias) and the clients of the public API, which import hookgrad as their users do
     ("", "_C", "ops", "compat", "functional", "__main__", "_spawn", "tools", "models", "distributions", "testing",

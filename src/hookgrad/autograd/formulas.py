@@ -119,6 +119,18 @@ def zero_like(a):
     return z
 
 
+def cast_array(g, dtype):
+    """``g`` as NumPy dtype ``dtype``; a complex gradient of a real input is its real part (PyTorch's
+    handle_r_to_c: the input's real direction)."""
+    if g.dtype.kind == "c" and dtype.kind != "c":
+        g = g.real
+    return g.astype(dtype)
+
+
+def _conj_arrays(a):
+    return None if a is None else np.conjugate(a)
+
+
 def _threshold_backward_arrays(g, src, threshold, node=None):
     m = src > threshold
     if g.size <= 4096:
@@ -158,6 +170,7 @@ class _Arrays:
     # ---- what formulas use ----
     saved = staticmethod(_saved_arrays)
     exp = staticmethod(np.exp)
+    tanh = staticmethod(np.tanh)
     matmul = staticmethod(np.matmul)
     unsqueeze = staticmethod(np.expand_dims)
     squeeze = staticmethod(np.squeeze)
@@ -171,6 +184,10 @@ class _Arrays:
     @staticmethod
     def array(x):
         return x
+
+    @staticmethod
+    def sigmoid(x):
+        return 0.5 + 0.5 * np.tanh(0.5 * x)     # never overflows
 
     @staticmethod
     def sum(x, dim, keepdim=False):
@@ -190,9 +207,8 @@ class _Arrays:
 
     sum_to = staticmethod(sum_to_shape)            # called only when the shapes differ
 
-    @staticmethod
-    def cast(g, dtype):
-        return g.astype(dtype)
+    cast = staticmethod(cast_array)
+    conj = staticmethod(_conj_arrays)
 
 
 class _Tensors:
@@ -231,6 +247,14 @@ class _Tensors:
     @staticmethod
     def exp(x):
         return x.exp()
+
+    @staticmethod
+    def tanh(x):
+        return x.tanh()
+
+    @staticmethod
+    def sigmoid(x):
+        return x.sigmoid()
 
     @staticmethod
     def sum(x, dim, keepdim=False):
@@ -302,7 +326,16 @@ class _Tensors:
 
     @staticmethod
     def cast(g, dtype):
+        if g._data.dtype.kind == "c" and dtype.kind != "c":
+            g = g.real                  # a real input's gradient: the real part (PyTorch's handle_r_to_c)
         return g.to(D._NP_TO_DT[dtype])
+
+    @staticmethod
+    def conj(x):
+        """The complex conjugate (a differentiable ConjBackward0 for a Tensor; a constant as it is)."""
+        if x is None:
+            return None
+        return x.conj() if isinstance(x, Tensor) else np.conjugate(x)
 
 
 ARRAYS = _Arrays()

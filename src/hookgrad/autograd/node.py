@@ -23,7 +23,7 @@ from .grad_mode import _state
 from .saved import SavedTensor, _NoneSaved, _hooks_tls, _version_error, _short_name, _FREED  # noqa: F401
 from .op_hooks import _op_hooks, _op_tls, _apply_with_op_hooks, op_name
 from .anomaly_mode import state as _anomaly   # .enabled: nodes record the forward traceback
-from .formulas import TENSORS, ARRAYS, takes_space, expand_np, sum_to_shape  # noqa: F401
+from .formulas import TENSORS, ARRAYS, takes_space, expand_np, sum_to_shape, cast_array as _cast_array  # noqa: F401
 from .._array import is_array as _is_array, module_of as _module_of
 
 _seq = itertools.count()
@@ -394,7 +394,7 @@ class Node:
                         res = sum_to_shape(res, m[0])
                     dt = res.dtype
                     if dt is not m[1] and dt != m[1]:
-                        res = res.astype(m[1])
+                        res = _cast_array(res, m[1])
                     return (res,)
                 res = (res,)
         else:

@@ -231,3 +231,54 @@ unit_interval = _Interval(0.0, 1.0)
 interval = _Interval
 half_open_interval = _HalfOpenInterval
 simplex = _Simplex()
+
+
+# ---- matrix constraints (MultivariateNormal's parameters)
+class _Square(Constraint):
+    event_dim = 2
+
+    def check(self, value):
+        return hookgrad.full(size=value.shape[:-2], fill_value=(value.shape[-2] == value.shape[-1]),
+                             dtype=hookgrad.bool, device=value.device)
+
+
+class _Symmetric(_Square):
+    def check(self, value):
+        square_check = super().check(value)
+        if not square_check.all():
+            return square_check
+        return hookgrad.isclose(value, value.mT, atol=1e-6).all(-2).all(-1)
+
+
+class _LowerTriangular(Constraint):
+    event_dim = 2
+
+    def check(self, value):
+        value_tril = value.tril()
+        return (value_tril == value).view(value.shape[:-2] + (-1,)).min(-1)[0]
+
+
+class _LowerCholesky(Constraint):
+    event_dim = 2
+
+    def check(self, value):
+        value_tril = value.tril()
+        lower_triangular = (value_tril == value).view(value.shape[:-2] + (-1,)).min(-1)[0]
+        positive_diagonal = (value.diagonal(dim1=-2, dim2=-1) > 0).min(-1)[0]
+        return lower_triangular & positive_diagonal
+
+
+class _PositiveDefinite(_Symmetric):
+    def check(self, value):
+        sym_check = super().check(value)
+        if not sym_check.all():
+            return sym_check
+        return hookgrad.linalg.cholesky_ex(value).info.eq(0)
+
+
+lower_triangular = _LowerTriangular()
+lower_cholesky = _LowerCholesky()
+positive_definite = _PositiveDefinite()
+square = _Square()
+symmetric = _Symmetric()
+__all__ += ["lower_cholesky", "lower_triangular", "positive_definite", "square", "symmetric"]

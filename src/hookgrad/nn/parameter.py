@@ -12,7 +12,7 @@ class Parameter(Tensor):
         from .._array import default_module
         if data is None:
             data = Tensor._make(default_module().zeros((0,), np.float32))
-        if requires_grad and data._data.dtype.kind != "f":
+        if requires_grad and data._data.dtype.kind not in "fc":
             raise RuntimeError("Only Tensors of floating point and complex dtype can require gradients")
         self = object.__new__(cls)
         _init(self, data._data, requires_grad, None, 0, data._vc)

@@ -130,6 +130,8 @@ _METHODS.update({
     "bitwise_not": I.bitwise_not,
 })
 _SP.sign_inplace(_METHODS)
+from . import complex as _CX
+_METHODS.update(_CX.METHODS)
 _METHODS.update({
     "nansum": ST.nansum, "nanmean": ST.nanmean, "logcumsumexp": ST.logcumsumexp, "quantile": ST.quantile,
     "nanquantile": ST.nanquantile, "cov": ST.cov, "corrcoef": ST.corrcoef, "unique": ST.unique,
@@ -170,6 +172,8 @@ _METHODS.update({
     "broadcast_to": S.broadcast_to, "ger": L.ger, "inner": L.inner, "multinomial": C.multinomial,
     "split_with_sizes": _Q.split_with_sizes_method,
 })
+from . import linalg_legacy as _LL      # det, inverse, svd, qr, cholesky, ... (and the removed eig, lstsq, ...)
+_METHODS.update(_LL.METHODS)
 for _k in [k for k, v in _METHODS.items() if v is None]:
     del _METHODS[_k]
 
@@ -283,8 +287,8 @@ def _install():
         setattr(Tensor, name + "_", _via(_METHODS[name]))
     Tensor.T = property(S.T)
     Tensor.mT = property(S.mT)
-    Tensor.H = property(S.T)
-    Tensor.mH = property(S.mT)
+    Tensor.H = property(_CX.H)
+    Tensor.mH = property(_CX.mH)
 
 
 def _make_inplace_binary(cls, name):

@@ -50,7 +50,7 @@ def binary(cls, a, b, float_only=False, **params):
                 adt = a._data.dtype
                 if adt is not b._data.dtype or (float_only and adt.kind != "f"):
                     dt = D.result_type_of([a, b])
-                    if float_only and not dt.is_floating_point:
+                    if float_only and not dt.is_floating_point and not dt.is_complex:
                         dt = D.get_default_dtype()
                     params["dt"] = dt.np
                 return cls.apply(a, b, **params)
@@ -82,12 +82,12 @@ def _scalar_result(t, s, float_only):
     elif isinstance(s, (int, np.integer)):
         res = tdt if k != "b" else np.dtype(np.int64)
     elif isinstance(s, (float, np.floating)):
-        res = tdt if k == "f" else D.get_default_dtype().np
-    elif isinstance(s, complex):
-        raise TypeError("hookgrad does not support complex numbers")
+        res = tdt if k == "f" or k == "c" else D.get_default_dtype().np
+    elif isinstance(s, (complex, np.complexfloating)):
+        res = D.result_type_of((t,), (complex(s),)).np
     else:
         raise TypeError(f"unsupported operand type {type(s).__name__} for a tensor operation")
-    if float_only and res.kind != "f":
+    if float_only and res.kind != "f" and res.kind != "c":
         res = D.get_default_dtype().np
     return res
 

@@ -18,6 +18,7 @@ from .._errors import not_tensor, not_number, is_number, not_implemented_for, fl
 
 
 _sqrt_2_over_pi = math.sqrt(2.0 / math.pi)
+_IS_COMPLEX = D.IS_COMPLEX      # ``g.dtype in _IS_COMPLEX``: a complex gradient, as an array or a Tensor
 
 
 # ---------------------------------------------------------------------------------- binary
@@ -79,6 +80,8 @@ class Mul(Node, name="MulBackward0"):
         # NOTE: PyTorch's generated backward computes the inputs' formulas in alphabetical order of
         # their names (other before self); that order is the creation order of a create_graph graph
         x, y = F.saved(self)
+        if g.dtype in _IS_COMPLEX:     # complex: the conjugate Wirtinger gradient, g * conj(other)
+            x, y = F.conj(x), F.conj(y)
         nf = self.next_functions
         gy = g * x if nf[1][0] is not None else None
         return (g * y if nf[0][0] is not None else None), gy
@@ -96,6 +99,8 @@ class Div(Node, name="DivBackward0"):
 
     def backward(self, g, F=TENSORS):
         x, y = F.saved(self)
+        if g.dtype in _IS_COMPLEX:     # complex: the conjugate Wirtinger gradient
+            x, y = F.conj(x), F.conj(y)
         nf = self.next_functions
         gy = -g * ((x / y) / y) if nf[1][0] is not None else None     # other first (alphabetical)
         gx = g / y if nf[0][0] is not None else None
@@ -290,7 +295,7 @@ class Exp(Node, name="ExpBackward0"):
 
     def backward(self, g, F=TENSORS):
         (out,) = F.saved(self)
-        return g * out
+        return g * (F.conj(out) if g.dtype in _IS_COMPLEX else out)
 
 
 class Expm1(Exp, name="Expm1Backward0"):
@@ -371,6 +376,8 @@ class Reciprocal(Node, name="ReciprocalBackward0"):
 
     def backward(self, g):
         (out,) = self.saved_values
+        if out._data.dtype.kind == "c":     # complex: the conjugate Wirtinger gradient
+            return -g * (out * out).conj()
         return -g * out * out
 
 
@@ -476,6 +483,8 @@ class Abs(Unary, name="AbsBackward0"):
 
     def backward(self, g):
         (x,) = self.saved_values
+        if x._data.dtype.kind == "c":       # PyTorch's abs_backward: g * sgn(x), sgn(x) = x / |x| (0 at 0)
+            return g * x.sgn()
         return scale(g, np.sign(x._data), x)
 
 
@@ -863,9 +872,20 @@ class LerpT(Node, name="LerpBackward1"):
 
 
 # -------------------------------------------------------------------------- public functions
-def _float_input(x):
-    """exp/log/sin... of an integer tensor compute in the default float dtype (as PyTorch)."""
-    if x._data.dtype.kind != "f":
+# the unary ops whose gradient formulas handle complex input (conjugate Wirtinger); the others refuse it
+_COMPLEX_OK = {"ExpBackward0", "ReciprocalBackward0"}
+
+
+def _float_input(x, cls=None):
+    """exp/log/sin... of an integer tensor compute in the default float dtype (as PyTorch); a complex tensor
+    passes only to the ops whose formulas handle it (``cls``, its grad_fn name in ``_COMPLEX_OK``)."""
+    k = x._data.dtype.kind
+    if k == "c":
+        if cls is not None and cls.__name__ in _COMPLEX_OK:
+            return x
+        from .._errors import complex_unsupported
+        raise complex_unsupported(cls.__name__.replace("Backward0", "").lower() if cls is not None else "this op")
+    if k != "f":
         from .. import _dtype as D
         return x.to(D.get_default_dtype())
     return x
@@ -888,7 +908,7 @@ def _unary(cls, float_only=True, doc=None, kernel=None):
                 k = input._data.dtype.kind
             except AttributeError:
                 raise not_tensor(name, input) from None
-            r = cls.apply(input if k == "f" else _float_input(input))
+            r = cls.apply(input if k == "f" else _float_input(input, cls))
             return r if out is None else _out(r, out)
     else:
         def fn(input, *, out=None):

@@ -22,11 +22,12 @@ def _need_tensor(fname, input):
 # ---- views and shapes
 def adjoint(input):
     _need_tensor("adjoint", input)
-    """The conjugate transpose of the last two dims (a transpose: hookgrad has no complex dtypes)."""
+    """The conjugate transpose of the last two dims (a transpose for real tensors)."""
     if input._data.ndim < 2:
         raise RuntimeError("tensor.adjoint() is only supported on matrices or batches of matrices. "
                            f"Got {input._data.ndim}-D tensor.")
-    return S.transpose(input, -2, -1)
+    from .complex import conj
+    return conj(S.transpose(input, -2, -1))
 
 
 def slice_inverse(input, src, dim=0, start=None, end=None, step=1):

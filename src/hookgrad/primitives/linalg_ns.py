@@ -4,8 +4,18 @@ import sys
 from .reduce import vector_norm
 from .linalg import matmul, einsum  # noqa: F401
 from .._tensor import Tensor
+from .solvers import (LinAlgError, inv, inv_ex, solve, solve_ex, cholesky, cholesky_ex,  # noqa: F401
+                      solve_triangular, slogdet, lu_factor, lu_factor_ex, lu, lu_solve, matrix_power, multi_dot,
+                      tensorinv, tensorsolve)
+from .decomp import (svd, svdvals, eigh, eigvalsh, qr, det, pinv, matrix_rank, lstsq, matrix_exp,  # noqa: F401
+                     householder_product, eig, eigvals, spectral_norm as _spectral_norm)
+from . import linalg as _L
 
-__all__ = ["vector_norm", "matrix_norm", "norm", "matmul", "vecdot"]
+__all__ = ["vector_norm", "matrix_norm", "norm", "matmul", "vecdot", "LinAlgError", "inv", "inv_ex", "solve",
+           "solve_ex", "cholesky", "cholesky_ex", "solve_triangular", "slogdet", "lu_factor", "lu_factor_ex", "lu",
+           "lu_solve", "matrix_power", "multi_dot", "tensorinv", "tensorsolve", "svd", "svdvals", "eigh",
+           "eigvalsh", "qr", "det", "pinv", "matrix_rank", "lstsq", "matrix_exp", "householder_product", "cond",
+           "cross", "diagonal", "vander", "eig", "eigvals"]
 
 
 def matrix_norm(input, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None):
@@ -16,11 +26,15 @@ def matrix_norm(input, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None):
         raise RuntimeError(f"linalg.matrix_norm: dim must be a 2-tuple. Got {len(dim)}")
     if ord == "fro":
         return vector_norm(input, 2, dim, keepdim, dtype=dtype)
+    if ord in (2, -2, "nuc"):
+        if dtype is not None:
+            input = input.to(dtype)
+        return _spectral_norm(input, ord, dim, keepdim)
     if ord in (1, -1, float("inf"), -float("inf")):
         a = vector_norm(input, 1, dim[0] if ord in (1, -1) else dim[1], True, dtype=dtype).abs()
         r = a.amax(dim, keepdim) if ord > 0 else a.amin(dim, keepdim)
         return r
-    raise NotImplementedError(f"hookgrad: linalg.matrix_norm with ord={ord!r} is not supported")
+    raise RuntimeError(f"linalg.matrix_norm: Order {ord} not supported.")
 
 
 def norm(input, ord=None, dim=None, keepdim=False, *, dtype=None):
@@ -39,9 +53,58 @@ def norm(input, ord=None, dim=None, keepdim=False, *, dtype=None):
     return matrix_norm(input, ord, (-2, -1) if dim is None else dim, keepdim, dtype=dtype)
 
 
-def vecdot(x, y, *, dim=-1):
+def vecdot(x, y, *, dim=-1, out=None):
     """Dot product of x and y along dim (broadcasting)."""
     return (x * y).sum(dim)
+
+
+def cross(input, other, *, dim=-1, out=None):
+    """The cross product of 3-vectors along dim (the inputs broadcast)."""
+    return _L.cross(input, other, dim)
+
+
+def diagonal(A, *, offset=0, dim1=-2, dim2=-1):
+    """The diagonals of (batches of) matrices (a view)."""
+    return A.diagonal(offset, dim1, dim2)
+
+
+def vander(x, *, N=None):
+    """The Vandermonde matrix of the last dim of x: powers 0 .. N-1, increasing."""
+    if x._data.ndim < 1:
+        raise RuntimeError("linalg.vander: x must have at least one dimension")
+    n = x._data.shape[-1] if N is None else N
+    if n <= 1:
+        if n < 1:
+            raise RuntimeError("N must be greater than 1.")
+        return x.unsqueeze(-1) * 0 + 1
+    from .join import cat
+    ones = (x.unsqueeze(-1) * 0 + 1).detach() if not x.dtype.is_floating_point else x.new_ones(x.shape + (1,))
+    pw = x.unsqueeze(-1).expand(x.shape + (n - 1,)).cumprod(-1)
+    return cat([ones.to(pw.dtype), pw], -1)
+
+
+def cond(A, p=None, *, out=None):
+    """The condition number of (batches of) matrices in the norm ``p`` (None or 2: by the singular values)."""
+    if A._data.ndim < 2:
+        raise RuntimeError("linalg.cond: The input tensor A must have at least 2 dimensions.")
+    if p in (None, 2, -2):
+        s = svdvals(A)
+        r = s[..., :1] / s[..., -1:] if p in (None, 2) else s[..., -1:] / s[..., :1]
+        return r.squeeze(-1)
+    if p not in ("fro", "nuc", 1, -1, float("inf"), -float("inf")):
+        raise RuntimeError(f"linalg.cond got an invalid norm type: {p}")
+    if A._data.shape[-1] != A._data.shape[-2]:
+        raise RuntimeError(f"linalg.cond: A must be batches of square matrices, but they are {A._data.shape[-2]} by "
+                           f"{A._data.shape[-1]} matrices")
+    Ainv, info = inv_ex(A)
+    if not info._data.any():
+        return matrix_norm(A, p) * matrix_norm(Ainv, p)
+    # a singular matrix: inf, as PyTorch (its inverse, full of inf, is not used)
+    from .elementwise import where
+    from .solvers import eye_like
+    bad = info > 0
+    Ainv = inv(where(bad.unsqueeze(-1).unsqueeze(-1), eye_like(A), A))
+    return where(bad, float("inf"), matrix_norm(A, p) * matrix_norm(Ainv, p))
 
 
 sys.modules.setdefault("hookgrad.linalg", sys.modules[__name__])

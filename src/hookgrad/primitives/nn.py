@@ -107,110 +107,139 @@ def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
 
 
 # ----------------------------------------------------------------------- im2col / col2im
+# The helpers below work for any number of spatial dims n (1-d, 2-d, 3-d): x is (N, C, *S), the kernel
+# k, stride s and dilation d have n entries, the padding p has 2n (before, after) per spatial dim.
+def _prod(v):
+    r = 1
+    for e in v:
+        r *= e
+    return r
+
+
+def _pad_spatial(x, p, fill=0):
+    if not any(p):
+        return x
+    return np.pad(x, ((0, 0),) * (x.ndim - len(p) // 2) + tuple(zip(p[::2], p[1::2])), constant_values=fill)
+
+
 def _im2col(x, k, s, p, d):
-    """x (N, C, H, W) -> columns (N, C*kh*kw, OH*OW) and (OH, OW); p = (top, bottom, left, right)."""
-    if any(p):
-        x = np.pad(x, ((0, 0), (0, 0), (p[0], p[1]), (p[2], p[3])))
-    n, c, hp, wp = x.shape
-    oh = (hp - d[0] * (k[0] - 1) - 1) // s[0] + 1
-    ow = (wp - d[1] * (k[1] - 1) - 1) // s[1] + 1
-    sn, sc, sh, sw = x.strides
-    win = as_strided(x, (n, c, k[0], k[1], oh, ow), (sn, sc, sh * d[0], sw * d[1], sh * s[0], sw * s[1]),
-                     subok=True, writeable=False)
-    return win.reshape(n, c * k[0] * k[1], oh * ow), oh, ow
+    """x (N, C, *S) -> columns (N, C*prod(k), prod(O)) and the output grid O."""
+    x = _pad_spatial(x, p)
+    n, c, sp = x.shape[0], x.shape[1], x.shape[2:]
+    o = tuple((sp[i] - d[i] * (k[i] - 1) - 1) // s[i] + 1 for i in range(len(k)))
+    st = x.strides
+    win = as_strided(x, (n, c) + tuple(k) + o, st[:2] + tuple(st[2 + i] * d[i] for i in range(len(k))) +
+                     tuple(st[2 + i] * s[i] for i in range(len(k))), subok=True, writeable=False)
+    return win.reshape(n, c * _prod(k), _prod(o)), o
 
 
 def _wide_cols(x, k, p, d):
-    """Stride-1 im2col over the flattened padded image: the column of kernel offset (i, j) is one
-    contiguous run of that image shifted by i*dh*Wp + j*dw, so the copy moves long runs instead of
-    OW-wide rows (2-3x faster). The output grid is OH x Wp ("wide"): its last Wp - OW columns are
-    junk that the forward crops and the adjoints feed zeros into. Returns (cols (N, C*kh*kw, OH*Wp), OH, OW, Wp)."""
-    n, c, h, w = x.shape
-    hp, wp = h + p[0] + p[1], w + p[2] + p[3]
-    oh, ow = hp - d[0] * (k[0] - 1), wp - d[1] * (k[1] - 1)
-    flat = array_module(x).zeros((n, c, hp * wp + d[1] * (k[1] - 1)), x.dtype)
-    flat[:, :, :hp * wp].reshape(n, c, hp, wp)[:, :, p[0]:p[0] + h, p[2]:p[2] + w] = x
+    """Stride-1 im2col over the flattened padded image: the column of a kernel offset is one contiguous
+    run of that image shifted by the offset's flat position, so the copy moves long runs instead of
+    short rows (2-3x faster). The column grid is O[0] x P[1:] ("wide", P the padded sizes): the entries
+    past O[i] in the later dims are junk that the forward crops and the adjoints feed zeros into.
+    Returns (cols (N, C*prod(k), prod(grid)), O, grid)."""
+    n, c, sp = x.shape[0], x.shape[1], x.shape[2:]
+    nd = len(k)
+    ps = tuple(sp[i] + p[2 * i] + p[2 * i + 1] for i in range(nd))
+    o = tuple(ps[i] - d[i] * (k[i] - 1) for i in range(nd))
+    grid = o[:1] + ps[1:]
+    es = tuple(_prod(ps[i + 1:]) for i in range(nd))          # flat element strides of the padded image
+    size = _prod(ps)
+    flat = array_module(x).zeros((n, c, size + sum(d[i] * (k[i] - 1) * es[i] for i in range(1, nd))), x.dtype)
+    flat[:, :, :size].reshape((n, c) + ps)[(Ellipsis,) + tuple(slice(p[2 * i], p[2 * i] + sp[i])
+                                                                for i in range(nd))] = x
     sn, sc, se = flat.strides
-    win = as_strided(flat, (n, c, k[0], k[1], oh * wp), (sn, sc, d[0] * wp * se, d[1] * se, se), subok=True,
-                     writeable=False)
-    return win.reshape(n, c * k[0] * k[1], oh * wp), oh, ow, wp
+    win = as_strided(flat, (n, c) + tuple(k) + (_prod(grid),), (sn, sc) + tuple(d[i] * es[i] * se for i in range(nd))
+                     + (se,), subok=True, writeable=False)
+    return win.reshape(n, c * _prod(k), _prod(grid)), o, grid
 
 
 def _columns(x, k, s, p, d):
-    """im2col by the faster layout for this geometry: (cols, OH, OW, row width of the column grid)."""
-    if s == (1, 1) and k != (1, 1):
+    """im2col by the faster layout for this geometry: (cols, O, the column grid)."""
+    if all(v == 1 for v in s) and any(v != 1 for v in k):
         return _wide_cols(x, k, p, d)
-    cols, oh, ow = _im2col(x, k, s, p, d)
-    return cols, oh, ow, ow
+    cols, o = _im2col(x, k, s, p, d)
+    return cols, o, o
 
 
-def _col2im(cols, shape, k, s, p, d, oh, ow):
-    """Adjoint of _im2col: sum the columns back into an (N, C, H, W) image (one slice-add per offset)."""
-    n, c, h, w = shape
+def _col2im(cols, shape, k, s, p, d, o):
+    """Adjoint of _im2col: sum the columns back into an (N, C, *S) image (one slice-add per offset)."""
+    n, c, sp = shape[0], shape[1], shape[2:]
+    nd = len(k)
     xp = array_module(cols)
-    out = xp.zeros((n, c, h + p[0] + p[1], w + p[2] + p[3]), cols.dtype)
-    cols = cols.reshape(n, c, k[0], k[1], oh, ow)
-    he, we = s[0] * (oh - 1) + 1, s[1] * (ow - 1) + 1
-    for i in range(k[0]):
-        for j in range(k[1]):
-            out[:, :, i * d[0]:i * d[0] + he:s[0], j * d[1]:j * d[1] + we:s[1]] += cols[:, :, i, j]
+    out = xp.zeros((n, c) + tuple(sp[i] + p[2 * i] + p[2 * i + 1] for i in range(nd)), cols.dtype)
+    cols = cols.reshape((n, c) + tuple(k) + tuple(o))
+    ext = tuple(s[i] * (o[i] - 1) + 1 for i in range(nd))
+    for off in np.ndindex(*k):
+        out[(Ellipsis,) + tuple(slice(off[i] * d[i], off[i] * d[i] + ext[i], s[i]) for i in range(nd))] += \
+            cols[(slice(None), slice(None)) + off]
     if any(p):
-        out = xp.ascontiguousarray(out[:, :, p[0]:p[0] + h, p[2]:p[2] + w])
+        out = xp.ascontiguousarray(out[(Ellipsis,) + tuple(slice(p[2 * i], p[2 * i] + sp[i]) for i in range(nd))])
     return out
 
 
-def _conv2d(x, w, b, s, p, d, g):
-    """Convolution of arrays (N, C, H, W) * (O, C/g, kh, kw): one batched GEMM over the columns.
-    Returns (out, cols, wp): the columns and their row width, which the weight gradient reuses."""
+def _crop(o):
+    """The index of the real outputs in a wide column grid (whose first dim is already O[0])."""
+    return (Ellipsis,) + tuple(slice(0, v) for v in o[1:])
+
+
+def _conv(x, w, b, s, p, d, g):
+    """Convolution of arrays (N, C, *S) * (O, C/g, *k): one batched GEMM over the columns.
+    Returns (out, cols, grid): the columns and their grid, which the weight gradient reuses."""
     n, o = x.shape[0], w.shape[0]
-    cols, oh, ow, wp = _columns(x, w.shape[2:], s, p, d)
+    cols, osz, grid = _columns(x, w.shape[2:], s, p, d)
     if g == 1:
         out = np.matmul(w.reshape(o, -1), cols)
     else:
         out = np.matmul(w.reshape(g, o // g, -1), cols.reshape(n, g, -1, cols.shape[-1]))
-    out = out.reshape(n, o, oh, wp)
-    if wp != ow:  # crop the junk columns, adding the bias on the way
-        res = array_module(out).empty((n, o, oh, ow), out.dtype)
+    out = out.reshape((n, o) + grid)
+    bshape = (o,) + (1,) * len(osz)
+    if grid != osz:  # crop the junk columns, adding the bias on the way
+        res = array_module(out).empty((n, o) + osz, out.dtype)
         if b is None:
-            np.copyto(res, out[..., :ow])
+            np.copyto(res, out[_crop(osz)])
         else:
-            np.add(out[..., :ow], b[:, None, None], out=res)
-        return res, cols, wp
+            np.add(out[_crop(osz)], b.reshape(bshape), out=res)
+        return res, cols, grid
     if b is not None:
-        out += b[:, None, None]
-    return out, cols, wp
+        out += b.reshape(bshape)
+    return out, cols, grid
 
 
-def _conv2d_weight(x, y, ws, s, p, d, g, cols=None, wp=None):
+def _conv_weight(x, y, ws, s, p, d, g, cols=None, grid=None):
     """d<y, conv(x, w)>/dw: the columns of x (reused from the forward when given) against y."""
     if cols is None:
-        cols, _, _, wp = _columns(x, ws[2:], s, p, d)
-    n, o, oh, ow = y.shape
-    if wp != ow:  # zeros against the junk columns
-        yw = array_module(y).zeros((n, o, oh, wp), y.dtype)
-        yw[..., :ow] = y
+        cols, _, grid = _columns(x, ws[2:], s, p, d)
+    n, o, osz = y.shape[0], y.shape[1], y.shape[2:]
+    if grid != osz:  # zeros against the junk columns
+        yw = array_module(y).zeros((n, o) + grid, y.dtype)
+        yw[_crop(osz)] = y
         y = yw
     gw = np.matmul(y.reshape(n, g, o // g, -1), cols.reshape(n, g, -1, cols.shape[-1]).transpose(0, 1, 3, 2))
     return gw.sum(0).reshape(ws)
 
 
-def _conv2d_transpose(y, w, out_hw, s, p, d, g):
-    """Adjoint of _conv2d in x: y (N, O, OH, OW) -> (N, C, H, W). With stride 1 it is a convolution of
+def _conv_transpose(y, w, out_sz, s, p, d, g):
+    """Adjoint of _conv in x: y (N, O, *OS) -> (N, C, *out_sz). With stride 1 it is a convolution of
     y with the flipped, transposed kernel (no scatter-add); otherwise columns summed back by _col2im."""
-    n, o, oh, ow = y.shape
-    _, cg, kh, kw = w.shape
-    (h, wd), ek = out_hw, (d[0] * (kh - 1), d[1] * (kw - 1))
-    if s == (1, 1):
-        top, left = ek[0] - p[0], ek[1] - p[2]
-        pads = (top, h - oh - top + ek[0], left, wd - ow - left + ek[1])
+    n, o, osz = y.shape[0], y.shape[1], y.shape[2:]
+    cg, k = w.shape[1], w.shape[2:]
+    nd = len(k)
+    if all(v == 1 for v in s):
+        pads = []
+        for i in range(nd):
+            ek = d[i] * (k[i] - 1)
+            lo = ek - p[2 * i]
+            pads += [lo, out_sz[i] - osz[i] - lo + ek]
         if min(pads) >= 0:
-            wt = w.reshape(g, o // g, cg, kh, kw).transpose(0, 2, 1, 3, 4).reshape(g * cg, o // g, kh, kw)
-            return _conv2d(y, wt[..., ::-1, ::-1], None, s, pads, d, g)[0]
+            wt = w.reshape((g, o // g, cg) + k).swapaxes(1, 2).reshape((g * cg, o // g) + k)
+            return _conv(y, wt[(Ellipsis,) + (slice(None, None, -1),) * nd], None, s, tuple(pads), d, g)[0]
     if g == 1:
         cols = np.matmul(w.reshape(o, -1).T, y.reshape(n, o, -1))
     else:
         cols = np.matmul(w.reshape(g, o // g, -1).transpose(0, 2, 1), y.reshape(n, g, o // g, -1))
-    return _col2im(cols, (n, cg * g, h, wd), (kh, kw), s, p, d, oh, ow)
+    return _col2im(cols, (n, cg * g) + tuple(out_sz), k, s, p, d, osz)
 
 
 # --------------------------------------------------------------------------- convolution
@@ -218,13 +247,14 @@ def _conv2d_transpose(y, w, out_hw, s, p, d, g):
 #   Conv(x, w)      = A_w x             (+ bias)
 #   ConvTr(y, w)    = A_w^T y           (grad of Conv wrt x; conv_transpose)
 #   ConvW(x, y)     = d<y, A_w x>/dw    (grad of Conv wrt w)
-# 1-d convs run as 2-d with H = 1 (the nodes add and drop that axis themselves).
+# Any number of spatial dims: the geometry (stride, dilation: n values; padding: 2n) says how many.
 
 class _ConvBase(Node):
     stride = (1, 1)
     padding = (0, 0, 0, 0)
     dilation = (1, 1)
     groups = 1
+    output_padding = None
 
     def _args(self):
         return self.stride, self.padding, self.dilation, self.groups
@@ -233,71 +263,77 @@ class _ConvBase(Node):
         return dict(zip(("stride", "padding", "dilation", "groups"), self._args()))
 
 
+def _bias_grad(node, g):
+    if len(node.next_functions) > 2 and _need(node, 2):
+        return g.sum((0,) + tuple(range(2, g.dim())))
+    return None
+
+
+_CONV_ATTRS = ("stride", "padding=padding[::2]", "dilation", "groups",
+               "bias_sym_sizes_opt=input_sizes(2) if len(_in_meta) > 2 and _in_meta[2] is not None else (0,)")
+
+
 class Conv(_ConvBase, name="ConvolutionBackward0"):
     save = (0, 1)
     saved_names = ("input", "weight")
-    saved_attrs = ("stride", "padding=padding[::2]", "dilation", "groups", "transposed=False", "output_padding=(0,) * len(stride)",
-                   "bias_sym_sizes_opt=input_sizes(2) if len(_in_meta) > 2 and _in_meta[2] is not None else (0,)")
+    saved_attrs = _CONV_ATTRS + ("transposed=False", "output_padding=(0,) * len(stride)")
     _cols_cache = None
 
     def forward(self, x, w, b=None):
-        x0, one = x, x.ndim == 3
-        if one:
-            x, w = x[:, :, None], w[:, :, None]
-        out, cols, wp = _conv2d(x, w, b, *self._args())
-        self._cols_cache = (x0, cols, wp)
-        return out[:, :, 0] if one else out
+        out, cols, grid = _conv(x, w, b, *self._args())
+        self._cols_cache = (x, cols, grid)
+        return out
 
     def backward(self, gy):
         x, w = self.saved_values
         geo = self._geo()
         cache, self._cols_cache = self._cols_cache, None
-        gx = ConvTr.apply(gy, w, out_hw=x.shape[2:], **geo) if _need(self, 0) else None
+        gx = ConvTrGrad.apply(gy, w, out_hw=x.shape[2:], **geo) if _need(self, 0) else None
         gw = None
         if _need(self, 1):
             cols = cache[1:] if cache is not None and cache[0] is x._data else None
             gw = ConvW.apply(x, gy, wshape=w.shape, cols=cols, **geo)
-        gb = gy.sum((0, 2, 3) if gy.dim() == 4 else (0, 2)) if len(self.next_functions) > 2 and _need(self, 2) else None
-        return gx, gw, gb
+        return gx, gw, _bias_grad(self, gy)
 
 
 class ConvTr(_ConvBase, name="ConvolutionBackward0"):
-    """y (N, O, OH, OW), w (O, C/g, kh, kw) -> (N, C, H, W) with (H, W) = out_hw."""
+    """y (N, O, *OS), w (O, C/g, *k) -> (N, C, *out_hw). ``output_padding`` is set by conv_transpose
+    (for grad_fn._saved_output_padding); as a gradient of Conv it is None."""
     save = (0, 1)
     saved_names = ("input", "weight")
+    saved_attrs = _CONV_ATTRS + ("transposed=True", "output_padding")
 
     def forward(self, y, w, b=None):
-        one = y.ndim == 3
-        if one:
-            y, w = y[:, :, None], w[:, :, None]
-        out = _conv2d_transpose(y, w, (1,) + tuple(self.out_hw) if one else tuple(self.out_hw), *self._args())
+        out = _conv_transpose(y, w, tuple(self.out_hw), *self._args())
         if b is not None:
-            out += b[:, None, None]
-        return out[:, :, 0] if one else out
+            out += b.reshape((-1,) + (1,) * (out.ndim - 2))
+        return out
 
     def backward(self, gx):
         y, w = self.saved_values
         geo = self._geo()
-        gy = Conv.apply(gx, w, **geo) if _need(self, 0) else None
+        gy = ConvGrad.apply(gx, w, **geo) if _need(self, 0) else None
         gw = ConvW.apply(gx, y, wshape=w.shape, **geo) if _need(self, 1) else None
-        gb = gx.sum((0, 2, 3) if gx.dim() == 4 else (0, 2)) if len(self.next_functions) > 2 and _need(self, 2) else None
-        return gy, gw, gb
+        return gy, gw, _bias_grad(self, gx)
+
+
+class ConvGrad(Conv, name="ConvolutionBackwardBackward0"):
+    """Conv as a gradient (of conv_transpose), under PyTorch's name for a convolution's backward."""
+
+
+class ConvTrGrad(ConvTr, name="ConvolutionBackwardBackward0"):
+    """ConvTr as a gradient (of a convolution), under PyTorch's name for a convolution's backward."""
 
 
 class ConvW(_ConvBase, name="ConvolutionBackwardBackward0"):
-    """d<y, conv(x, w)>/dw for x (N, C, H, W), y (N, O, OH, OW)."""
+    """d<y, conv(x, w)>/dw for x (N, C, *S), y (N, O, *OS)."""
     save = (0, 1)
     saved_names = ("input", "grad_output")
     cols = None
 
     def forward(self, x, y):
-        one = x.ndim == 3
-        if one:
-            x, y = x[:, :, None], y[:, :, None]
-        ws = self.wshape
-        cached, self.cols = self.cols, None      # (columns, row width) kept by Conv's forward, once
-        gw = _conv2d_weight(x, y, (ws[0], ws[1], 1, ws[2]) if one else ws, *self._args(), *(cached or ()))
-        return gw.reshape(ws)
+        cached, self.cols = self.cols, None      # (columns, grid) kept by Conv's forward, once
+        return _conv_weight(x, y, tuple(self.wshape), *self._args(), *(cached or ()))
 
     def backward(self, gw):
         x, y = self.saved_values
@@ -311,7 +347,7 @@ class ConvW(_ConvBase, name="ConvolutionBackwardBackward0"):
 class Im2col(_ConvBase, name="Im2ColBackward0"):
     def forward(self, x):
         self.in_shape = x.shape
-        cols, self.oh, self.ow = _im2col(x, self.kernel, self.stride, self.padding, self.dilation)
+        cols, (self.oh, self.ow) = _im2col(x, self.kernel, self.stride, self.padding, self.dilation)
         return cols
 
     def backward(self, g):
@@ -320,53 +356,52 @@ class Im2col(_ConvBase, name="Im2ColBackward0"):
 
 class Col2im(_ConvBase, name="Col2ImBackward0"):
     def forward(self, cols):
-        return _col2im(cols, self.out_shape, self.kernel, self.stride, self.padding, self.dilation, self.oh, self.ow)
+        return _col2im(cols, self.out_shape, self.kernel, self.stride, self.padding, self.dilation, (self.oh, self.ow))
 
     def backward(self, g):
         return Im2col.apply(g, kernel=self.kernel, **self._geo())
 
 
 # ------------------------------------------------------------------------------- pooling
+# Every pool works over n spatial dims (the last n): kernel, stride, dilation and the output sizes ``osz``
+# and input sizes ``in_sz`` have n entries, ``pads`` 2n (before, after; the after-pads include what
+# ceil_mode adds). The 3-d forms are subclasses that differ only in PyTorch's grad_fn names.
 class _PoolGeo(Node):
     """Window geometry shared by a pooling op and its adjoint: per-offset strided slices."""
 
     def _slices(self):
-        (kh, kw), (sh, sw), (dh, dw) = self.kernel, self.stride, self.dilation
-        he, we = sh * (self.oh - 1) + 1, sw * (self.ow - 1) + 1
-        for i in range(kh):
-            for j in range(kw):
-                yield i * kw + j, (Ellipsis, slice(i * dh, i * dh + he, sh), slice(j * dw, j * dw + we, sw))
+        k, s, d, o = self.kernel, self.stride, self.dilation, self.osz
+        ext = [s[i] * (o[i] - 1) + 1 for i in range(len(k))]
+        for n, off in enumerate(np.ndindex(*k)):
+            yield n, (Ellipsis,) + tuple(slice(off[i] * d[i], off[i] * d[i] + ext[i], s[i]) for i in range(len(k)))
 
     def _padded(self, x, fill):
-        p = self.pads
-        if not any(p):
-            return x
-        return np.pad(x, ((0, 0),) * (x.ndim - 2) + ((p[0], p[1]), (p[2], p[3])), constant_values=fill)
+        return _pad_spatial(x, self.pads, fill)
 
     def _scatter(self, parts, like):
-        """Sum per-offset (N, C, OH, OW) arrays ``parts(k, out_view)`` back into the (unpadded) input shape.
+        """Sum per-offset (N, C, *O) arrays ``parts(k, out_view)`` back into the (unpadded) input shape.
 
         Without overlap (stride >= window extent) each offset writes its own pixels: parts() fills the strided
         view in place (no temporary, no add); otherwise the parts are added. ``like``: the array whose shape,
         dtype and module the result has."""
         shape, dtype, xp = like.shape, like.dtype, array_module(like)
-        p = self.pads
-        h, w = self.in_hw
-        full = shape[:-2] + (h + p[0] + p[1], w + p[2] + p[3])
-        (kh, kw), (sh, sw), (dh, dw) = self.kernel, self.stride, self.dilation
-        disjoint = sh >= dh * (kh - 1) + 1 and sw >= dw * (kw - 1) + 1
-        tiled = disjoint and sh == kh and sw == kw and dh == dw == 1 and full[-2] == self.oh * sh \
-            and full[-1] == self.ow * sw
+        p, sz, nd = self.pads, self.in_sz, len(self.kernel)
+        k, s, d, o = self.kernel, self.stride, self.dilation, self.osz
+        full = shape[:-nd] + tuple(sz[i] + p[2 * i] + p[2 * i + 1] for i in range(nd))
+        disjoint = all(s[i] >= d[i] * (k[i] - 1) + 1 for i in range(nd))
+        tiled = disjoint and all(s[i] == k[i] and d[i] == 1 and full[i - nd] == o[i] * s[i] for i in range(nd))
         out = xp.empty(full, dtype) if tiled else xp.zeros(full, dtype)
-        for k, sl in self._slices():
+        for n, sl in self._slices():
             if disjoint:
-                parts(k, out[sl])
+                parts(n, out[sl])
             else:
-                out[sl] += parts(k, None)
-        return xp.ascontiguousarray(out[..., p[0]:p[0] + h, p[2]:p[2] + w]) if any(p) else out
+                out[sl] += parts(n, None)
+        if any(p):
+            out = xp.ascontiguousarray(out[(Ellipsis,) + tuple(slice(p[2 * i], p[2 * i] + sz[i]) for i in range(nd))])
+        return out
 
     def _geo(self):
-        return {k: getattr(self, k) for k in ("kernel", "stride", "dilation", "pads", "oh", "ow", "in_hw")}
+        return {k: getattr(self, k) for k in ("kernel", "stride", "dilation", "pads", "osz", "in_sz")}
 
 
 def _index_dtype(n):
@@ -401,35 +436,44 @@ class MaxPool(_PoolGeo, name="MaxPool2DWithIndicesBackward0"):
         xp = array_module(x)
         if not self.want_indices:
             return out, xp.empty(0, np.int64)
-        kw = self.kernel[1]
-        oh = xp.arange(self.oh)[:, None] * self.stride[0] - self.pads[0]
-        ow = xp.arange(self.ow)[None, :] * self.stride[1] - self.pads[2]
-        hh = oh + (arg // kw) * self.dilation[0]
-        ww = ow + (arg % kw) * self.dilation[1]
-        return out, (hh * self.in_hw[1] + ww).astype(np.int64)
+        k, nd = self.kernel, len(self.kernel)
+        a, flat, mult = arg.astype(np.int64), None, 1
+        for i in range(nd - 1, -1, -1):    # the window offset of each dim, from the last
+            a, off = np.divmod(a, k[i])
+            pos = (xp.arange(self.osz[i]) * self.stride[i] - self.pads[2 * i]).reshape((-1,) + (1,) * (nd - 1 - i))
+            pos = pos + off * self.dilation[i]
+            flat = pos * mult if flat is None else flat + pos * mult
+            mult *= self.in_sz[i]
+        return out, flat
 
     def _separable(self, xpad):
-        """Max over rows of the per-row max over columns: each pass compares whole strided planes, and
-        the first maximum in row-major window order is the first row's first column. (None, None) when
-        the result has a NaN (left to _windowed)."""
-        (kh, kw), (sh, sw), (dh, dw) = self.kernel, self.stride, self.dilation
-        he, we = sh * (self.oh - 1) + 1, sw * (self.ow - 1) + 1
-        m1, j1 = _first_max([xpad[..., j * dw:j * dw + we:sw] for j in range(kw)])
-        out, i2 = _first_max([m1[..., i * dh:i * dh + he:sh, :] for i in range(kh)])
-        if np.isnan(out).any():
+        """The max over each spatial dim in turn, the last first: each pass compares whole strided planes,
+        and the first maximum in row-major window order is the first maximum of the outer dim's window
+        among the inner dims' first maxima. (None, None) when the result has a NaN (left to _windowed)."""
+        k, s, d, o = self.kernel, self.stride, self.dilation, self.osz
+        nd = len(k)
+        m, arg = xpad, None
+        for ax in range(nd - 1, -1, -1):
+            e, rest = s[ax] * (o[ax] - 1) + 1, (slice(None),) * (nd - 1 - ax)
+            sl = [(Ellipsis, slice(i * d[ax], i * d[ax] + e, s[ax])) + rest for i in range(k[ax])]
+            m, j = _first_max([m[v] for v in sl])
+            if arg is None:
+                arg = j
+            elif k[ax] == 1:
+                arg = arg[sl[0]].copy()
+            else:   # the inner index of the chosen row, by arithmetic (a masked copy is ~10x slower)
+                dt, inner = _index_dtype(_prod(k[ax:])), _prod(k[ax + 1:])
+                rows = [arg[v] for v in sl]
+                new = np.multiply(j, inner, dtype=dt)
+                new += rows[0]
+                for i in range(1, k[ax]):
+                    dd = np.subtract(rows[i], rows[0], dtype=dt)
+                    dd *= j == i
+                    new += dd
+                arg = new
+        if np.isnan(m).any():
             return None, None
-        if kh == 1:
-            return j1[..., :he:sh, :].copy(), out
-        dt = _index_dtype(kh * kw)
-        # the column index of the chosen row, by arithmetic (a masked copy is ~10x slower)
-        rows = [j1[..., i * dh:i * dh + he:sh, :] for i in range(kh)]
-        arg = np.multiply(i2, kw, dtype=dt)
-        arg += rows[0]
-        for i in range(1, kh):
-            d = np.subtract(rows[i], rows[0], dtype=dt)
-            d *= i2 == i
-            arg += d
-        return arg, out
+        return arg, m
 
     def _windowed(self, xpad):
         views = [xpad[sl] for _, sl in self._slices()]
@@ -448,7 +492,7 @@ class MaxPool(_PoolGeo, name="MaxPool2DWithIndicesBackward0"):
 
     def backward(self, g):
         (x,) = self.saved_values
-        return MaxPoolScatter.apply(g, x, arg=self.arg, **self._geo())
+        return self._grad.apply(g, x, arg=self.arg, **self._geo())
 
 
 class MaxPoolScatter(_PoolGeo, name="MaxPool2DWithIndicesBackwardBackward0"):
@@ -472,7 +516,19 @@ class MaxPoolGather(_PoolGeo, name="MaxPoolGatherBackward0"):
         return out
 
     def backward(self, g):
-        return MaxPoolScatter.apply(g, arg=self.arg, **self._geo())
+        return type(self)._scatter_of.apply(g, arg=self.arg, **self._geo())
+
+
+class MaxPool3D(MaxPool, name="MaxPool3DWithIndicesBackward0"):
+    pass
+
+
+class MaxPool3DScatter(MaxPoolScatter, name="MaxPool3DWithIndicesBackwardBackward0"):
+    pass
+
+
+MaxPool._grad, MaxPool3D._grad = MaxPoolScatter, MaxPool3DScatter
+MaxPoolGather._scatter_of = MaxPoolScatter
 
 
 class AvgPool(_PoolGeo, name="AvgPool2DBackward0"):
@@ -490,7 +546,7 @@ class AvgPool(_PoolGeo, name="AvgPool2DBackward0"):
 
     def backward(self, g):
         (x,) = self.saved_values
-        return AvgPoolScatter.apply(g, x, div=self.div, **self._geo())
+        return self._grad.apply(g, x, div=self.div, **self._geo())
 
 
 class AvgPoolScatter(_PoolGeo, name="AvgPool2DBackwardBackward0"):
@@ -499,63 +555,258 @@ class AvgPoolScatter(_PoolGeo, name="AvgPool2DBackwardBackward0"):
         return self._scatter(lambda k, o: gd if o is None else np.copyto(o, gd), g)
 
     def backward(self, gg):
-        return AvgPool.apply(gg, div=self.div, **self._geo()), _zero_grad(self, 1, gg)
+        return self._pool.apply(gg, div=self.div, **self._geo()), _zero_grad(self, 1, gg)
 
 
-class AdaptiveMaxPool(Node, name="AdaptiveMaxPool2DBackward0"):
-    """Max over PyTorch's adaptive regions [floor(i*H/OH), ceil((i+1)*H/OH)); indices flat in H*W."""
+class AvgPool3D(AvgPool, name="AvgPool3DBackward0"):
+    pass
+
+
+class AvgPool3DScatter(AvgPoolScatter, name="AvgPool3DBackwardBackward0"):
+    pass
+
+
+AvgPool._grad, AvgPool3D._grad, AvgPoolScatter._pool, AvgPool3DScatter._pool = \
+    AvgPoolScatter, AvgPool3DScatter, AvgPool, AvgPool3D
+
+
+# ----------------------------------------------------- pools that pick by flat spatial index
+class FlatScatter(Node, name="AdaptiveMaxPool2DBackwardBackward0"):
+    """g (..., *O) summed into zeros (..., *S) (S = in_shape's last ``nd`` dims) at flat spatial indices
+    idx. ``x`` is only a graph edge, as in PyTorch (adaptive_max_pool2d_backward(grad, self, indices)
+    requires grad when self does). The subclasses differ only in PyTorch's grad_fn name."""
+    nd = 2
+
+    def forward(self, g, x=None):
+        nd, shape = self.nd, self.in_shape
+        size = _prod(shape[-nd:])
+        lead = _prod(shape[:-nd])
+        rows = array_module(g).arange(lead)[:, None] * size
+        flat = (rows + self.idx.reshape(lead, -1)).ravel()
+        out = np.bincount(flat, weights=g.ravel(), minlength=lead * size)
+        return out.astype(g.dtype).reshape(shape)
+
+    def backward(self, gg):
+        return FlatGather.apply(gg, idx=self.idx, in_shape=self.in_shape, nd=self.nd, back=type(self)), \
+            _zero_grad(self, 1, gg)
+
+
+class FlatGather(Node, name="FlatGatherBackward0"):
+    """x (..., *S) at flat spatial indices idx (..., *O): the adjoint of FlatScatter (``back``)."""
+
+    def forward(self, x):
+        nd, idx = self.nd, self.idx
+        flat = x.reshape(x.shape[:-nd] + (-1,))
+        return np.take_along_axis(flat, idx.reshape(idx.shape[:-nd] + (-1,)), -1).reshape(idx.shape)
+
+    def backward(self, g):
+        return self.back.apply(g, idx=self.idx, in_shape=self.in_shape, nd=self.nd)
+
+
+def _windows_argmax(x, starts, k, nd):
+    """Flat spatial index (into x's last nd dims) of the max of each window: window o of dim i starts at
+    starts[i][..., o] (arrays whose leading dims broadcast against x's) and spans k[i]. First maximum in
+    row-major order; in a window with NaNs its last NaN, as PyTorch's kernels."""
+    sz, lead = x.shape[-nd:], x.shape[:-nd]
+    flat = x.reshape(lead + (-1,))
+    mults = [_prod(sz[i + 1:]) for i in range(nd)]
+    osz = tuple(s.shape[-1] for s in starts)
+    best = idx = None
+    for off in np.ndindex(*k):
+        pos = 0
+        for i in range(nd):
+            pi = (starts[i] + off[i]) * mults[i]
+            pos = pos + pi.reshape(pi.shape[:-1] + (1,) * i + (osz[i],) + (1,) * (nd - 1 - i))
+        pos = np.broadcast_to(pos, lead + osz)
+        v = np.take_along_axis(flat, pos.reshape(lead + (-1,)), -1).reshape(pos.shape)
+        if best is None:
+            best, idx = v.copy(), pos.copy()
+        else:
+            take = (v > best) | np.isnan(v)
+            np.copyto(best, v, where=take)
+            np.copyto(idx, pos, where=take)
+    return idx
+
+
+class _IndexPool(Node):
+    """A max pool that picks each output by a flat spatial index (``_indices``), and whose gradient
+    scatters there (``_grad``, a FlatScatter)."""
     nondiff_outputs = (1,)
+    save = (0,)
+    saved_names = ("self",)
+    nd = 2
+
+    def forward(self, x):
+        idx = self._indices(x)
+        self.idx, self.in_shape = idx, x.shape
+        return FlatGather.forward(self, x), idx
+
+    def backward(self, g):
+        (x,) = self.saved_values
+        return self._grad.apply(g, x, idx=self.idx, in_shape=self.in_shape, nd=self.nd)
+
+
+class AdaptiveMaxPool(_IndexPool, name="AdaptiveMaxPool2DBackward0"):
+    """Max over PyTorch's adaptive regions [floor(i*S/O), ceil((i+1)*S/O)) of each spatial dim."""
+
+    def _indices(self, x):
+        nd, osz = self.nd, self.osz
+        sz = x.shape[-nd:]
+        xp = array_module(x)
+        idx = xp.empty(x.shape[:-nd] + tuple(osz), np.int64)
+        bounds = [[((i * s) // o, -(-((i + 1) * s) // o)) for i in range(o)] for s, o in zip(sz, osz)]
+        mults = [_prod(sz[i + 1:]) for i in range(nd)]
+        for cell in np.ndindex(*osz):
+            box = [bounds[i][cell[i]] for i in range(nd)]
+            reg = x[(Ellipsis,) + tuple(slice(a, b) for a, b in box)].reshape(x.shape[:-nd] + (-1,))
+            a = reg.argmax(-1)
+            nan = np.isnan(reg)
+            if nan.any():  # the region's last NaN, as PyTorch's kernel
+                a = np.where(nan.any(-1), nan.shape[-1] - 1 - nan[..., ::-1].argmax(-1), a)
+            flat = 0
+            for i in range(nd - 1, -1, -1):
+                w = box[i][1] - box[i][0]
+                a, r = np.divmod(a, w)
+                flat = flat + (box[i][0] + r) * mults[i]
+            idx[(Ellipsis,) + cell] = flat
+        return idx
+
+
+class FractionalMaxPool(_IndexPool, name="FractionalMaxPool2DBackward0"):
+    """Max over kernel-sized windows starting at PyTorch's pseudo-random intervals: per plane and dim,
+    with u = samples[n, c, dim], start[i] = int((i + u) * a) - int(u * a) with a = (S - k) / (O - 1),
+    computed in the input's dtype, and the last window at S - k."""
+
+    def _indices(self, x):
+        nd, k, osz = self.nd, self.kernel, self.osz
+        sz = x.shape[-nd:]
+        u = self.samples            # (N, C, nd) in x's dtype
+        dt = u.dtype.type
+        xp = array_module(x)
+        starts = []
+        for i in range(nd):
+            o = osz[i]
+            ui = u[..., i][..., None]
+            st = xp.empty(u.shape[:-1] + (o,), np.int64)
+            if o > 1:
+                a = dt(sz[i] - k[i]) / dt(o - 1)
+                st[..., :-1] = ((xp.arange(o - 1).astype(u.dtype) + ui) * a).astype(np.int64) - \
+                    (ui * a).astype(np.int64)
+            st[..., -1] = sz[i] - k[i]
+            starts.append(st)
+        if x.ndim == nd + 1:        # unbatched: the samples' batch of one
+            starts = [s[0] for s in starts]
+        return _windows_argmax(x, starts, k, nd)
+
+
+class AdaptiveMaxPool3D(AdaptiveMaxPool, name="AdaptiveMaxPool3DBackward0"):
+    nd = 3
+
+
+class FractionalMaxPool3D(FractionalMaxPool, name="FractionalMaxPool3DBackward0"):
+    nd = 3
+
+
+class AdaptiveMaxPool3DScatter(FlatScatter, name="AdaptiveMaxPool3DBackwardBackward0"):
+    pass
+
+
+class FractionalMaxPoolScatter(FlatScatter, name="FractionalMaxPool2DBackwardBackward0"):
+    pass
+
+
+class FractionalMaxPool3DScatter(FlatScatter, name="FractionalMaxPool3DBackwardBackward0"):
+    pass
+
+
+AdaptiveMaxPool._grad, AdaptiveMaxPool3D._grad = FlatScatter, AdaptiveMaxPool3DScatter
+FractionalMaxPool._grad, FractionalMaxPool3D._grad = FractionalMaxPoolScatter, FractionalMaxPool3DScatter
+
+
+class MaxUnpool(Node, name="MaxUnpool2DBackward0"):
+    """x (..., *I) written into zeros (..., *osz) at the flat spatial indices idx (PyTorch's kernel
+    assigns; with repeated indices one of the writes wins). Its gradient gathers at idx, written with
+    Tensor ops as PyTorch's max_pool_double_backward (so its own grad_fn is a view's)."""
+    nd = 2
+
+    def forward(self, x):
+        nd, idx = self.nd, self.idx
+        lead = x.shape[:-nd]
+        out = array_module(x).zeros(lead + (_prod(self.osz),), x.dtype)
+        np.put_along_axis(out, idx.reshape(lead + (-1,)), x.reshape(lead + (-1,)), -1)
+        return out.reshape(lead + tuple(self.osz))
+
+    def backward(self, g):
+        nd, idx = self.nd, _T(self.idx)
+        return g.flatten(-nd).gather(-1, idx.flatten(-nd)).view_as(idx)
+
+
+class MaxUnpool3D(MaxUnpool, name="MaxUnpool3DBackward0"):
+    nd = 3
+
+
+# adaptive average pooling: one primitive (AdaptiveAvgPool2DBackward0), as PyTorch
+def _adaptive_avg_matrix(size, o, xp):
+    """(o, size) in module ``xp``: row i averages PyTorch's adaptive region [floor(i*size/o), ceil((i+1)*size/o))."""
+    m = xp.zeros((o, size), np.float64)
+    for i in range(o):
+        a, b = (i * size) // o, -(-((i + 1) * size) // o)
+        m[i, a:b] = 1.0 / (b - a)
+    return m
+
+
+def _along(x, mats, transpose=False):
+    """Apply one (o, s) matrix per trailing dim of x (``mats[-1]`` to the last): ``A_h @ x @ A_w.T`` in 2-d."""
+    nd = len(mats)
+    for i, m in enumerate(mats):
+        m = m.T if transpose else m
+        ax = i - nd
+        if ax == -1:
+            x = x @ m.T
+        elif ax == -2:
+            x = m @ x
+        else:
+            x = np.swapaxes(m @ np.swapaxes(x, ax, -2), ax, -2)
+    return x
+
+
+class AdaptiveAvgPool(Node, name="AdaptiveAvgPool2DBackward0"):
+    """Mean over PyTorch's adaptive regions of the last n dims: averaging matrices applied along each
+    dim (computed in float64). Linear: its gradient is AdaptiveAvgPoolGrad, whose gradient is this."""
     save = (0,)
     saved_names = ("self",)
 
     def forward(self, x):
-        h, w = x.shape[-2:]
-        oh, ow = self.out_hw
+        osz = self.osz
         xp = array_module(x)
-        out = xp.empty(x.shape[:-2] + (oh, ow), x.dtype)
-        idx = xp.empty(out.shape, np.int64)
-        for i in range(oh):
-            h0, h1 = (i * h) // oh, -(-((i + 1) * h) // oh)
-            for j in range(ow):
-                w0, w1 = (j * w) // ow, -(-((j + 1) * w) // ow)
-                reg = x[..., h0:h1, w0:w1].reshape(x.shape[:-2] + (-1,))
-                a = reg.argmax(-1)
-                nan = np.isnan(reg)
-                if nan.any():  # the region's last NaN, as PyTorch's kernel
-                    a = np.where(nan.any(-1), nan.shape[-1] - 1 - nan[..., ::-1].argmax(-1), a)
-                out[..., i, j] = np.take_along_axis(reg, a[..., None], -1)[..., 0]
-                idx[..., i, j] = (h0 + a // (w1 - w0)) * w + w0 + a % (w1 - w0)
-        self.idx, self.in_shape = idx, x.shape
-        return out, idx
+        self.mats = tuple(_adaptive_avg_matrix(s, o, xp) for s, o in zip(x.shape[-len(osz):], osz))
+        return _along(x.astype(np.float64), self.mats).astype(x.dtype)
 
     def backward(self, g):
         (x,) = self.saved_values
-        return FlatScatter.apply(g, x, idx=self.idx, in_shape=self.in_shape)
+        return self._grad.apply(g, x, mats=self.mats)
 
 
-class FlatScatter(Node, name="AdaptiveMaxPool2DBackwardBackward0"):
-    """g (..., OH, OW) summed into zeros (..., H, W) at flat spatial indices idx. ``x`` is only a graph
-    edge, as in PyTorch (adaptive_max_pool2d_backward(grad, self, indices) requires grad when self does)."""
+class AdaptiveAvgPoolGrad(Node, name="AdaptiveAvgPool2DBackwardBackward0"):
+    """g spread evenly over each region (the transposed matrices). ``x`` is only a graph edge, as in PyTorch."""
 
     def forward(self, g, x=None):
-        h, w = self.in_shape[-2:]
-        lead = int(np.prod(self.in_shape[:-2]))
-        rows = array_module(g).arange(lead)[:, None] * (h * w)
-        flat = (rows + self.idx.reshape(lead, -1)).ravel()
-        out = np.bincount(flat, weights=g.ravel(), minlength=lead * h * w)
-        return out.astype(g.dtype).reshape(self.in_shape)
+        return _along(g.astype(np.float64), self.mats, transpose=True).astype(g.dtype)
 
     def backward(self, gg):
-        return FlatGather.apply(gg, idx=self.idx, in_shape=self.in_shape), _zero_grad(self, 1, gg)
+        return self._pool.apply(gg, osz=tuple(m.shape[0] for m in self.mats)), None
 
 
-class FlatGather(FlatScatter, name="FlatGatherBackward0"):
-    def forward(self, x):
-        flat = x.reshape(x.shape[:-2] + (-1,))
-        return np.take_along_axis(flat, self.idx.reshape(self.idx.shape[:-2] + (-1,)), -1).reshape(self.idx.shape)
+class AdaptiveAvgPool3D(AdaptiveAvgPool, name="AdaptiveAvgPool3DBackward0"):
+    pass
 
-    def backward(self, g):
-        return FlatScatter.apply(g, idx=self.idx, in_shape=self.in_shape)
+
+class AdaptiveAvgPool3DGrad(AdaptiveAvgPoolGrad, name="AdaptiveAvgPool3DBackwardBackward0"):
+    pass
+
+
+AdaptiveAvgPool._grad, AdaptiveAvgPool3D._grad = AdaptiveAvgPoolGrad, AdaptiveAvgPool3DGrad
+AdaptiveAvgPoolGrad._pool, AdaptiveAvgPool3DGrad._pool = AdaptiveAvgPool, AdaptiveAvgPool3D
 
 
 # ------------------------------------------------------------------------------ padding
@@ -731,6 +982,10 @@ class NllLoss(Node, name="NllLossBackward0"):
         return F.scale(g, m, x, ScaleGrad), None, None
 
 
+class NllLoss2d(NllLoss, name="NllLoss2DBackward0"):
+    """NllLoss of a 4-D (N, C, H, W) input, PyTorch's nll_loss2d (every K-d input goes through it)."""
+
+
 class ScaleGrad(Node, name="NllLossBackwardBackward0"):
     """g * f for a constant array f. ``x`` (the forward input) is only a graph edge: PyTorch's backward
     kernels take the input, so a create_graph gradient requires grad even where it does not depend on x."""
@@ -782,46 +1037,6 @@ class PackPaddedSequenceGrad(Node, name="PackPaddedSequenceBackwardBackward0"):
 
     def backward(self, gg):
         return PackPaddedSequence.apply(gg, batch_sizes=self.batch_sizes, batch_first=self.batch_first)
-
-
-# adaptive average pooling: one primitive (AdaptiveAvgPool2DBackward0), as PyTorch
-def _adaptive_avg_matrix(size, o, xp):
-    """(o, size) in module ``xp``: row i averages PyTorch's adaptive region [floor(i*size/o), ceil((i+1)*size/o))."""
-    m = xp.zeros((o, size), np.float64)
-    for i in range(o):
-        a, b = (i * size) // o, -(-((i + 1) * size) // o)
-        m[i, a:b] = 1.0 / (b - a)
-    return m
-
-
-class AdaptiveAvgPool(Node, name="AdaptiveAvgPool2DBackward0"):
-    """Mean over PyTorch's adaptive regions of the last two dims: ``A_h @ x @ A_w.T`` with averaging
-    matrices (computed in float64). Linear: its gradient is AdaptiveAvgPoolGrad, whose gradient is this."""
-    save = (0,)
-    saved_names = ("self",)
-
-    def forward(self, x):
-        h, w = x.shape[-2:]
-        oh, ow = self.out_hw
-        xp = array_module(x)
-        self.mats = _adaptive_avg_matrix(h, oh, xp), _adaptive_avg_matrix(w, ow, xp)
-        return (self.mats[0] @ x.astype(np.float64) @ self.mats[1].T).astype(x.dtype)
-
-    def backward(self, g):
-        (x,) = self.saved_values
-        return AdaptiveAvgPoolGrad.apply(g, x, mats=self.mats)
-
-
-class AdaptiveAvgPoolGrad(Node, name="AdaptiveAvgPool2DBackwardBackward0"):
-    """``A_h.T @ g @ A_w``: g spread evenly over each region. ``x`` is only a graph edge, as in PyTorch."""
-
-    def forward(self, g, x=None):
-        ah, aw = self.mats
-        return (ah.T @ g.astype(np.float64) @ aw).astype(g.dtype)
-
-    def backward(self, gg):
-        ah, aw = self.mats
-        return AdaptiveAvgPool.apply(gg, out_hw=(ah.shape[0], aw.shape[0])), None
 
 
 # ----------------------------------------------------------------- pointwise losses (one node each, as PyTorch)

@@ -97,7 +97,7 @@ class MeanDim(Mean, name="MeanBackward1"):
 def mean(input, dim=None, keepdim=False, *, dtype=None, axis=None):
     if axis is not None:
         dim = axis
-    if input._data.dtype.kind != "f" and dtype is None:
+    if input._data.dtype.kind not in "fc" and dtype is None:
         raise RuntimeError("mean(): could not infer output dtype. Input dtype must be either a floating point or "
                            f"complex dtype. Got: {_legacy_short(input.dtype)}")
     dt = D.to_dtype(dtype).np if dtype is not None else None

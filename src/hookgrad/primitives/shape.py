@@ -415,6 +415,10 @@ def clone(input, *, memory_format=None):
 
 class ToCopy(Node, name="ToCopyBackward0"):
     def forward(self, x):
+        if x.dtype.kind == "c" and np.dtype(self.dt).kind != "c":
+            import warnings
+            warnings.warn("Casting complex values to real discards the imaginary part", UserWarning, stacklevel=3)
+            x = x.real
         return x.astype(self.dt)
 
     def backward(self, g, F=TENSORS):
@@ -443,7 +447,7 @@ def to(self, *args, device=None, dtype=None, non_blocking=False, copy=False, mem
             dt = D.to_dtype(a)
     if dt is None or dt.np == self._data.dtype:
         return Clone.apply(self) if copy else self
-    if self.requires_grad and not dt.is_floating_point:
+    if self.requires_grad and not dt.is_floating_point and not dt.is_complex:
         with _no_grad():
             return ToCopy.apply(self, dt=dt.np)
     return ToCopy.apply(self, dt=dt.np)

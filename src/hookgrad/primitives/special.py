@@ -165,8 +165,9 @@ def _polygamma64(n, x):
     return (-1.0) ** (n + 1) * math.factorial(n) * _zeta64(n + 1, x)
 
 
-def _bessel_i(x, nu):
-    """Modified Bessel I_0 / I_1: power series for |x| <= 20, asymptotic series beyond."""
+def _bessel_i(x, nu, scaled=False):
+    """Modified Bessel I_0 / I_1 (times exp(-|x|) when ``scaled``): power series for |x| <= 20, asymptotic
+    series beyond."""
     a = np.abs(x)
     out = array_module(a).empty_like(a)
     small = a <= 20.0
@@ -177,7 +178,7 @@ def _bessel_i(x, nu):
     for k in range(1, 70):
         term = term * h2 / (k * (k + nu))
         s += term
-    out[small] = s
+    out[small] = s * np.exp(-xs) if scaled else s
     xb = a[~small]
     mu = 4.0 * nu * nu
     term = array_module(xb).ones_like(xb)
@@ -186,7 +187,7 @@ def _bessel_i(x, nu):
         term = term * -(mu - (2 * k - 1) ** 2) / (k * 8.0 * xb)
         s += term
     with np.errstate(all="ignore"):
-        out[~small] = np.exp(xb - 0.5 * np.log(2 * _PI * xb)) * s
+        out[~small] = np.exp((0.0 if scaled else xb) - 0.5 * np.log(2 * _PI * xb)) * s
     out[np.isnan(a)] = np.nan
     return out if nu == 0 else np.copysign(out, x)
 
@@ -208,6 +209,167 @@ def _bessel_kernel(nu):
 
 _i0 = _bessel_kernel(0)
 _i1 = _bessel_kernel(1)
+
+
+# ------------------------------------------- torch.special's kernels (float64; see primitives/special_ns.py)
+_SQRT2 = math.sqrt(2.0)
+_LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)
+
+
+def _erfcx64(x):
+    """exp(x^2) erfc(x): the continued fraction for x >= 2.5 (no underflow), exp(x^2) erfc(x) below."""
+    out = array_module(x).empty_like(x)
+    big = x >= 2.5
+    xb = x[big]
+    f = xb.copy()
+    for k in range(80, 0, -1):
+        f = xb + (k * 0.5) / f
+    out[big] = 1.0 / (math.sqrt(_PI) * f)
+    xs = x[~big]
+    with np.errstate(all="ignore"):
+        out[~big] = np.exp(xs * xs) * _erfc64(xs)
+    out[np.isnan(x)] = np.nan
+    return out
+
+
+def _log_ndtr64(x):
+    """log(Phi(x)), PyTorch's split: log(erfcx(-t) / 2) - t^2 below -1 (t = x / sqrt 2), log1p(-erfc(t) / 2) above."""
+    t = x / _SQRT2
+    with np.errstate(all="ignore"):
+        return np.where(x < -1.0, np.log(_erfcx64(-t) / 2) - t * t, np.log1p(-_erfc64(t) / 2))
+
+
+def _ndtri64(p):
+    """Phi^-1(p): a start from erfinv (Abramowitz-Stegun 26.2.23 in the tails), then Newton steps on log Phi."""
+    with np.errstate(all="ignore"):
+        q = np.where(p > 0.5, 1.0 - p, p)          # the lower half; the upper by symmetry
+        t = np.sqrt(-2.0 * np.log(q))
+        tail = t - (2.515517 + t * (0.802853 + t * 0.010328)) / (1 + t * (1.432788 + t * (0.189269 + t * 0.001308)))
+        x = np.where(q < 0.02, -tail, _SQRT2 * _erfinv64(2.0 * q - 1.0))
+        ok = (q > 0) & (q <= 0.5)
+        x = np.where(ok, x, -1.0)
+        lq = np.log(np.where(ok, q, 0.5))
+        for _ in range(4):
+            lf = _log_ndtr64(x)
+            x = x - (lf - lq) * np.exp(lf + 0.5 * x * x + _LOG_SQRT_2PI)
+        x = np.where(p > 0.5, -x, x)
+        x = np.where(p == 0, -np.inf, np.where(p == 1, np.inf, x))
+        return np.where((p < 0) | (p > 1) | np.isnan(p), np.nan, x)
+
+
+def _entr64(x):
+    with np.errstate(all="ignore"):
+        r = np.where(x > 0, -x * np.log(x), np.where(x == 0, 0.0, -np.inf))
+    return np.where(np.isnan(x), x, r)
+
+
+def _hurwitz64(s, q):
+    """Hurwitz zeta(s, q) for real s (Cephes' domain: nan for s < 1, inf at s == 1 and at the poles q = 0, -1, ...;
+    nan for q < 0 with a non-integer s): Euler-Maclaurin after shifting q past max(10, s)."""
+    s, q = np.broadcast_arrays(s, q)
+    acc = array_module(q).zeros(q.shape, np.float64)
+    z = q.astype(np.float64, copy=True)
+    target = np.maximum(10.0, s + 2.0)
+    with np.errstate(all="ignore"):
+        for _ in range(100000):
+            m = z < target
+            if not m.any():
+                break
+            acc = acc + np.where(m, z ** -s, 0.0)
+            z = np.where(m, z + 1.0, z)
+        tail = z ** (1.0 - s) / (s - 1) + 0.5 * z ** -s
+        fac = s.astype(np.float64)
+        zp = z ** (-s - 1.0)
+        iz2 = 1.0 / (z * z)
+        for j, b in enumerate(_B2J, 1):
+            tail = tail + b * fac * zp
+            fac = fac * (s + 2 * j - 1) * (s + 2 * j)
+            zp = zp * iz2
+        out = acc + tail
+    pole = (q <= 0) & (q == np.floor(q))
+    out = np.where(pole, np.inf, out)
+    out = np.where((q < 0) & ~pole & (s != np.floor(s)), np.nan, out)
+    out = np.where(s == 1, np.inf, np.where(s < 1, np.nan, out))
+    return np.where(np.isnan(s) | np.isnan(q), np.nan, out)
+
+
+def _igamma64(a, x, upper):
+    """The regularized incomplete gamma P(a, x) (Q(a, x) when ``upper``): its series for x < a + 1, Lentz's
+    continued fraction for Q beyond."""
+    a, x = np.broadcast_arrays(a, x)
+    xp = array_module(x)
+    a = xp.asarray(a, np.float64)
+    x = xp.asarray(x, np.float64)
+    with np.errstate(all="ignore"):
+        pre = np.exp(a * np.log(x) - x - _lgamma64(a))
+        use_series = x < a + 1.0
+        # series: P = pre * sum x^n / (a (a+1) ... (a+n))
+        term = 1.0 / a
+        tot = term
+        for n in range(1, 2000):
+            term = term * x / (a + n)
+            tot = tot + term
+            if n % 16 == 0 and not (np.abs(term) > 1e-17 * np.abs(tot))[use_series].any():
+                break
+        p_series = pre * tot
+        # continued fraction for Q (modified Lentz)
+        tiny = 1e-300
+        b = x + 1.0 - a
+        c = xp.full_like(x, 1.0 / tiny)
+        d = 1.0 / np.where(b == 0, tiny, b)
+        h = d
+        for i in range(1, 2000):
+            an = -i * (i - a)
+            b = b + 2.0
+            d = an * d + b
+            d = 1.0 / np.where(d == 0, tiny, d)
+            c = b + an / c
+            c = np.where(c == 0, tiny, c)
+            delta = d * c
+            h = h * delta
+            if i % 16 == 0 and not (np.abs(delta - 1.0) > 1e-16)[~use_series].any():
+                break
+        q_cf = pre * h
+        p = np.where(use_series, p_series, 1.0 - q_cf)
+        q = np.where(use_series, 1.0 - p_series, q_cf)
+        r = q if upper else p
+        r = np.where(x == 0, 1.0 if upper else 0.0, r)
+        r = np.where(np.isposinf(x), 0.0 if upper else 1.0, r)
+        r = np.where((a == 0) & (x > 0), 0.0 if upper else 1.0, r)
+        r = np.where(np.isposinf(a) & np.isfinite(x), 1.0 if upper else 0.0, r)
+        bad = (a < 0) | (x < 0) | ((a == 0) & (x == 0)) | (np.isinf(a) & np.isinf(x)) | np.isnan(a) | np.isnan(x)
+        return np.where(bad, np.nan, r)
+
+
+def _bessel_j64(x, nu):
+    """Bessel J_0 / J_1: the power series for |x| < 12, Hankel's asymptotic expansion beyond."""
+    a = np.abs(x)
+    out = array_module(a).empty_like(a)
+    small = a < 12.0
+    xs = a[small]
+    h2 = -(xs * 0.5) ** 2
+    term = array_module(xs).ones_like(xs) if nu == 0 else xs * 0.5
+    s = term.copy()
+    for k in range(1, 60):
+        term = term * h2 / (k * (k + nu))
+        s += term
+    out[small] = s
+    xb = a[~small]
+    mu = 4.0 * nu * nu
+    p = array_module(xb).ones_like(xb)
+    qq = (mu - 1) / (8.0 * xb)
+    t = qq.copy()
+    for k in range(2, 40, 2):
+        t = -t * (mu - (2 * k - 1) ** 2) / (k * 8.0 * xb)
+        p = p + t
+        t = t * (mu - (2 * k + 1) ** 2) / ((k + 1) * 8.0 * xb)
+        qq = qq + t
+    with np.errstate(all="ignore"):
+        chi = xb - (0.5 * nu + 0.25) * _PI
+        out[~small] = np.sqrt(2.0 / (_PI * xb)) * (p * np.cos(chi) - qq * np.sin(chi))
+    out[np.isinf(a)] = 0.0
+    out[np.isnan(a)] = np.nan
+    return out if nu == 0 else np.where(x < 0, -out, out)
 
 
 # ----------------------------------------------------------------------- unary primitives
@@ -379,6 +541,13 @@ class I0(Unary, name="I0Backward0"):
         return g * I1.apply(x)
 
 
+def _not_tiny(x):
+    """(|x| > eps, x with eps where it is not): PyTorch's guard in the i1 / i1e gradients."""
+    eps = float(np.finfo(x._data.dtype).eps)
+    big = x.abs() > eps
+    return big, _where(big, x, eps)
+
+
 class I1(Node, name="SpecialI1Backward0"):
     save = (0, -1)
     saved_names = ("self", "result")
@@ -388,8 +557,10 @@ class I1(Node, name="SpecialI1Backward0"):
 
     def backward(self, g):
         x, out = self.saved_values
-        # PyTorch's i1_backward: i0(x) - i1(x) / x, 0.5 at x == 0
-        return g * _where(x == 0, 0.5, i0(x) - out / x)
+        # PyTorch's i1_backward: i0(x) - i1(x) / x, 0.5 where |x| <= eps (x replaced there by eps, so that the
+        # unselected branch's own derivative stays finite)
+        big, safe = _not_tiny(x)
+        return g * _where(big, i0(safe) - out / safe, 0.5)
 
 
 class Sinc(Unary, name="SincBackward0"):
@@ -405,6 +576,238 @@ class Sinc(Unary, name="SincBackward0"):
         return g * _where(x == 0, 0.0, d)
 
 
+# ---- torch.special's own primitives (the namespace: primitives/special_ns.py)
+_erfcx = _f64(_erfcx64)
+_log_ndtr = _f64(_log_ndtr64)
+_ndtri = _f64(_ndtri64)
+_entr = _f64(_entr64)
+
+
+class Erfcx(Node, name="SpecialErfcxBackward0"):
+    save = (0, -1)
+    saved_names = ("self", "result")
+
+    def forward(self, x):
+        return _erfcx(x)
+
+    def backward(self, g):
+        x, out = self.saved_values
+        return g * (2.0 * x * out - _2_SQRTPI)
+
+
+class I0e(Node, name="SpecialI0EBackward0"):
+    save = (0, -1)
+    saved_names = ("self", "result")
+
+    def forward(self, x):
+        xp = array_module(x)
+        return _bessel_i(xp.asarray(x, np.float64), 0, True).astype(x.dtype, copy=False)
+
+    def backward(self, g):
+        x, out = self.saved_values
+        return g * (I1e.apply(x) - x.sgn() * out)
+
+
+class I1e(Node, name="SpecialI1EBackward0"):
+    save = (0, -1)
+    saved_names = ("self", "result")
+
+    def forward(self, x):
+        xp = array_module(x)
+        return _bessel_i(xp.asarray(x, np.float64), 1, True).astype(x.dtype, copy=False)
+
+    def backward(self, g):
+        x, out = self.saved_values
+        # PyTorch's i1e_backward: i0e(x) - i1e(x) (sgn(x) + 1 / x), 0.5 where |x| <= eps (as I1's)
+        big, safe = _not_tiny(x)
+        return g * _where(big, I0e.apply(safe) - out * (safe.sgn() + safe.reciprocal()), 0.5)
+
+
+class Ndtri(Node, name="SpecialNdtriBackward0"):
+    save = (-1,)
+    saved_names = ("result",)
+
+    def forward(self, x):
+        return _ndtri(x)
+
+    def backward(self, g):
+        (out,) = self.saved_values
+        return g * math.sqrt(2 * _PI) * (out * out / 2).exp()
+
+
+class LogNdtr(Node, name="SpecialLogNdtrBackward0"):
+    save = (0, -1)
+    saved_names = ("self", "result")
+
+    def forward(self, x):
+        return _log_ndtr(x)
+
+    def backward(self, g):
+        x, out = self.saved_values
+        return g / math.sqrt(2 * _PI) * (-(out + x * x / 2)).exp()
+
+
+class Entr(Unary, name="SpecialEntrBackward0"):
+    def forward(self, x):
+        return _entr(x)
+
+    def backward(self, g):
+        (x,) = self.saved_values
+        return g * -(x.log() + 1)
+
+
+class Xlog1py(Node, name="SpecialXlog1PyBackward0"):
+    save = (0, 1)
+    saved_names = ("self", "other")
+    dt = None
+
+    def forward(self, x, y):
+        if self.dt is not None:
+            xp = module_of(x, y)
+            x, y = xp.asarray(x, self.dt), xp.asarray(y, self.dt)
+        with np.errstate(all="ignore"):
+            return np.where((x == 0) & ~np.isnan(y), 0, x * np.log1p(y)).astype(np.result_type(x, y), copy=False)
+
+    def backward(self, g):
+        x, y = self.saved_values
+        nf = self.next_functions
+        gy = g * x / (y + 1) if nf[1][0] is not None else None
+        # PyTorch's: xlog1py(grad, other), 0 where self == 0 and other <= -1
+        gx = _where((x == 0) & (y <= -1), 0.0, xlog1py(g, y)) if nf[0][0] is not None else None
+        return gx, gy
+
+
+class Xlog1pyScalarSelf(Node, name="SpecialXlog1PyBackward1"):
+    """number * log1p(tensor)."""
+    save = (0,)
+    saved_names = ("other",)
+    dt = None
+    x = 0.0
+
+    def forward(self, y):
+        return Xlog1py.forward(self, array_module(y).asarray(self.x, y.dtype), y)
+
+    def backward(self, g):
+        (y,) = self.saved_values
+        return g * self.x / (y + 1)
+
+
+class Xlog1pyScalarOther(Node, name="SpecialXlog1PyBackward2"):
+    """tensor * log1p(number)."""
+    save = (0,)
+    saved_names = ("self",)
+    dt = None
+    y = 0.0
+
+    def forward(self, x):
+        return Xlog1py.forward(self, x, array_module(x).asarray(self.y, x.dtype))
+
+    def backward(self, g):
+        (x,) = self.saved_values
+        gx = xlog1py(g, self.y)
+        return _where(x == 0, 0.0, gx) if self.y <= -1 else gx
+
+
+class _SpecialBinary(Node):
+    """A binary special function of two float arrays; ``kernel`` is its float64 kernel."""
+    save = (0, 1)
+    saved_names = ("self", "other")
+    dt = None
+
+    def forward(self, x, y):
+        xp = module_of(x, y)
+        dt = self.dt or np.result_type(x, y)
+        out = self.kernel(xp.asarray(x, np.float64), xp.asarray(y, np.float64))
+        return xp.asarray(out).astype(dt, copy=False)
+
+
+class Zeta(_SpecialBinary, name="SpecialZetaBackward0"):
+    kernel = staticmethod(_hurwitz64)
+
+    def backward(self, g):
+        x, q = self.saved_values
+        if self.next_functions[0][0] is not None:
+            raise NotImplementedError("the derivative for 'zeta' is not implemented.")
+        return None, g * -x * zeta(x + 1.0, q)
+
+
+class ZetaScalarSelf(Node, name="SpecialZetaBackward1"):
+    """zeta(number, tensor)."""
+    save = (0,)
+    saved_names = ("other",)
+    x = 2.0
+
+    def forward(self, q):
+        xp = array_module(q)
+        return xp.asarray(_hurwitz64(xp.asarray(self.x, np.float64), xp.asarray(q, np.float64))).astype(q.dtype)
+
+    def backward(self, g):
+        (q,) = self.saved_values
+        return g * -self.x * zeta(self.x + 1.0, q)
+
+
+class ZetaScalarOther(Node, name="SpecialZetaBackward2"):
+    """zeta(tensor, number): no derivative for the tensor (as PyTorch)."""
+    y = 1.0
+
+    def forward(self, x):
+        xp = array_module(x)
+        return xp.asarray(_hurwitz64(xp.asarray(x, np.float64), xp.asarray(self.y, np.float64))).astype(x.dtype)
+
+    def backward(self, g):
+        raise NotImplementedError("the derivative for 'zeta' is not implemented.")
+
+
+class Igamma(_SpecialBinary, name="IgammaBackward0"):
+    upper = False
+    kernel = staticmethod(lambda a, x: _igamma64(a, x, False))
+
+    def backward(self, g):
+        a, x = self.saved_values
+        if self.next_functions[0][0] is not None:
+            what = "igammac" if self.upper else "igamma"
+            raise NotImplementedError(f"the derivative for '{what}: input' is not implemented.")
+        d = ((a - 1) * x.log() - x - lgamma(a)).exp()
+        return None, g * (-d if self.upper else d)
+
+
+class Igammac(Igamma, name="IgammacBackward0"):
+    upper = True
+    kernel = staticmethod(lambda a, x: _igamma64(a, x, True))
+
+
+# ---- the reparameterised gamma sample (torch.distributions.Gamma.rsample)
+def _standard_gamma_grad64(a, x):
+    """dx/da of a standard gamma sample x at concentration a, by implicit differentiation of its CDF:
+    -(dP/da) / (dP/dx), dP/da by a five-point difference (of Q in the upper tail, where P is near 1)."""
+    with np.errstate(all="ignore"):
+        h = 1e-3 * a
+        upper = x > a
+
+        def cdf(b):
+            return np.where(upper, -_igamma64(b, x, True), _igamma64(b, x, False))
+        dpda = (-cdf(a + 2 * h) + 8 * cdf(a + h) - 8 * cdf(a - h) + cdf(a - 2 * h)) / (12 * h)
+        dpdx = np.exp((a - 1) * np.log(x) - x - _lgamma64(a))
+        return -dpda / dpdx
+
+
+class StandardGamma(Node, name="StandardGammaBackward0"):
+    """A gamma(alpha, 1) sample drawn by the caller (``sample``), differentiable in alpha by implicit
+    reparameterisation (the gradient is first order only, as PyTorch's _standard_gamma_grad)."""
+    save = (0, -1)
+    saved_names = ("self", "result")
+    sample = None
+
+    def forward(self, alpha):
+        return self.sample
+
+    def backward(self, g):
+        alpha, x = self.saved_values
+        xp = array_module(x._data)
+        d = _standard_gamma_grad64(xp.asarray(alpha._data, np.float64), xp.asarray(x._data, np.float64))
+        return g * Tensor._make(d.astype(x._data.dtype, copy=False))
+
+
 class Deg2Rad(Node, name="Deg2RadBackward0"):
     k = _PI / 180.0
 
@@ -417,6 +820,11 @@ class Deg2Rad(Node, name="Deg2RadBackward0"):
 
 class Rad2Deg(Deg2Rad, name="Rad2DegBackward0"):
     k = 180.0 / _PI
+
+
+class MulScalar(Deg2Rad, name="MulBackward1"):
+    """tensor * number inside a composite PyTorch writes in C++ (its mul.Scalar: special.ndtr's last step)."""
+    k = 1.0
 
 
 class Logit(Unary, name="LogitBackward0"):
@@ -495,8 +903,8 @@ class Xlogy(Node, name="XlogyBackward0"):
         nf = self.next_functions
         gy = g * x / y if nf[1][0] is not None else None      # other first (alphabetical)
         gx = None
-        if nf[0][0] is not None:
-            gx = g * xlogy((x != 0).to(x.dtype), y)
+        if nf[0][0] is not None:    # PyTorch's: xlogy(grad, other), 0 where self == 0 and other <= 0
+            gx = _where((x == 0) & (y <= 0), 0.0, xlogy(g, y))
         return gx, gy
 
 
@@ -527,7 +935,8 @@ class XlogyScalarOther(Node, name="XlogyBackward2"):
 
     def backward(self, g):
         (x,) = self.saved_values
-        return g * xlogy((x != 0).to(x.dtype), self.y)
+        gx = xlogy(g, self.y)
+        return _where(x == 0, 0.0, gx) if self.y <= 0 else gx
 
 
 class Hypot(Node, name="HypotBackward0"):
@@ -810,6 +1219,27 @@ lgamma = _float_unary(Lgamma, "lgamma")
 digamma = _float_unary(Digamma, "digamma")
 i0 = _float_unary(I0, "i0")
 sinc = _float_unary(Sinc, "sinc")
+
+
+def _special_unary(cls, name):
+    """A torch.special function of one Tensor (integers compute in the default float dtype)."""
+    fn = _unary(cls)
+
+    def special_fn(input, *, out=None):
+        if not isinstance(input, Tensor):
+            raise not_tensor(f"special_{name}", input)
+        return fn(input, out=out)
+    special_fn.__name__ = special_fn.__qualname__ = name
+    return special_fn
+
+
+erfcx = _special_unary(Erfcx, "erfcx")
+i0e = _special_unary(I0e, "i0e")
+i1 = _special_unary(I1, "i1")
+i1e = _special_unary(I1e, "i1e")
+ndtri = _special_unary(Ndtri, "ndtri")
+log_ndtr = _special_unary(LogNdtr, "log_ndtr")
+entr = _special_unary(Entr, "entr")
 deg2rad = _float_unary(Deg2Rad, "deg2rad")
 rad2deg = _float_unary(Rad2Deg, "rad2deg")
 
@@ -905,25 +1335,11 @@ def _identity(fname):
     return fn
 
 
-real = _identity("real")
-conj = _identity("conj")
-conj_physical = _identity("conj_physical")
-resolve_conj = _identity("resolve_conj")
-resolve_neg = _identity("resolve_neg")
+resolve_neg = _identity("resolve_neg")      # real, imag, conj, ...: primitives/complex.py
 
 
 def conj_physical_(input):
     return _tensor_in("conj_physical_", input)
-
-
-def imag(input):
-    _tensor_in("imag", input)
-    raise RuntimeError("imag is not implemented for tensors with non-complex dtypes.")
-
-
-def is_conj(input):
-    _tensor_in("is_conj", input)
-    return False
 
 
 def is_neg(input):
@@ -972,6 +1388,52 @@ def xlogy(input, other, *, out=None):
             return _out(XlogyScalarSelf.apply(x, x=float(input)), out)
         return _out(XlogyScalarOther.apply(x, y=float(other)), out)
     return _out(binary(Xlogy, input, other, float_only=True), out)
+
+
+def _scalar_sided(tt, scalar_self, scalar_other):
+    """The public function of a float binary special function whose number operand is a parameter of its own
+    node (PyTorch's Backward1 / Backward2 for a number self / other)."""
+    def fn(input, other, *, out=None):
+        if isinstance(input, Tensor) != isinstance(other, Tensor) and is_number(
+                input if isinstance(other, Tensor) else other):
+            t = other if isinstance(other, Tensor) else input
+            from ._dispatch import _scalar_result
+            dt = _scalar_result(t, input if t is other else other, True)
+            x = t if t._data.dtype == dt else t.to(_dt(dt))
+            if t is other:
+                return _out(scalar_self.apply(x, x=float(input)), out)
+            return _out(scalar_other.apply(x, y=float(other)), out)
+        return _out(binary(tt, input, other, float_only=True), out)
+    return fn
+
+
+xlog1py = _scalar_sided(Xlog1py, Xlog1pyScalarSelf, Xlog1pyScalarOther)
+xlog1py.__name__ = "xlog1py"
+xlog1py.__doc__ = "input * log1p(other), 0 where input == 0 (unless other is NaN)."
+zeta = _scalar_sided(Zeta, ZetaScalarSelf, ZetaScalarOther)
+zeta.__name__ = "zeta"
+zeta.__doc__ = "The Hurwitz zeta function zeta(input, other) = sum_k (other + k) ** -input."
+
+
+def _igamma_fn(cls, fname, kernel):
+    def fn(input, other, *, out=None):
+        for i, (arg, v) in enumerate((("input", input), ("other", other))):
+            if not isinstance(v, Tensor):
+                raise TypeError(f"{fname}(): argument '{arg}' (position {i + 1}) must be Tensor, not "
+                                f"{type(v).__name__}")
+        from .. import _dtype as D
+        dt = D.result_type_of([input, other])
+        if not dt.is_floating_point:
+            raise not_implemented_for(kernel, dt.np)
+        return _out(binary(cls, input, other, float_only=True), out)
+    fn.__name__ = fname.replace("special_", "")
+    return fn
+
+
+gammainc = _igamma_fn(Igamma, "special_gammainc", "igamma_cpu")
+gammainc.__doc__ = "The regularized lower incomplete gamma function P(input, other) (no derivative for input)."
+gammaincc = _igamma_fn(Igammac, "special_gammaincc", "igammac_cpu")
+gammaincc.__doc__ = "The regularized upper incomplete gamma function Q(input, other) (no derivative for input)."
 
 
 def _default_np():
@@ -1113,9 +1575,13 @@ def _rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False, g
            (("lower", lower, 2), ("upper", upper, 3)))
     noise = None
     if training:
-        from .._creation import empty
-        u = empty(input.shape, dtype=input.dtype).uniform_(lower, upper, generator=generator)._data
-        noise = np.where(input._data > 0, 1.0, u).astype(input._data.dtype)
+        # PyTorch's CPU kernel: one uniform_real_distribution<double>(lower, upper) draw per element <= 0, in order
+        from .._creation import _gen
+        x = input._data
+        neg = x <= 0
+        u = _gen(generator)._uniform01(int(neg.sum()), np.float64) * (upper - lower) + lower
+        noise = input._xp.ones(x.shape, x.dtype)
+        noise[neg] = input._xp.asarray(u.astype(x.dtype))
     kw = dict(lower=lower, upper=upper, noise=noise)
     if inplace:
         return apply_inplace(input, RreluInplace, **kw)
@@ -1305,8 +1771,7 @@ METHODS = {
     "lgamma": lgamma, "digamma": digamma, "polygamma": lambda self, n: polygamma(n, self), "mvlgamma": mvlgamma,
     "i0": i0, "sinc": sinc, "deg2rad": deg2rad, "rad2deg": rad2deg, "logit": logit, "sgn": sgn, "angle": angle,
     "nan_to_num": nan_to_num, "signbit": signbit, "isreal": isreal, "frexp": frexp, "positive": positive,
-    "conj": conj, "conj_physical": conj_physical, "resolve_conj": resolve_conj, "resolve_neg": resolve_neg,
-    "is_conj": is_conj, "is_neg": is_neg, "conj_physical_": conj_physical_,
+    "resolve_neg": resolve_neg, "is_neg": is_neg, "conj_physical_": conj_physical_,
     "hypot": hypot, "logaddexp": logaddexp, "logaddexp2": logaddexp2, "xlogy": xlogy, "copysign": copysign,
     "ldexp": ldexp, "heaviside": heaviside, "nextafter": nextafter, "gcd": gcd, "lcm": lcm,
     "bitwise_left_shift": bitwise_left_shift, "bitwise_right_shift": bitwise_right_shift,
@@ -1314,7 +1779,6 @@ METHODS = {
     "hardshrink": hardshrink, "prelu": prelu,
     "atanh_": atanh_, "arctanh_": atanh_, "polygamma_": polygamma_,
     "asinh_": asinh_, "arcsinh_": asinh_, "acosh_": acosh_, "arccosh_": acosh_,
-    "real": property(real, doc="The real part: the tensor itself."), "imag": property(imag, doc="Complex only."),
     **{a + "_": _CMP_INPLACE[b] for a, b in (("eq", "eq"), ("ne", "ne"), ("lt", "lt"), ("le", "le"), ("gt", "gt"),
                                              ("ge", "ge"), ("not_equal", "ne"), ("less", "lt"), ("less_equal", "le"),
                                              ("greater", "gt"), ("greater_equal", "ge"))},

@@ -15,10 +15,13 @@ from .flatten import *         # noqa: F401,F403
 from .upsampling import *      # noqa: F401,F403
 from .padding import *         # noqa: F401,F403
 from .pixelshuffle import *    # noqa: F401,F403
+from .channelshuffle import *  # noqa: F401,F403
+from .fold import *            # noqa: F401,F403  Fold, Unfold
 from .instancenorm import *    # noqa: F401,F403
 from .distance import *       # noqa: F401,F403  CosineSimilarity, PairwiseDistance
 from .rnn import *             # noqa: F401,F403  (the recurrent layers come in issue 12)
 from .lazy import *            # noqa: F401,F403  LazyModuleMixin
+from .adaptive import *        # noqa: F401,F403  AdaptiveLogSoftmaxWithLoss
 
 # `from .modules import *` in nn/__init__ takes the layers, not the submodules (nn.utils is not modules.utils)
 import types as _types  # noqa: E402

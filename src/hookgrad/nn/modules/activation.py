@@ -275,8 +275,8 @@ class Softshrink(Module):
 
 
 class RReLU(Module):
-    """Randomized leaky ReLU: in training each negative element's slope is drawn from U(lower, upper) (from
-    hookgrad's generator: not PyTorch's numbers); in evaluation the slope is (lower + upper) / 2, as in PyTorch."""
+    """Randomized leaky ReLU: in training each element <= 0 gets a slope drawn from U(lower, upper) (PyTorch's
+    draws: ``manual_seed`` gives its numbers); in evaluation the slope is (lower + upper) / 2."""
     __constants__ = ["lower", "upper", "inplace"]
 
     def __init__(self, lower=1.0 / 8, upper=1.0 / 3, inplace=False):

@@ -9,7 +9,8 @@ from ..._array import default_module
 from .module import Module
 from .lazy import LazyModuleMixin
 
-__all__ = ["BatchNorm1d", "BatchNorm2d", "LazyBatchNorm1d", "LazyBatchNorm2d"]
+__all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "LazyBatchNorm1d", "LazyBatchNorm2d", "LazyBatchNorm3d",
+           "SyncBatchNorm"]
 
 
 def _count0():
@@ -112,6 +113,70 @@ class BatchNorm2d(_BatchNorm):
                                f"(hookgrad: in {self!r}, input of shape {list(input.shape)})")
 
 
+class BatchNorm3d(_BatchNorm):
+    def _check_input_dim(self, input):
+        if input.dim() != 5:
+            raise ValueError(f"expected 5D input (got {input.dim()}D input) (hookgrad: in {self!r}, input of shape "
+                             f"{list(input.shape)})")
+        if input.shape[1] != self.num_features:
+            raise RuntimeError(f"running_mean should contain {input.shape[1]} elements not {self.num_features} "
+                               f"(hookgrad: in {self!r}, input of shape {list(input.shape)})")
+
+
+def _process_group_size(process_group):
+    """The world size SyncBatchNorm synchronises over, or 1 when not distributed.
+    NOTE: the seam for issue 14's process groups: hookgrad has no torch.distributed yet, so this is 1."""
+    import sys
+    dist = sys.modules.get("hookgrad.distributed")
+    if dist is None or not getattr(dist, "is_available", lambda: False)() or not dist.is_initialized():
+        return 1
+    return dist.get_world_size(process_group or dist.group.WORLD)
+
+
+class SyncBatchNorm(_BatchNorm):
+    """Batch norm whose statistics are synchronised over a process group in distributed training; on one
+    process (hookgrad today) it is BatchNorm over any input of at least 2 dims."""
+
+    def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True, track_running_stats=True,
+                 process_group=None, device=None, dtype=None, *, bias=True):
+        super().__init__(num_features, eps, momentum, affine, track_running_stats, device, dtype, bias=bias)
+        self.process_group = process_group
+
+    def _check_input_dim(self, input):
+        if input.dim() < 2:
+            raise ValueError(f"expected at least 2D input (got {input.dim()}D input)")
+
+    def forward(self, input):
+        self._check_input_dim(input)
+        if input.size(1) == 0:
+            raise ValueError("SyncBatchNorm number of input channels should be non-zero")
+        if self.training and _process_group_size(self.process_group) > 1:
+            raise NotImplementedError("hookgrad: SyncBatchNorm across processes needs torch.distributed (issue 14)")
+        return _BatchNorm.forward(self, input)
+
+    @classmethod
+    def convert_sync_batchnorm(cls, module, process_group=None):
+        """``module`` with every BatchNorm*D layer replaced by a SyncBatchNorm sharing its parameters and
+        buffers (PyTorch's classmethod, recursively over the children)."""
+        module_output = module
+        if isinstance(module, _BatchNorm):
+            module_output = SyncBatchNorm(module.num_features, module.eps, module.momentum, module.affine,
+                                          module.track_running_stats, process_group, bias=module.bias is not None)
+            if module.affine:
+                module_output.weight = module.weight
+                module_output.bias = module.bias
+            module_output.running_mean = module.running_mean
+            module_output.running_var = module.running_var
+            module_output.num_batches_tracked = module.num_batches_tracked
+            module_output.training = module.training
+            if hasattr(module, "qconfig"):
+                module_output.qconfig = module.qconfig
+        for name, child in module.named_children():
+            module_output.add_module(name, cls.convert_sync_batchnorm(child, process_group))
+        del module
+        return module_output
+
+
 class _LazyNormBase(LazyModuleMixin, _NormBase):
     """The lazy norms: ``num_features`` is inferred from the first input's dim 1."""
 
@@ -164,3 +229,11 @@ class LazyBatchNorm2d(_LazyNormBase, _BatchNorm):
     def _check_input_dim(self, input):
         if input.dim() != 4:
             raise ValueError(f"expected 4D input (got {input.dim()}D input)")
+
+
+class LazyBatchNorm3d(_LazyNormBase, _BatchNorm):
+    cls_to_become = BatchNorm3d
+
+    def _check_input_dim(self, input):
+        if input.dim() != 5:
+            raise ValueError(f"expected 5D input (got {input.dim()}D input)")

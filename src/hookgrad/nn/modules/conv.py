@@ -1,4 +1,4 @@
-"""Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d."""
+"""Conv1d/2d/3d, ConvTranspose1d/2d/3d and their lazy forms."""
 import math  # noqa: F401  (PyTorch's conv module has math, init and Parameter)
 
 from ..parameter import Parameter, UninitializedParameter  # noqa: F401
@@ -8,8 +8,11 @@ from .lazy import LazyModuleMixin
 from .linear import _weight_bias, _reset_kaiming
 from .utils import _ntuple, _single, _pair, _reverse_repeat_tuple  # noqa: F401  (PyTorch's conv module has them)
 
-__all__ = ["Conv1d", "Conv2d", "ConvTranspose1d", "ConvTranspose2d", "LazyConv1d", "LazyConv2d", "LazyConvTranspose1d",
-           "LazyConvTranspose2d"]
+__all__ = ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d", "LazyConv1d",
+           "LazyConv2d", "LazyConv3d", "LazyConvTranspose1d", "LazyConvTranspose2d", "LazyConvTranspose3d"]
+
+_CONV = {1: F.conv1d, 2: F.conv2d, 3: F.conv3d}
+_CONV_T = {1: F.conv_transpose1d, 2: F.conv_transpose2d, 3: F.conv_transpose3d}
 
 
 class _ConvNd(Module):
@@ -78,7 +81,7 @@ class _ConvNd(Module):
             self.padding_mode = "zeros"
 
     def _conv_forward(self, input, weight, bias):
-        fn = F.conv2d if self._n == 2 else F.conv1d
+        fn = _CONV[self._n]
         try:
             if self.padding_mode != "zeros":
                 pads = []
@@ -117,6 +120,15 @@ class Conv2d(_ConvNd):
                          padding_mode, device, dtype)
 
 
+class Conv3d(_ConvNd):
+    _n = 3
+
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1, bias=True,
+                 padding_mode="zeros", device=None, dtype=None):
+        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias,
+                         padding_mode, device, dtype)
+
+
 class _ConvTransposeNd(_ConvNd):
     _transposed = True
 
@@ -144,7 +156,7 @@ class _ConvTransposeNd(_ConvNd):
         return tuple(res)
 
     def forward(self, input, output_size=None):
-        fn = F.conv_transpose2d if self._n == 2 else F.conv_transpose1d
+        fn = _CONV_T[self._n]
         op = self._output_padding(input, output_size)
         try:
             return fn(input, self.weight, self.bias, self.stride, self.padding, op, self.groups, self.dilation)
@@ -158,6 +170,10 @@ class ConvTranspose1d(_ConvTransposeNd):
 
 class ConvTranspose2d(_ConvTransposeNd):
     _n = 2
+
+
+class ConvTranspose3d(_ConvTransposeNd):
+    _n = 3
 
 
 class _LazyConvXdMixin(LazyModuleMixin):
@@ -232,6 +248,25 @@ class LazyConvTranspose1d(_LazyConvXdMixin, ConvTranspose1d):
 
 class LazyConvTranspose2d(_LazyConvXdMixin, ConvTranspose2d):
     cls_to_become = ConvTranspose2d
+
+    def __init__(self, out_channels, kernel_size, stride=1, padding=0, output_padding=0, groups=1, bias=True,
+                 dilation=1, padding_mode="zeros", device=None, dtype=None):
+        super().__init__(0, 0, kernel_size, stride, padding, output_padding, groups, False, dilation, padding_mode,
+                         device, dtype)
+        self._lazy_params(out_channels, bias, device, dtype)
+
+
+class LazyConv3d(_LazyConvXdMixin, Conv3d):
+    cls_to_become = Conv3d
+
+    def __init__(self, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1, bias=True,
+                 padding_mode="zeros", device=None, dtype=None):
+        super().__init__(0, 0, kernel_size, stride, padding, dilation, groups, False, padding_mode, device, dtype)
+        self._lazy_params(out_channels, bias, device, dtype)
+
+
+class LazyConvTranspose3d(_LazyConvXdMixin, ConvTranspose3d):
+    cls_to_become = ConvTranspose3d
 
     def __init__(self, out_channels, kernel_size, stride=1, padding=0, output_padding=0, groups=1, bias=True,
                  dilation=1, padding_mode="zeros", device=None, dtype=None):

@@ -4,7 +4,8 @@ import warnings
 from .. import functional as F
 from .batchnorm import _NormBase, _LazyNormBase
 
-__all__ = ["InstanceNorm1d", "InstanceNorm2d", "LazyInstanceNorm1d", "LazyInstanceNorm2d"]
+__all__ = ["InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d", "LazyInstanceNorm1d", "LazyInstanceNorm2d",
+           "LazyInstanceNorm3d"]
 
 
 class _InstanceNorm(_NormBase):
@@ -72,6 +73,15 @@ class InstanceNorm2d(_InstanceNorm):
             raise ValueError(f"expected 3D or 4D input (got {input.dim()}D input)")
 
 
+class InstanceNorm3d(_InstanceNorm):
+    def _get_no_batch_dim(self):
+        return 4
+
+    def _check_input_dim(self, input):
+        if input.dim() not in (4, 5):
+            raise ValueError(f"expected 4D or 5D input (got {input.dim()}D input)")
+
+
 class LazyInstanceNorm1d(_LazyNormBase, _InstanceNorm):
     cls_to_become = InstanceNorm1d
 
@@ -92,3 +102,14 @@ class LazyInstanceNorm2d(_LazyNormBase, _InstanceNorm):
     def _check_input_dim(self, input):
         if input.dim() not in (3, 4):
             raise ValueError(f"expected 3D or 4D input (got {input.dim()}D input)")
+
+
+class LazyInstanceNorm3d(_LazyNormBase, _InstanceNorm):
+    cls_to_become = InstanceNorm3d
+
+    def _get_no_batch_dim(self):
+        return 4
+
+    def _check_input_dim(self, input):
+        if input.dim() not in (4, 5):
+            raise ValueError(f"expected 4D or 5D input (got {input.dim()}D input)")

@@ -1,8 +1,8 @@
 """torch.nn.utils.rnn: padding and packing variable-length sequences.
 
 PackedSequence holds the time-major concatenation of the sequences (``data``), the batch size at each
-step (``batch_sizes``) and the permutation that sorted them by length. The recurrent layers that consume
-it come in issue 12; the helpers work on tensors now.
+step (``batch_sizes``) and the permutation that sorted them by length; nn.RNN, nn.LSTM and nn.GRU take one and
+return one (primitives/rnn.py runs the packed recurrence).
 """
 from collections import namedtuple
 
