@@ -153,6 +153,54 @@ def resnet18_infer(lib):
     return step
 
 
+@workload("LSTM language model training step: 2x256, batch 32, 35 steps, SGD", 1.5)
+def lstm_lm(lib):
+    nn = lib.nn
+    vocab, hidden, steps, batch = 1000, 256, 35, 32
+
+    class LM(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.embed = nn.Embedding(vocab, hidden)
+            self.lstm = nn.LSTM(hidden, hidden, num_layers=2)
+            self.out = nn.Linear(hidden, vocab)
+
+        def forward(self, tokens):
+            return self.out(self.lstm(self.embed(tokens))[0])
+
+    lib.manual_seed(0)
+    model = LM()
+    opt = lib.optim.SGD(model.parameters(), lr=0.1)
+    rng = np.random.default_rng(0)
+    tokens = lib.tensor(rng.integers(0, vocab, (steps, batch)))
+    targets = lib.tensor(rng.integers(0, vocab, (steps * batch,)))
+    loss_fn = nn.CrossEntropyLoss()
+
+    def step():
+        opt.zero_grad()
+        loss_fn(model(tokens).reshape(-1, vocab), targets).backward()
+        opt.step()
+    return step
+
+
+@workload("Transformer 3+3 layers, d_model 256, 4 heads: training step, batch 16x32, Adam", 1.5)
+def transformer_train(lib):
+    lib.manual_seed(0)
+    d, tokens, batch = 256, 32, 16
+    model = lib.nn.Transformer(d_model=d, nhead=4, num_encoder_layers=3, num_decoder_layers=3, dim_feedforward=1024,
+                               batch_first=True)
+    opt = lib.optim.Adam(model.parameters(), lr=1e-4)
+    src, tgt, target = (lib.tensor(_data(batch, tokens, d, seed=s)) for s in range(3))
+    mask = lib.nn.Transformer.generate_square_subsequent_mask(tokens)
+    loss_fn = lib.nn.MSELoss()
+
+    def step():
+        opt.zero_grad()
+        loss_fn(model(src, tgt, tgt_mask=mask, tgt_is_causal=True), target).backward()
+        opt.step()
+    return step
+
+
 # ---------------------------------------------------------------- runner
 def _calibrate(step, min_time):
     step()

@@ -173,26 +173,6 @@ def category(path, name):
     return None
 
 
-# Namespaces whose "later" classes and functions resolve to placeholders (hookgrad._missing): tools key
-# dicts on them at import time.
-PLACEHOLDER_NAMESPACES = ["torch.nn", "torch.nn.functional"]
-
-
-def placeholders(cats):
-    """namespace -> {name: "class" | "function"} for the "later" names of PLACEHOLDER_NAMESPACES that are
-    classes or functions in torch (not submodules such as torch.nn.attention)."""
-    out = {}
-    for path in PLACEHOLDER_NAMESPACES:
-        mod = importlib.import_module(path)
-        kinds = {}
-        for name, cat in cats.get(path, {}).items():
-            obj = getattr(mod, name)
-            if cat.startswith("later:") and not isinstance(obj, types.ModuleType) and callable(obj):
-                kinds[name] = "class" if isinstance(obj, type) else "function"
-        out[path] = kinds
-    return out
-
-
 def aten_ops():
     ops = collections.defaultdict(list)
     for s in torch._C._jit_get_all_schemas():
@@ -218,8 +198,6 @@ def main(dest=None):
                                            sort_dicts=False) + "\n\n")
         f.write("# namespace -> {name: 'later: ...' | 'non-goal: ...'}; a name not listed is everyday API\n")
         f.write("CATEGORY = " + pprint.pformat(cats, width=118, sort_dicts=False) + "\n\n")
-        f.write("# namespace -> {name: 'class' | 'function'}: the 'later' names that resolve to placeholders\n")
-        f.write("PLACEHOLDERS = " + pprint.pformat(placeholders(cats), width=118, sort_dicts=False) + "\n\n")
         f.write("# aten operator -> space-separated overload names (torch.ops.aten.<op>.overloads())\n")
         f.write("ATEN_OVERLOADS = " + pprint.pformat(aten_ops(), width=118, sort_dicts=False) + "\n")
     print("wrote", os.path.normpath(dest))

@@ -102,11 +102,12 @@ from .primitives.linalg import (addmv, addr, baddbmm, addbmm, vdot, chain_matmul
 from .primitives.linalg_legacy import (det, inverse, slogdet, logdet, matrix_exp, matrix_power, pinverse, svd, qr,
                                        cholesky, cholesky_solve, cholesky_inverse, lu, lu_unpack, lu_solve,
                                        triangular_solve, geqrf, orgqr, ormqr, frobenius_norm, nuclear_norm, solve,
-                                       lstsq, eig, symeig, matrix_rank)
+                                       lstsq, eig, symeig, matrix_rank, svd_lowrank, pca_lowrank)
 from ._creation import (hann_window, hamming_window, blackman_window, bartlett_window, kaiser_window,
                         range_deprecated as range, scalar_tensor, empty_strided, empty_permuted, frombuffer,
                         tril_indices, triu_indices, fill, get_default_device, set_default_device, result_type,
                         can_cast, is_nonzero, is_same_size, is_signed, is_inference)
+from ._nn_functions import conv_tbc, embedding_renorm_  # noqa: E402
 from ._nn_functions import (conv1d, conv2d, conv3d, conv_transpose1d, conv_transpose2d, conv_transpose3d, convolution,
                             avg_pool1d, max_pool1d, max_pool3d,
                             max_pool2d, max_pool1d_with_indices, adaptive_avg_pool1d, adaptive_max_pool1d, batch_norm,

@@ -174,6 +174,8 @@ _PYTHON_LEVEL = frozenset(
     "gaussian_nll_loss interpolate grid_sample affine_grid local_response_norm".split())
 # Int parameters that an overload of the same function takes as a Tensor (max(input, other), ...).
 _TENSOR_OVERLOAD = {"max": "dim", "min": "dim"}
+# Functions whose ``source`` is a dim (int or ints), not a Tensor.
+_INT_SOURCE = frozenset(("movedim", "moveaxis"))
 _BOOL_PARAMS = frozenset(
     "keepdim sorted largest descending stable unbiased right return_inverse return_counts training train "
     "inplace transpose unitriangular align_corners ceil_mode count_include_pad return_indices "
@@ -220,7 +222,7 @@ def parser_error(fname, fn, args, kwargs, exc, python_level=False, method=False)
         if v is None and p.default is None:
             continue
         at = f" (position {pos[name]})" if name in pos else ""
-        if name in _TENSOR_PARAMS and not _is_tensor(v):
+        if name in _TENSOR_PARAMS and not _is_tensor(v) and fname not in _INT_SOURCE:
             if name in _SCALAR_OK and is_number(v) and not isinstance(exc, AttributeError):
                 continue
             if isinstance(v, (list, tuple)) and not isinstance(exc, AttributeError):

@@ -8,22 +8,10 @@ works) whose message names the PyTorch name and says whether it comes later or i
 name (dunders included: ``copy``, ``pickle``, ``inspect`` and ``doctest`` probe them) gets Python's own
 AttributeError. A submodule not imported yet is imported, as Python does for ``from pkg import sub``.
 
-Placeholders for layers that come later. In ``torch.nn`` and ``torch.nn.functional`` a class or function
-whose category is "later: ..." (issue 12's layers: ``nn.LSTM``, ``nn.Conv3d``, ``F.avg_pool3d``, ...)
-resolves to a placeholder instead of raising: tools such as thop, ptflops and captum use these names as
-dict keys and in ``isinstance`` checks when they are imported, so merely naming them must work. A
-placeholder is a class (a subclass of ``nn.Module``) or a function, made on first access and then the
-same object on every access (dict keys and ``isinstance`` work; ``isinstance(nn.Linear(1, 1), nn.LSTM)``
-is False); constructing or calling it raises NotImplementedError with the message below. Placeholders
-are not put in the module's ``__dict__`` or ``dir()``, so coverage still counts the names as missing.
-Non-goals, everyday names and names of other namespaces still raise :class:`NotImplementedName`.
-Which names get placeholders, and whether each is a class or a function, is ``PLACEHOLDERS`` in
-``_coverage_names``.
-
 torch's names come from ``_coverage_names`` (generated from torch by scripts/gen_torch_names.py).
 
 Tensor methods get no such fallback: a ``Tensor.__getattr__`` makes CPython give up its specialised
-attribute loads on every tensor (measured: attribute reads 3.7x slower), and class-level placeholders
+attribute loads on every tensor (measured: attribute reads 3.7x slower), and class-level stand-ins
 would list names in ``dir(tensor)`` that raise when read.
 """
 import importlib
@@ -32,8 +20,6 @@ import sys
 
 COVERAGE_PAGE = "docs/coverage.md"
 _names_cache = {}
-_placeholders = {}
-_PLACEHOLDER_NAMESPACES = ("torch.nn", "torch.nn.functional")
 
 
 class NotImplementedName(AttributeError):
@@ -84,35 +70,6 @@ def missing(obj, namespace, name, plain):
     return AttributeError(plain, name=name, obj=obj)
 
 
-def placeholder(module_name, namespace, name):
-    """The placeholder for torch's ``namespace.name`` in hookgrad's module ``module_name``, or None when that
-    name gets none (see the module docstring). Made once, then cached."""
-    key = (namespace, name)
-    obj = _placeholders.get(key)
-    if obj is not None:
-        return obj
-    from . import _coverage_names as data
-    kind = data.PLACEHOLDERS.get(namespace, {}).get(name)
-    if kind is None:
-        return None
-    msg = message(namespace, name)
-    if kind == "class":
-        from .nn.modules.module import Module
-
-        def __init__(self, *args, **kwargs):
-            raise NotImplementedError(msg)
-        obj = type(name, (Module,), {"__init__": __init__, "__module__": module_name, "__qualname__": name,
-                                     "__doc__": f"Placeholder: {msg}"})
-        __init__.__qualname__ = f"{name}.__init__"
-    else:
-        def obj(*args, **kwargs):
-            raise NotImplementedError(msg)
-        obj.__name__ = obj.__qualname__ = name
-        obj.__module__ = module_name
-        obj.__doc__ = f"Placeholder: {msg}"
-    return _placeholders.setdefault(key, obj)
-
-
 def module_getattr(module_name, namespace):
     """A module-level ``__getattr__`` (PEP 562) for hookgrad's module ``module_name`` mirroring torch's
     ``namespace``."""
@@ -127,10 +84,6 @@ def module_getattr(module_name, namespace):
                     found = False
                 if found:
                     return importlib.import_module(sub)
-        if namespace in _PLACEHOLDER_NAMESPACES and name[:1] != "_":
-            obj = placeholder(module_name, namespace, name)
-            if obj is not None:
-                return obj
         raise missing(module, namespace, name, f"module {module_name!r} has no attribute {name!r}")
     __getattr__.__qualname__ = __getattr__.__name__ = "__getattr__"
     return __getattr__

@@ -16,6 +16,32 @@ def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     return F.conv1d(input, weight, bias, stride, padding, dilation, groups)
 
 
+def conv_tbc(input, weight, bias, pad=0):
+    return F.conv_tbc(input, weight, bias, pad)
+
+
+def embedding_renorm_(input, indices, max_norm, norm_type):
+    """torch.embedding_renorm_: the rows of ``input`` (an embedding weight) that ``indices`` names, scaled in
+    place to a ``norm_type``-norm of at most ``max_norm`` (PyTorch's in-place checks first)."""
+    from .primitives._inplace import check_inplace
+    if indices._data.dtype.kind not in "iu":
+        raise RuntimeError(f"Expected tensor for argument #2 'indices' to have one of the following scalar types: Long, "
+                           f"Int; but got torch.{indices.dtype._legacy} instead (while checking arguments for "
+                           "embedding_renorm_)")
+    if input.dim() != 2:
+        raise RuntimeError(f"Expected 2-dimensional tensor, but got {input.dim()}-dimensional tensor for argument #1 "
+                           "'self' (while checking arguments for embedding_renorm_)")
+    check_inplace(input)
+    idx = indices._data
+    n = input.shape[0]
+    bad = idx[(idx < -n) | (idx >= n)]
+    if bad.size:
+        raise IndexError(f"select(): index {int(bad.reshape(-1)[0])} out of range for tensor of size "
+                         f"{list(input.shape)} at dimension 0")
+    F._embedding_renorm(input, idx % n, max_norm, norm_type)
+    return input
+
+
 def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     return F.conv2d(input, weight, bias, stride, padding, dilation, groups)
 
@@ -200,18 +226,18 @@ pixel_shuffle, pixel_unshuffle = F.pixel_shuffle, F.pixel_unshuffle
 
 
 # the sampling ops of nn.functional (torch.grid_sampler takes the modes as integers)
-grid_sampler, affine_grid_generator = F.grid_sampler, F.affine_grid_generator
+grid_sampler, affine_grid_generator = F._grid_sampler, F._affine_grid_generator
 
 
 def grid_sampler_2d(input, grid, interpolation_mode, padding_mode, align_corners):
     if input.dim() != 4:
         raise RuntimeError(f"grid_sampler(): expected 4D input and grid with same number of dimensions, but got "
                            f"input with sizes {list(input.shape)} and grid with sizes {list(grid.shape)}")
-    return F.grid_sampler(input, grid, interpolation_mode, padding_mode, align_corners)
+    return F._grid_sampler(input, grid, interpolation_mode, padding_mode, align_corners)
 
 
 def grid_sampler_3d(input, grid, interpolation_mode, padding_mode, align_corners):
     if input.dim() != 5:
         raise RuntimeError(f"grid_sampler(): expected 5D input and grid with same number of dimensions, but got "
                            f"input with sizes {list(input.shape)} and grid with sizes {list(grid.shape)}")
-    return F.grid_sampler(input, grid, interpolation_mode, padding_mode, align_corners)
+    return F._grid_sampler(input, grid, interpolation_mode, padding_mode, align_corners)

@@ -86,6 +86,9 @@ PROGRAMS = {
     "sum_dims_keepdim": (lambda L, x: x.sum((0, 2), keepdim=True), r(2, 3, 4)),
     "mean": (lambda L, x: x.mean(), r(3, 4, dt=f32)),
     "mean_dim": (lambda L, x: x.mean(-1), r(2, 3, 4)),
+    "mean_grad": (lambda L, x, y: L.autograd.grad(x.mean(1), x, y.sum(1), create_graph=True)[0] * x,
+                  r(2, 3), r(2, 3, seed=1)),                      # mean's gradient: DivBackward1
+    "alias": (lambda L, x: x[...] * x, r(3, 4)),
     "mean_keepdim": (lambda L, x: x.mean(0, keepdim=True), r(3, 4)),
     "view": (lambda L, x: x.view(4, 3), r(3, 4)),
     "reshape": (lambda L, x: x.t().reshape(12) * 1, r(3, 4)),

@@ -58,3 +58,26 @@ def test_dropout_and_bernoulli_masks_match_torch():
                     lib.bernoulli(lib.full((9,), 0.4)), lib.bernoulli(lib.rand(7)), lib.empty(6).bernoulli_(0.2)])
     for t, h in zip(*out):
         np.testing.assert_allclose(h.numpy(), t.numpy(), rtol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("a,b", [(-0.37, 0.81), (0, 1), (-1 / 3, 1 / 3), (2.5, 7.1), (-100.0, 1e-3)])
+def test_uniform_bit_for_bit(dtype, a, b):
+    """uniform_'s x * (to - from) + from is fused as PyTorch's CPU kernel fuses it: equal bits, not 1 ulp off."""
+    out = []
+    for L in (torch, hookgrad):
+        L.manual_seed(0)
+        out.append(L.empty(20000, dtype=getattr(L, dtype)).uniform_(a, b).numpy())
+    assert (out[0] == out[1]).all()
+
+
+@pytest.mark.parametrize("make", [lambda L: L.nn.Linear(33, 17), lambda L: L.nn.Conv2d(8, 16, 3),
+                                  lambda L: L.nn.MultiheadAttention(32, 4)], ids=["linear", "conv", "mha"])
+def test_module_init_bit_for_bit(make):
+    sd = []
+    for L in (torch, hookgrad):
+        L.manual_seed(0)
+        sd.append({k: v.numpy() for k, v in make(L).state_dict().items()})
+    assert list(sd[0]) == list(sd[1])
+    for k in sd[0]:
+        assert (sd[0][k] == sd[1][k]).all(), k

@@ -109,6 +109,10 @@ def _scale_arrays(g, f, src=None, node=None):
     return np.multiply(g, f, dtype=g.dtype)
 
 
+def _div_number_arrays(g, k, node=None):
+    return g / k
+
+
 def zero_like(a):
     """A cached 0-d zero of ``a``'s dtype and array module: NumPy ufuncs are ~2x slower with a
     Python-int operand."""
@@ -179,6 +183,7 @@ class _Arrays:
     expand = staticmethod(expand_np)
     t_mm = staticmethod(_t_mm_arrays)
     scale = staticmethod(_scale_arrays)
+    div_number = staticmethod(_div_number_arrays)
     threshold_backward = staticmethod(_threshold_backward_arrays)
 
     @staticmethod
@@ -302,6 +307,12 @@ class _Tensors:
         """g * f for a constant array ``f``, recorded as ``node`` (a constant-factor Node class: the
         gradient depends on ``src`` with derivative zero, as PyTorch's backward kernels do)."""
         return node.apply(g, src, f=f)
+
+    @staticmethod
+    def div_number(g, k, node):
+        """g / k for a Python number ``k``, recorded as ``node`` (PyTorch's div.Scalar inside its backward
+        formulas, DivBackward1)."""
+        return node.apply(g, k=k)
 
     @staticmethod
     def threshold_backward(g, src, threshold, node):

@@ -651,8 +651,9 @@ def _declare_saved(cls):
     the list ``dir()`` shows."""
     for key in cls.__dict__.get("saved_names", ()):
         if not key.startswith("_"):
-            setattr(cls, "_saved_" + key, property(lambda self, key=key: self._saved_value(key, False)))
-            setattr(cls, "_raw_saved_" + key, property(lambda self, key=key: self._saved_value(key, True)))
+            # Node._saved_value, not self._saved_value: a saved name "value" (SDPA's) shadows the method
+            setattr(cls, "_saved_" + key, property(lambda self, key=key: Node._saved_value(self, key, False)))
+            setattr(cls, "_raw_saved_" + key, property(lambda self, key=key: Node._saved_value(self, key, True)))
     if "saved_attrs" in cls.__dict__:
         specs = {}
         for entry in cls.saved_attrs:

@@ -1,5 +1,5 @@
 """hookgrad.nn: modules with PyTorch's complete hook system, layers, losses, functional, init."""
-from .parameter import Parameter, Buffer
+from .parameter import Parameter, Buffer, UninitializedParameter, UninitializedBuffer
 from .modules import *  # noqa: F401,F403
 from . import functional, init, utils, modules
 from . import parallel

@@ -259,12 +259,15 @@ def linear(input, weight, bias=None):
     wt = _t(weight)         # the primitives themselves: internal calls skip the public wrappers
     if nd == 2:
         return addmm(bias, input, wt) if bias is not None else _mm(input, wt)
-    if nd > 2:
-        x2 = input.reshape(-1, input.shape[-1])
-        out = addmm(bias, x2, wt) if bias is not None else _mm(x2, wt)
-        return out.view(*input.shape[:-1], weight.shape[0])
+    # PyTorch's aten::linear: a contiguous input with a bias of one row (1-D, or (1, .., out)) is flattened
+    # into one addmm; anything else is matmul (its folding: mm and _unsafe_view) and then an in-place add
+    # of the bias. Graph tools (torchviz) and dispatch counters (ptflops' aten backend) see which.
+    if bias is not None and nd and input._data.flags.c_contiguous and (
+            bias._data.ndim == 1 or (bias._data.ndim and bias._data.size == bias.shape[-1] == weight.shape[0])):
+        x2 = input.reshape(math.prod(input.shape[:-1]), input.shape[-1])
+        return addmm(bias, x2, wt).view(*input.shape[:-1], weight.shape[0])
     out = matmul(input, wt)
-    return out + bias if bias is not None else out
+    return out.add_(bias) if bias is not None else out
 
 
 def bilinear(input1, input2, weight, bias=None):
@@ -583,7 +586,7 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
 
 def max_pool2d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
                             return_indices=True):
-    return max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
+    return _max_pool(2, input, kernel_size, stride, padding, dilation, ceil_mode, True)
 
 
 def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
@@ -592,7 +595,7 @@ def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
 
 def max_pool3d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
                             return_indices=True):
-    return max_pool3d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
+    return _max_pool(3, input, kernel_size, stride, padding, dilation, ceil_mode, True)
 
 
 def _one(v):
@@ -600,6 +603,12 @@ def _one(v):
 
 
 def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
+    return _max_pool1d(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices)
+
+
+# The 1-D pools and the *_with_indices forms run the private helpers, never another public F function: tools
+# (ptflops) patch F.max_pool2d & co. and would count the 1-D call twice, where PyTorch's go straight to the kernel.
+def _max_pool1d(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices):
     if input.dim() not in (2, 3) or 0 in input.shape[1:]:
         raise RuntimeError("max_pool1d: Expected 2D or 3D (batch mode) tensor with optional 0 dim batch size for input, "
                            f"but got:{list(input.shape)}")
@@ -619,7 +628,7 @@ def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
         raise RuntimeError(f"max_pool1d() dilation must be greater than zero, but got {d}")
     if _pool_out(input.shape[-1], k, s, p, d, ceil_mode) < 1:
         raise RuntimeError(f"max_pool1d() Invalid computed output size: {_pool_out(input.shape[-1], k, s, p, d, ceil_mode)}")
-    r = max_pool2d(input.unsqueeze(-2), (1, k), (1, s), (0, p), (1, d), ceil_mode, return_indices)
+    r = _max_pool(2, input.unsqueeze(-2), (1, k), (1, s), (0, p), (1, d), ceil_mode, return_indices)
     return (r[0].squeeze(-2), r[1].squeeze(-2)) if return_indices else r.squeeze(-2)
 
 
@@ -664,8 +673,7 @@ def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
     s = (1,) + _ints(stride, 1, "avg_pool1d", "stride", "pool1d") if stride is not None and stride != [] else None
     (p,) = _ints(padding, 1, "avg_pool1d", "padding", "pool1d")
     _dims_1d(input, "avg_pool1d")
-    return avg_pool2d(input.unsqueeze(-2), (1, k), s, (0, p), ceil_mode,
-                      count_include_pad).squeeze(-2)
+    return _avg_pool(2, input.unsqueeze(-2), (1, k), s, (0, p), ceil_mode, count_include_pad, None).squeeze(-2)
 
 
 def _dims_1d(input, fname):
@@ -729,7 +737,7 @@ def adaptive_avg_pool3d(input, output_size):
 
 def adaptive_avg_pool1d(input, output_size):
     (o,) = _adaptive_sizes(input, output_size, 1)
-    return adaptive_avg_pool2d(input.unsqueeze(-2), (1, o)).squeeze(-2)
+    return _adaptive_avg(2, input.unsqueeze(-2), (1, o)).squeeze(-2)
 
 
 def _adaptive_max(n, input, output_size, return_indices):
@@ -748,12 +756,16 @@ def adaptive_max_pool3d(input, output_size, return_indices=False):
 
 
 def adaptive_max_pool3d_with_indices(input, output_size, return_indices=False):
-    return adaptive_max_pool3d(input, output_size, True)
+    return _adaptive_max(3, input, output_size, True)
 
 
 def adaptive_max_pool1d(input, output_size, return_indices=False):
+    return _adaptive_max1d(input, output_size, return_indices)
+
+
+def _adaptive_max1d(input, output_size, return_indices):
     (o,) = _adaptive_sizes(input, output_size, 1, "max")
-    r = adaptive_max_pool2d(input.unsqueeze(-2), (1, o), return_indices)
+    r = _adaptive_max(2, input.unsqueeze(-2), (1, o), return_indices)
     return (r[0].squeeze(-2), r[1].squeeze(-2)) if return_indices else r.squeeze(-2)
 
 
@@ -1234,6 +1246,30 @@ def _embedding_renorm(weight, idx, max_norm, norm_type):
     weight._vc[0] += 1
 
 
+def conv_tbc(input, weight, bias, pad=0):
+    """1-D convolution over (time, batch, channels) input with a (kernel width, in, out) weight: conv1d on the
+    permuted operands (a composite, so its grad_fn is PermuteBackward0 where PyTorch shows ConvTbcBackward0)."""
+    _tensor_arg(input, "conv_tbc", "input", 1)
+    _tensor_arg(weight, "conv_tbc", "weight", 2)
+    _tensor_arg(bias, "conv_tbc", "bias", 3)
+    if input.dim() != 3:
+        raise RuntimeError("Input must have 3 dims: time, batch, in_channel")
+    if weight.dim() != 3:
+        raise RuntimeError("Weight tensor must have 3 dims: kernel_width, in_channels, out_channels.")
+    if bias.dim() != 1:
+        raise RuntimeError("Bias must be 1-D")
+    if input.shape[2] != weight.shape[1]:
+        raise RuntimeError("Input dim 2 (input channels) is not == dim 1 in the weight tensor")
+    if weight.shape[2] != bias.shape[0]:
+        raise RuntimeError("Bias size must equal dim 2 in the weight tensor (output channels).")
+    t_out = input.shape[0] + 2 * pad - weight.shape[0] + 1
+    if t_out < 0:
+        raise RuntimeError(f"Trying to create tensor with negative dimension {t_out}: "
+                           f"[{t_out}, {input.shape[1]}, {weight.shape[2]}]")
+    out = conv1d(input.permute(1, 2, 0), weight.permute(2, 1, 0), bias, padding=pad)
+    return out.permute(2, 0, 1)
+
+
 def one_hot(input, num_classes=-1):
     a = input._data
     if a.dtype.kind not in "iu":
@@ -1423,11 +1459,11 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
     if align_corners is None:
         warnings.warn(_ALIGN_WARNING, stacklevel=2)
         align_corners = False
-    return grid_sampler(input, grid, GRID_SAMPLE_INTERPOLATION_MODES[mode], GRID_SAMPLE_PADDING_MODES[padding_mode],
+    return _grid_sampler(input, grid, GRID_SAMPLE_INTERPOLATION_MODES[mode], GRID_SAMPLE_PADDING_MODES[padding_mode],
                         align_corners)
 
 
-def grid_sampler(input, grid, interpolation_mode, padding_mode, align_corners):
+def _grid_sampler(input, grid, interpolation_mode, padding_mode, align_corners):
     """torch.grid_sampler: ATen's checks, then the 2-d or 3-d sampler (modes as integers)."""
     _tensor_arg(input, "grid_sampler", "input", 1)
     _tensor_arg(grid, "grid_sampler", "grid", 2)
@@ -1484,10 +1520,10 @@ def affine_grid(theta, size, align_corners=None):
                       "affine_grid for details.", stacklevel=2)
     elif min(size) <= 0:
         raise ValueError(f"Expected non-zero, positive output size. Got {size}")
-    return affine_grid_generator(theta, size, align_corners)
+    return _affine_grid_generator(theta, size, align_corners)
 
 
-def affine_grid_generator(theta, size, align_corners):
+def _affine_grid_generator(theta, size, align_corners):
     """torch.affine_grid_generator: base grid @ theta^T (AffineGridGeneratorBackward0)."""
     n = len(size) - 2
     if theta.shape[0] != size[0] or tuple(theta.shape[1:]) != (n, n + 1):
@@ -1643,6 +1679,47 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     args = (input, target) if weight is None else (input, target, weight)
     out = node.apply(*args, ignore_index=ignore_index, reduction=reduction)
     return out.reshape(shape) if reduction == "none" and nd > 2 and nd != 4 else out
+
+
+def linear_cross_entropy(input, linear_weight, target, *, linear_bias=None, weight=None, reduction="mean",
+                         ignore_index=None, label_smoothing=0.0, options=None):
+    """cross_entropy(linear(input, linear_weight, linear_bias), target, ...), PyTorch 2.13's fused loss. hookgrad
+    always computes this reference path: ``options`` (chunking) changes PyTorch's memory use, not the result."""
+    if input.dim() < 1 or input.dim() > 2:
+        raise RuntimeError(f"expected input with dimensionality 1 or 2, got {input.dim()}")
+    if linear_weight.dim() < 2:
+        raise RuntimeError(f"expected linear_weight with dimensionality at least 2, got {linear_weight.dim()}")
+    num_batches = tuple(input.shape[:-1])
+    in_features = input.shape[-1]
+    if in_features != linear_weight.shape[-1]:
+        raise RuntimeError("expected equal input and linear_weight last dimensions (in_features), "
+                           f"got {input.shape[-1]} and {linear_weight.shape[-1]}, respectively")
+    num_classes = linear_weight.shape[0]
+    out_features = tuple(linear_weight.shape[1:-1])
+    if linear_bias is not None and tuple(linear_bias.shape) != (num_classes, *out_features):
+        raise RuntimeError(f"expected linear_bias shape {(num_classes, *out_features)}, got {tuple(linear_bias.shape)}")
+    if out_features and not num_batches:
+        raise RuntimeError(f"K-dimensional loss defined by linear_weight shape {tuple(linear_weight.shape)} requires"
+                           f" batched input, (N, {in_features}), got unbatched input with shape {tuple(input.shape)}")
+    logits_shape = (*num_batches, num_classes, *out_features)
+    if tuple(target.shape) == logits_shape and ignore_index is not None:
+        raise RuntimeError("ignore_index cannot be specified when target contains probabilities")
+    ignore_index = ignore_index if ignore_index is not None else -100
+    if options is not None and (out_features or reduction not in {"mean", "sum", "none"} or label_smoothing != 0.0
+                                or target._data.dtype != np.int64):
+        warnings.warn("linear_cross_entropy: ``options`` ignored; chunked path needs reduction in {'mean','sum','none'}, "
+                      "label_smoothing == 0, target.dtype == int64, out_features == (). Got "
+                      f"reduction={reduction!r}, label_smoothing={label_smoothing}, target.dtype={target.dtype}, "
+                      f"out_features={out_features}, tracing=False, linear_bias.shape="
+                      f"{tuple(linear_bias.shape) if linear_bias is not None else None}.", stacklevel=2)
+    if out_features:
+        k = math.prod(out_features, start=num_classes)
+        linear_weight = linear_weight.reshape((k, in_features))
+        if linear_bias is not None:
+            linear_bias = linear_bias.reshape(k)
+    logits = linear(input, linear_weight, linear_bias).reshape(logits_shape)
+    return cross_entropy(logits, target, weight=weight, reduction=reduction, ignore_index=ignore_index,
+                         label_smoothing=label_smoothing)
 
 
 def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean",
@@ -2498,15 +2575,15 @@ from ..overrides import (has_torch_function, has_torch_function_unary, has_torch
 
 def max_pool1d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
                             return_indices=False):
-    return max_pool1d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
+    return _max_pool1d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
 
 
 def adaptive_max_pool1d_with_indices(input, output_size, return_indices=False):
-    return adaptive_max_pool1d(input, output_size, True)
+    return _adaptive_max1d(input, output_size, True)
 
 
 def adaptive_max_pool2d_with_indices(input, output_size, return_indices=False):
-    return adaptive_max_pool2d(input, output_size, True)
+    return _adaptive_max(2, input, output_size, True)
 
 
 def upsample_nearest(input, size=None, scale_factor=None):

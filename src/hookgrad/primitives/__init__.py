@@ -7,7 +7,7 @@ from .._array import array_module
 from . import elementwise as E, shape as S, reduce as R, linalg as L, index as I, join as J
 from . import nn as _nn_ops  # noqa: F401  (installs its own Tensor methods)
 from . import stats as ST
-from ._inplace import inplace_apply, check_overlap, resize_ as _resize_, resize_as_ as _resize_as_
+from ._inplace import inplace_apply, resize_ as _resize_, resize_as_ as _resize_as_
 from ._dispatch import as_tensor_arg, _scalar_result
 from .. import _creation as C
 from . import fill as FL
@@ -18,9 +18,7 @@ def _via(fn):
     """In-place form of an out-of-place Tensor function: ``x.op_(*a)`` computes ``op(x, *a)`` and writes it
     into x (the op's node becomes x's grad_fn; versions and views follow PyTorch's rebase rules)."""
     def method(self, *a, **k):
-        if a:
-            check_overlap(self, a)
-        return inplace_apply(self, I._Via, (), {"f": lambda t: fn(t, *a, **k)})
+        return I.via_(self, lambda t: fn(t, *a, **k), *a, *k.values())
     method.__name__ = getattr(fn, "__name__", "op") + "_"
     try:
         method.__signature__ = inspect.signature(fn)     # PyTorch's keyword names, as the out-of-place op's
@@ -311,7 +309,7 @@ def _make_inplace_binary(cls, name):
         def fn(self, other, *, rounding_mode=None):
             if rounding_mode is None:
                 return general(self, other, {})
-            return inplace_apply(self, I._Via, (), {"f": lambda t: E.div(t, other, rounding_mode=rounding_mode)})
+            return I.via_(self, lambda t: E.div(t, other, rounding_mode=rounding_mode), other)
     elif cls is E.Mul:
         def fn(self, other):
             return general(self, other, {})

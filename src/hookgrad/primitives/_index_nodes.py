@@ -5,6 +5,7 @@ import numpy as np
 
 from .._tensor import Tensor
 from ..autograd.graph import Node
+from ..autograd.formulas import TENSORS
 from .._array import array_module
 
 
@@ -36,7 +37,7 @@ class Index(Node, name="IndexBackward0"):
             raise IndexError(str(e).replace(" axis ", " dimension ")) from None
 
     def backward(self, g):
-        return IndexGrad.apply(g, idx=self.idx, shape=self.in_shape, basic=self.basic)
+        return self.grad_node.apply(g, idx=self.idx, shape=self.in_shape, basic=self.basic)
 
 
 class Select(Index, name="SelectBackward0"):
@@ -48,7 +49,9 @@ class Slice(Index, name="SliceBackward0"):
 
 
 class IndexGrad(Node, name="IndexPutBackward0"):
-    """Scatter a gradient back into the indexed positions (summing repeats); its gradient is the index."""
+    """Scatter a gradient back into the indexed positions (summing repeats); its gradient is the index
+    (``fwd_node``: the index node it is the gradient of, so that each level shows PyTorch's grad_fn name)."""
+    fwd_node = Index
 
     def forward(self, g):
         out = array_module(g).zeros(self.shape, g.dtype)
@@ -59,7 +62,7 @@ class IndexGrad(Node, name="IndexPutBackward0"):
         return out
 
     def backward(self, gg):
-        return Index.apply(gg, idx=self.idx, basic=self.basic)
+        return self.fwd_node.apply(gg, idx=self.idx, basic=self.basic)
 
 
 class Unsqueeze(Index, name="UnsqueezeBackward0"):
@@ -67,7 +70,29 @@ class Unsqueeze(Index, name="UnsqueezeBackward0"):
 
 
 class Alias(Index, name="AliasBackward0"):
-    pass
+    def backward(self, g, F=TENSORS):
+        return g                    # PyTorch's alias passes the gradient on as it is
+
+
+# The gradient node of each index node, with PyTorch's name; its own gradient is that index node again.
+class IndexPutImplGrad(IndexGrad, name="IndexPutImplBackward0"):    # advanced indexing's (index_put_impl)
+    fwd_node = Index
+
+
+class SelectGrad(IndexGrad, name="SelectBackwardBackward0"):
+    fwd_node = Select
+
+
+class SliceGrad(IndexGrad, name="SliceBackwardBackward0"):
+    fwd_node = Slice
+
+
+class SqueezeGrad(IndexGrad, name="SqueezeBackward1"):              # x[None]'s gradient is a squeeze
+    fwd_node = Unsqueeze
+
+
+Index.grad_node, Select.grad_node, Slice.grad_node, Unsqueeze.grad_node = (IndexPutImplGrad, SelectGrad, SliceGrad,
+                                                                           SqueezeGrad)
 
 
 def zeros_for(node, i, like):

@@ -74,7 +74,7 @@ def check_overlap(self, others):
 
 def inplace_apply(self, cls, args, params):
     check_inplace(self)
-    if args:
+    if args and not getattr(cls, "_args_may_overlap", False):
         check_overlap(self, args)
     record = _state.enabled and (self.requires_grad or any(isinstance(a, Tensor) and a.requires_grad for a in args)
                                  or (self._base is not None and self._base.requires_grad))

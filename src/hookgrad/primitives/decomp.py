@@ -12,8 +12,7 @@ from .._tensor import Tensor
 from ..autograd.graph import Node
 from .._array import array_module
 from . import return_types as RT
-from .solvers import (check_matrix, check_tensor, check_same_dtype, solve, solve_triangular, eye_like,
-                      LinAlgError, raise_info)
+from .solvers import check_matrix, check_tensor, check_same_dtype, solve, solve_triangular, eye_like
 
 
 def _defined(g):
@@ -149,14 +148,16 @@ def _uplo(name, UPLO):
     return UPLO.upper()
 
 
-def eigh(A, UPLO="L", *, out=None):
+def eigh(input, UPLO="L", *, out=None):
     """Eigenvalues (ascending) and eigenvectors of (batches of) symmetric matrices (the ``UPLO`` triangle)."""
+    A = input
     check_matrix("linalg.eigh", A)
     return RT.linalg_eigh(*LinalgEigh.apply(A, uplo=_uplo("linalg.eigh", UPLO)))
 
 
-def eigvalsh(A, UPLO="L", *, out=None):
+def eigvalsh(input, UPLO="L", *, out=None):
     """Eigenvalues (ascending) of (batches of) symmetric matrices."""
+    A = input
     check_matrix("linalg.eigvalsh", A)
     return LinalgEigh.apply(A, uplo=_uplo("linalg.eigvalsh", UPLO))[0]
 
@@ -319,12 +320,13 @@ def _tols(A, atol, rtol, name):
     return arr(atol), arr(rtol)
 
 
-def pinv(A, *args, atol=None, rtol=None, hermitian=False, rcond=None, out=None):
+def pinv(input, *args, atol=None, rtol=None, hermitian=False, rcond=None, out=None):
     """The Moore-Penrose pseudo-inverse: singular values below max(atol, rtol * largest) are dropped."""
     if args:                    # the legacy overload pinv(A, rcond, hermitian=False)
         rcond = args[0]
         if len(args) > 1:
             hermitian = args[1]
+    A = input
     if rcond is not None:
         rtol = rcond
         atol = 0.0
@@ -333,8 +335,9 @@ def pinv(A, *args, atol=None, rtol=None, hermitian=False, rcond=None, out=None):
     return LinalgPinv.apply(A, at, rt, hermitian=bool(hermitian))
 
 
-def matrix_rank(A, *args, atol=None, rtol=None, hermitian=False, tol=None, out=None):
+def matrix_rank(input, *args, atol=None, rtol=None, hermitian=False, tol=None, out=None):
     """The number of singular values above max(atol, rtol * largest)."""
+    A = input
     if args:
         if isinstance(args[0], bool):
             hermitian = args[0]
@@ -433,16 +436,17 @@ class LinalgLstsq(Node, name="LinalgLstsqBackward0"):
         return gA, gB, None
 
 
-def lstsq(A, B, rcond=None, *, driver=None, out=None):
+def lstsq(input, b, rcond=None, *, driver=None, out=None):
     """The least-squares solution of A X = B: (solution, residuals, rank, singular_values), as PyTorch on the CPU
     (driver 'gelsy' by default: residuals only when m > n and A has full rank, no singular values)."""
+    A, B = input, b
     check_matrix("linalg.lstsq", A, square=False)
     check_tensor("linalg_lstsq", B, "b")
     check_same_dtype("torch.linalg.lstsq", A, B, "input", "b")
     if driver is None:
         driver = "gelsy"
     if driver not in ("gels", "gelsy", "gelsd", "gelss"):
-        raise RuntimeError(f"torch.linalg.lstsq: parameter `driver` should be one of (gels, gelsy, gelsd, gelss)")
+        raise RuntimeError("torch.linalg.lstsq: parameter `driver` should be one of (gels, gelsy, gelsd, gelss)")
     vector = B._data.ndim == A._data.ndim - 1
     Bm = B.unsqueeze(-1) if vector else B
     if Bm._data.shape[-2] != A._data.shape[-2]:
@@ -505,8 +509,9 @@ class LinalgMatrixExp(Node, name="LinalgMatrixExpBackward0"):
         return matrix_exp(big)[..., :n, n:],
 
 
-def matrix_exp(A):
+def matrix_exp(input, *, out=None):
     """The matrix exponential of (batches of) square matrices."""
+    A = input
     check_matrix("linalg.matrix_exp", A)
     return LinalgMatrixExp.apply(A)
 
@@ -573,8 +578,9 @@ class LinalgHouseholderProduct(Node, name="LinalgHouseholderProductBackward0"):
         return gA, stack(gtau, -1)
 
 
-def householder_product(A, tau, *, out=None):
+def householder_product(input, tau, *, out=None):
     """The first n columns of the product of the Householder matrices H_i = I - tau_i v_i v_i^H (v_i from A)."""
+    A = input
     check_tensor("linalg_householder_product", A)
     check_tensor("linalg_householder_product", tau, "tau")
     if A._data.ndim < 2:
@@ -625,14 +631,16 @@ class LinalgEig(Node, name="LinalgEigBackward0"):
         return gA,
 
 
-def eig(A, *, out=None):
+def eig(input, *, out=None):
     """Eigenvalues and eigenvectors of (batches of) square matrices, as complex tensors (LAPACK's geev order;
     each eigenvector of norm 1)."""
+    A = input
     check_matrix("linalg.eig", A)
     return RT.linalg_eig(*LinalgEig.apply(A, real_input=A._data.dtype.kind == "f"))
 
 
-def eigvals(A, *, out=None):
+def eigvals(input, *, out=None):
     """The eigenvalues of (batches of) square matrices, as a complex tensor."""
+    A = input
     check_matrix("linalg.eigvals", A)
     return LinalgEig.apply(A, real_input=A._data.dtype.kind == "f")[0]

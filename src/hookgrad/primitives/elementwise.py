@@ -477,6 +477,16 @@ def scale(g, f, src=None):
     return Scale.apply(g, src, f=f)
 
 
+class DivNumber(Node, name="DivBackward1"):
+    """g / k for a Python number k: PyTorch's div.Scalar where its C++ backward formulas divide (mean's
+    gradient is grad.expand(sizes) / numel)."""
+    def forward(self, x):
+        return x / self.k
+
+    def backward(self, g, F=TENSORS):
+        return F.div_number(g, self.k, DivNumber)
+
+
 class Abs(Unary, name="AbsBackward0"):
     def forward(self, x):
         return np.abs(x)

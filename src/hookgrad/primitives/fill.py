@@ -80,8 +80,39 @@ def uniform_(self, from_=0.0, to=1.0, *, generator=None, **kw):
     a, b = kw.pop("from", from_), to
     _no_more_kwargs(kw, "uniform_")
     d = self._data
-    return _fill(self, (_gen(generator)._uniform01(d.size, d.dtype) * (b - a) + a).reshape(d.shape),
+    return _fill(self, _uniform_values(_gen(generator)._uniform01(d.size, d.dtype), a, b, d.dtype).reshape(d.shape),
                  _RANDOM_NODES["UniformBackward0"])
+
+
+def _uniform_values(u, a, b, dtype):
+    """PyTorch's ``x * (to - from) + from`` for draws ``u`` in [0, 1) (float64 arrays holding the exact
+    24- or 53-bit fractions), with ``from`` and ``to`` cast to ``dtype`` first and the product and sum fused
+    as the CPU kernel's FMA does, so that ``manual_seed`` gives PyTorch's numbers bit for bit."""
+    if dtype == np.float32:
+        a, b = np.float32(a), np.float32(b)
+        # u * (b - a) is exact in float64 (24-bit by 24-bit), so one rounding of the sum is the FMA
+        return (u * np.float64(b - a) + np.float64(a)).astype(np.float32)
+    if dtype == np.float64:
+        return _fma(u, float(b) - float(a), float(a))
+    return u * (b - a) + a
+
+
+def _fma(x, y, z):
+    """x * y + z rounded once (float64 arrays/numbers), by error-free transformations: Dekker's product
+    and Knuth's sum; the result's last bit agrees with a hardware FMA but for rare double roundings."""
+    p = x * y
+    split = 134217729.0                                 # 2**27 + 1
+    cx = split * x
+    xh = cx - (cx - x)
+    xl = x - xh
+    cy = split * y
+    yh = cy - (cy - y)
+    yl = y - yh
+    ep = ((xh * yh - p) + xh * yl + xl * yh) + xl * yl  # p + ep == x * y exactly
+    s = p + z
+    bb = s - p
+    es = (p - (s - bb)) + (z - bb)                      # s + es == p + z exactly
+    return s + (ep + es)
 
 
 def random_(self, from_=0, to=None, *, generator=None, **kw):

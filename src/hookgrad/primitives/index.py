@@ -713,28 +713,42 @@ def masked_fill_(self, mask, value):
         warnings.warn("Use of masked_fill_ on expanded tensors is deprecated. Please clone() the tensor before performing "
                       "this operation. This also applies to advanced indexing e.g. tensor[mask] = scalar", UserWarning,
                       stacklevel=2)
-    return inplace_apply(self, _ViaConst, (), {"f": lambda t: masked_fill(t, mask, value)})
+    return via_(self, lambda t: masked_fill(t, mask, value), value, cls=_ViaConst)
 
 
 def scatter_(self, dim, index, src=None, *, value=None, reduce=None):
-    return inplace_apply(self, _Via, (), {"f": lambda t: scatter(t, dim, index, src, value=value, reduce=reduce)})
+    return via_(self, lambda t: scatter(t, dim, index, src, value=value, reduce=reduce), src, value)
 
 
 def scatter_add_(self, dim, index, src):
-    return inplace_apply(self, _Via, (), {"f": lambda t: scatter_add(t, dim, index, src)})
+    return via_(self, lambda t: scatter_add(t, dim, index, src), src)
 
 
 def index_add_(self, dim, index, source, *, alpha=1):
-    return inplace_apply(self, _Via, (), {"f": lambda t: index_add(t, dim, index, source, alpha=alpha)})
+    return via_(self, lambda t: index_add(t, dim, index, source, alpha=alpha), source)
 
 
 class _Via:
-    """Adapter for inplace_apply: run an out-of-place Tensor function ``f`` (its graph becomes self's history)."""
+    """Adapter for inplace_apply: run an out-of-place Tensor function ``f`` (its graph becomes self's history).
+    The Tensors f reads besides self come as ``operands`` (inplace_apply's args): a source that requires grad
+    makes the write record a graph even where self does not, and PyTorch's overlap check sees them."""
     save = (0,)
 
     @staticmethod
-    def apply(x, f):
+    def apply(x, *operands, f):
         return f(x)
+
+
+class _ViaShared(_Via):
+    """_Via for the ops PyTorch runs without its overlap check between self and the operands (masked_scatter_,
+    index_fill_, float_power_, ...)."""
+    _args_may_overlap = True
+
+
+def via_(self, f, *operands, cls=_Via):
+    """Write ``f(self)`` into self (in place); ``operands``: every argument of f, the Tensors among them are
+    recorded (the one place an in-place op built over an out-of-place function names its extra inputs)."""
+    return inplace_apply(self, cls, tuple(a for a in operands if isinstance(a, Tensor)), {"f": f})
 
 
 # ------------------------------------------------------------------ index_copy / masked_scatter
@@ -792,7 +806,7 @@ def index_copy(input, dim, index, source):
 
 
 def index_copy_(self, dim, index, source):
-    return inplace_apply(self, _Via, (), {"f": lambda t: index_copy(t, dim, index, source)})
+    return via_(self, lambda t: index_copy(t, dim, index, source), source)
 
 
 class MaskedScatter(Node, name="MaskedScatterBackward0"):
@@ -848,10 +862,10 @@ def masked_scatter_(self, mask, source):
                 raise ValueError
         except ValueError:
             raise _size_mismatch(mask._data.shape, self._data.shape) from None
-    return inplace_apply(self, _Via, (), {"f": lambda t: masked_scatter(t, mask, source)})
+    return via_(self, lambda t: masked_scatter(t, mask, source), source, cls=_ViaShared)
 
 
-class _ViaConst(_Via):
+class _ViaConst(_ViaShared):
     """_Via for an op that writes a constant (masked_fill_): PyTorch lets it write through elements that share
     memory (an expanded tensor)."""
     _overlap_ok = True

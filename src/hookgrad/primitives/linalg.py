@@ -52,12 +52,18 @@ class Mm(Node, name="MmBackward0"):
     save_if = ((1,), (0,))          # self for the gradient of mat2, mat2 for that of self
     saved_attrs = ("self_sym_sizes=input_sizes(0)", "self_sym_strides=input_strides(0)", "mat2_sym_sizes=input_sizes(1)", "mat2_sym_strides=input_strides(1)")
 
+    _cx = False         # complex operands: the formula conjugates them (grad_a = g b^H, grad_b = a^H g)
+
     def forward(self, a, b):
         self._bt = _is_t(b)
+        if a.dtype.kind == "c":
+            self._cx = True
         return a @ b
 
     def backward(self, g, F=TENSORS):
         a, b = F.saved(self)
+        if self._cx:
+            a, b = F.conj(a), F.conj(b)
         nf = self.next_functions
         gb = F.t_mm(a, g, self._bt) if nf[1][0] is not None else None     # mat2 before self (alphabetical, as PyTorch)
         return (F.mm(g, F.t(b)) if nf[0][0] is not None else None), gb
@@ -71,8 +77,11 @@ class Matmul(Node, name="MatmulBackward0"):
     save_if = ((1,), (0,))
 
     _rhs_first = False
+    _cx = False         # complex operands: the formula conjugates them (grad_a = g b^H, grad_b = a^H g)
 
     def forward(self, a, b):
+        if a.dtype.kind == "c":
+            self._cx = True
         return np.matmul(a, b)
 
     def _ranks1(self, a, b):
@@ -82,6 +91,8 @@ class Matmul(Node, name="MatmulBackward0"):
 
     def backward(self, g, F=TENSORS):
         a, b = F.saved(self)
+        if self._cx:
+            a, b = F.conj(a), F.conj(b)
         nf = self.next_functions
         ga = gb = None
         a1, b1 = self._ranks1(a, b)
@@ -114,6 +125,8 @@ class Dot(Matmul, name="DotBackward0"):
     def backward(self, g):
         a, b = self.saved_values
         nf = self.next_functions
+        if self._cx:
+            a, b = a.conj() if a is not None else a, b.conj() if b is not None else b
         return (g * b if nf[0][0] is not None else None), (g * a if nf[1][0] is not None else None)
 
 
@@ -290,6 +303,8 @@ class Addmm(Node, name="AddmmBackward0"):
 
     def forward(self, bias, a, b):
         self._bt = _is_t(b)
+        if a.dtype.kind == "c":
+            self._cx = True
         out = a @ b
         if self.alpha != 1:
             out *= self.alpha
@@ -299,8 +314,12 @@ class Addmm(Node, name="AddmmBackward0"):
             out += self.beta * bias
         return out
 
+    _cx = False         # complex operands: the formula conjugates them
+
     def backward(self, g, F=TENSORS):
         a, b = F.saved(self)
+        if self._cx:
+            a, b = F.conj(a), F.conj(b)
         nf = self.next_functions
         ga = gb = gbias = None
         if nf[1][0] is not None:        # mat1, mat2, self (alphabetical, as PyTorch)
@@ -382,7 +401,8 @@ class Einsum(Node, name="ViewBackward0"):
             subs = [s for j, s in enumerate(ins) if j != k]
             avail = set(out).union(*subs)
             tk = "".join(c for c in target if c in avail)
-            gk = einsum(",".join([out] + subs) + "->" + tk, g, *[x for j, x in enumerate(xs) if j != k])
+            others = [x.conj() if x.is_complex() else x for j, x in enumerate(xs) if j != k]
+            gk = einsum(",".join([out] + subs) + "->" + tk, g, *others)
             if tk != target:
                 for i, c in enumerate(target):
                     if c not in avail:
@@ -486,6 +506,8 @@ class _AddProduct(Node):
     def backward(self, g):
         a, b = self.saved_values
         nf = self.next_functions
+        if g.is_complex():      # complex operands: the formulas take their conjugates
+            a, b = a.conj() if a is not None else a, b.conj() if b is not None else b
         gbias = (g if self.beta == 1 else g * self.beta) if nf[0][0] is not None else None
         ga = self._grad_a(g, b) if nf[1][0] is not None else None
         gb = self._grad_b(g, a) if nf[2][0] is not None else None
@@ -619,7 +641,21 @@ def _finish_out(r, out):
 
 
 class Vdot(Dot, name="VdotBackward0"):
+    """sum(conj(a) * b): grad_a = conj(g) b, grad_b = g a (PyTorch's formulas)."""
     saved_names = ("self", "other")
+
+    def forward(self, a, b):
+        if a.dtype.kind == "c":
+            self._cx = True
+            return np.matmul(np.conjugate(a), b)
+        return np.matmul(a, b)
+
+    def backward(self, g):
+        a, b = self.saved_values
+        nf = self.next_functions
+        if not self._cx:
+            return (g * b if nf[0][0] is not None else None), (g * a if nf[1][0] is not None else None)
+        return (g.conj() * b if nf[0][0] is not None else None), (g * a if nf[1][0] is not None else None)
 
 
 def vdot(input, other, *, out=None):

@@ -36,7 +36,7 @@ def matrix_exp(input):
     return D.matrix_exp(input)
 
 
-def matrix_power(input, n):
+def matrix_power(input, n, *, out=None):
     return S.matrix_power(input, n)
 
 
@@ -135,7 +135,7 @@ def cholesky_inverse(input, upper=False, *, out=None):
     return CholeskyInverse.apply(input, upper=bool(upper))
 
 
-def lu(A, pivot=True, get_infos=False, out=None):
+def lu(A, pivot=True, get_infos=False):
     """The legacy LU: (LU, pivots[, infos])."""
     warn_once("torch.lu is deprecated in favor of torch.linalg.lu_factor / torch.linalg.lu_factor_ex and will be "
               "removed in a future PyTorch release.\nLU, pivots = torch.lu(A, compute_pivots)\nshould be replaced with"
@@ -182,11 +182,11 @@ def lu_unpack(LU_data, LU_pivots, unpack_data=True, unpack_pivots=True, *, out=N
     return RT.lu_unpack(P, L, U)
 
 
-def lu_solve(b, LU_data, LU_pivots, *, out=None):
+def lu_solve(input, LU_data, LU_pivots, *, out=None):
     warn_once("torch.lu_solve is deprecated in favor of torch.linalg.lu_solveand will be removed in a future PyTorch "
               "release.\nNote that torch.linalg.lu_solve has its arguments reversed.\nX = torch.lu_solve(B, LU, "
               "pivots)\nshould be replaced with\nX = torch.linalg.lu_solve(LU, pivots, B)")
-    return S.lu_solve(LU_data, LU_pivots, b)
+    return S.lu_solve(LU_data, LU_pivots, input)
 
 
 class TriangularSolve(Node, name="TriangularSolveBackward0"):
@@ -255,12 +255,13 @@ def geqrf(input, *, out=None):
     return RT.geqrf(*Geqrf.apply(input))
 
 
-def orgqr(input, tau):
-    return D.householder_product(input, tau)
+def orgqr(input, input2, *, out=None):
+    return D.householder_product(input, input2)
 
 
-def ormqr(input, tau, other, left=True, transpose=False, *, out=None):
+def ormqr(input, input2, input3, left=True, transpose=False, *, out=None):
     """op(Q) @ other (or other @ op(Q)), Q = the product of the Householder matrices of (input, tau)."""
+    tau, other = input2, input3
     from .join import cat
     from .linalg import matmul
     m, n = input._data.shape[-2:]
@@ -312,18 +313,109 @@ _MATRIX_RANK = (_REMOVED[:-1] + "\nPlease use the `torch.linalg.matrix_rank` fun
                 "was renamed in `torch.linalg.matrix_rank()` to 'hermitian'.")
 
 
-def _removed(name, message):
-    def fn(*args, **kwargs):
-        raise RuntimeError(message)
-    fn.__name__ = fn.__qualname__ = name
-    return fn
+def solve(input, A, *, out=None):
+    raise RuntimeError(_SOLVE)
 
 
-solve = _removed("solve", _SOLVE)
-lstsq = _removed("lstsq", _LSTSQ)
-eig = _removed("eig", _EIG)
-symeig = _removed("symeig", _SYMEIG)
-matrix_rank = _removed("matrix_rank", _MATRIX_RANK)
+def lstsq(input, A, *, out=None):
+    raise RuntimeError(_LSTSQ)
+
+
+def eig(self, eigenvectors=False, *, e=None, v=None):
+    raise RuntimeError(_EIG)
+
+
+def symeig(input, eigenvectors=False, upper=True, *, out=None):
+    raise RuntimeError(_SYMEIG)
+
+
+def matrix_rank(input, tol=None, symmetric=False, *, out=None):
+    raise RuntimeError(_MATRIX_RANK)
+
+
+def _solve_method(self, other):
+    raise RuntimeError(_SOLVE)
+
+
+def _lstsq_method(self, other):
+    raise RuntimeError(_LSTSQ)
+
+
+def _symeig_method(self, eigenvectors=False, upper=True):
+    raise RuntimeError(_SYMEIG)
+
+
+# ------------------------------------------------------------------ randomized low-rank SVD and PCA (torch._lowrank)
+def _lowrank_matmul(A, B):
+    from .linalg import matmul
+    return B if A is None else matmul(A, B)
+
+
+def get_approximate_basis(A, q, niter=2, M=None):
+    """Q with q orthonormal columns such that Q Q^H (A - M) approximates A - M: Halko et al.'s randomized range
+    finder (Algorithm 4.4), drawing its Gaussian test matrix with ``randn`` as PyTorch (same seed, same Q)."""
+    from .._creation import randn, _in_module
+    niter = 2 if niter is None else niter
+    dt = A.dtype if (A.dtype.is_floating_point or A.is_complex()) else None
+    R = _in_module(randn(A.shape[-1], q, dtype=dt), A._xp)
+    X = _lowrank_matmul(A, R)
+    if M is not None:
+        X = X - _lowrank_matmul(M, R)
+    Q = D.qr(X).Q
+    for _ in range(niter):
+        X = _lowrank_matmul(A.mH, Q)
+        if M is not None:
+            X = X - _lowrank_matmul(M.mH, Q)
+        Q = D.qr(X).Q
+        X = _lowrank_matmul(A, Q)
+        if M is not None:
+            X = X - _lowrank_matmul(M, Q)
+        Q = D.qr(X).Q
+    return Q
+
+
+def _svd_lowrank(A, q=6, niter=2, M=None):
+    q = 6 if q is None else q
+    m, n = A.shape[-2:]
+    if M is not None:
+        M = M.broadcast_to(A.size())
+    if m < n:
+        A = A.mH
+        if M is not None:
+            M = M.mH
+    Q = get_approximate_basis(A, q, niter=niter, M=M)
+    B = _lowrank_matmul(Q.mH, A)
+    if M is not None:
+        B = B - _lowrank_matmul(Q.mH, M)
+    U, S, Vh = D.svd(B, full_matrices=False)
+    V = Vh.mH
+    U = Q.matmul(U)
+    if m < n:
+        U, V = V, U
+    return U, S, V
+
+
+def svd_lowrank(A, q=6, niter=2, M=None):
+    """A ~ U diag(S) V^H (of A - M when M is given) by a randomized SVD of rank q (Halko et al., Algorithm 5.1):
+    built from matmul, qr and svd, so it is differentiable; ``manual_seed`` gives PyTorch's result."""
+    return _svd_lowrank(A, q=q, niter=niter, M=M)
+
+
+def pca_lowrank(A, q=None, center=True, niter=2):
+    """PCA of the data matrix A (m samples x n features, batches too) by svd_lowrank of the centred A:
+    (U, S, V), V's columns the principal directions; q defaults to min(6, m, n)."""
+    m, n = A.shape[-2:]
+    if q is None:
+        q = min(6, m, n)
+    elif not (q >= 0 and q <= min(m, n)):
+        raise ValueError(f"q(={q}) must be non-negative integer and not greater than min(m, n)={min(m, n)}")
+    if not (niter >= 0):
+        raise ValueError(f"niter(={niter}) must be non-negative integer")
+    if not center:
+        return _svd_lowrank(A, q, niter=niter, M=None)
+    C = A.mean(dim=(-2,), keepdim=True)
+    return _svd_lowrank(A - C, q, niter=niter, M=None)
+
 
 # Tensor methods (installed by primitives/__init__.py)
 METHODS = {
@@ -331,5 +423,5 @@ METHODS = {
     "matrix_power": matrix_power, "pinverse": pinverse, "svd": svd, "qr": qr, "cholesky": cholesky,
     "cholesky_solve": cholesky_solve, "cholesky_inverse": cholesky_inverse, "lu": lu, "lu_solve": lu_solve,
     "triangular_solve": triangular_solve, "geqrf": geqrf, "orgqr": orgqr, "ormqr": ormqr,
-    "solve": solve, "lstsq": lstsq, "eig": eig, "symeig": symeig,
+    "solve": _solve_method, "lstsq": _lstsq_method, "eig": eig, "symeig": _symeig_method,
 }

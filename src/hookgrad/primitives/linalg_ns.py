@@ -6,7 +6,7 @@ from .linalg import matmul, einsum  # noqa: F401
 from .._tensor import Tensor
 from .solvers import (LinAlgError, inv, inv_ex, solve, solve_ex, cholesky, cholesky_ex,  # noqa: F401
                       solve_triangular, slogdet, lu_factor, lu_factor_ex, lu, lu_solve, matrix_power, multi_dot,
-                      tensorinv, tensorsolve)
+                      tensorinv, tensorsolve, ldl_factor, ldl_factor_ex, ldl_solve)
 from .decomp import (svd, svdvals, eigh, eigvalsh, qr, det, pinv, matrix_rank, lstsq, matrix_exp,  # noqa: F401
                      householder_product, eig, eigvals, spectral_norm as _spectral_norm)
 from . import linalg as _L
@@ -15,7 +15,7 @@ __all__ = ["vector_norm", "matrix_norm", "norm", "matmul", "vecdot", "LinAlgErro
            "solve_ex", "cholesky", "cholesky_ex", "solve_triangular", "slogdet", "lu_factor", "lu_factor_ex", "lu",
            "lu_solve", "matrix_power", "multi_dot", "tensorinv", "tensorsolve", "svd", "svdvals", "eigh",
            "eigvalsh", "qr", "det", "pinv", "matrix_rank", "lstsq", "matrix_exp", "householder_product", "cond",
-           "cross", "diagonal", "vander", "eig", "eigvals"]
+           "cross", "diagonal", "vander", "eig", "eigvals", "ldl_factor", "ldl_factor_ex", "ldl_solve"]
 
 
 def matrix_norm(input, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None):
@@ -68,7 +68,7 @@ def diagonal(A, *, offset=0, dim1=-2, dim2=-1):
     return A.diagonal(offset, dim1, dim2)
 
 
-def vander(x, *, N=None):
+def vander(x, N=None):
     """The Vandermonde matrix of the last dim of x: powers 0 .. N-1, increasing."""
     if x._data.ndim < 1:
         raise RuntimeError("linalg.vander: x must have at least one dimension")
@@ -83,8 +83,9 @@ def vander(x, *, N=None):
     return cat([ones.to(pw.dtype), pw], -1)
 
 
-def cond(A, p=None, *, out=None):
+def cond(input, p=None, *, out=None):
     """The condition number of (batches of) matrices in the norm ``p`` (None or 2: by the singular values)."""
+    A = input
     if A._data.ndim < 2:
         raise RuntimeError("linalg.cond: The input tensor A must have at least 2 dimensions.")
     if p in (None, 2, -2):

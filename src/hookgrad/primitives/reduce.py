@@ -17,6 +17,10 @@ from . import return_types
 def _restore(g, in_shape, dims, keepdim):
     """Give a reduced gradient (Tensor or array) back the reduced dims (as size 1) so it broadcasts."""
     if not keepdim and dims:
+        if isinstance(g, Tensor):       # PyTorch's graph: one unsqueeze per reduced dim
+            for d in sorted(dims):
+                g = g.unsqueeze(d)
+            return g
         shape = list(in_shape)
         for d in dims:
             shape[d] = 1
@@ -60,7 +64,7 @@ def sum(input, dim=None, keepdim=False, *, dtype=None, axis=None):
     dt = _sum_dtype(input._data, dtype)
     if dim is None:
         return Sum.apply(input, dt=dt) if dt is not None else Sum.apply(input)
-    dims = dims_of(dim, input._data.ndim) if input._data.ndim else ()
+    dims = _dims0(dim, input._data.ndim)
     if isinstance(dim, (list, tuple)) and len(dim) == 0:
         dims = tuple(range(input._data.ndim))
     return SumDim.apply(input, dims=dims, keepdim=keepdim, dt=dt)
@@ -86,7 +90,8 @@ class Mean(Node, name="MeanBackward0"):
 
     def backward(self, g, F=TENSORS):
         dims = self.dims if self.dims is not None else ()
-        return F.expand(_restore(g / self.n, self.in_shape, dims, self.keepdim), self.in_shape)
+        return F.div_number(F.expand(_restore(g, self.in_shape, dims, self.keepdim), self.in_shape), self.n,
+                            _E.DivNumber)
 
 
 class MeanDim(Mean, name="MeanBackward1"):
@@ -103,7 +108,7 @@ def mean(input, dim=None, keepdim=False, *, dtype=None, axis=None):
     dt = D.to_dtype(dtype).np if dtype is not None else None
     if dim is None:
         return Mean.apply(input, dt=dt)
-    dims = dims_of(dim, input._data.ndim) if input._data.ndim else ()
+    dims = _dims0(dim, input._data.ndim)
     return MeanDim.apply(input, dims=dims, keepdim=keepdim, dt=dt)
 
 
@@ -116,7 +121,13 @@ def _dims_arg(input, dim):
     nd = input._data.ndim
     if dim is None or (isinstance(dim, (list, tuple)) and len(dim) == 0):
         return tuple(range(nd))
-    return dims_of(dim, nd) if nd else ()
+    return _dims0(dim, nd)
+
+
+def _dims0(dim, nd):
+    """dims_of, where a 0-d tensor takes dim 0 or -1 (checked, as PyTorch) and reduces over nothing."""
+    dims = dims_of(dim, nd)
+    return dims if nd else ()
 
 
 def _count(shape, dims):
@@ -183,7 +194,8 @@ def prod(input, dim=None, keepdim=False, *, dtype=None):
     dt = _sum_dtype(input._data, dtype)
     if dim is None:
         return Prod.apply(input, dims=tuple(range(input._data.ndim)), dt=dt)
-    d = (wrap_dim(dim, input._data.ndim),) if input._data.ndim else ()
+    d = wrap_dim(dim, input._data.ndim)          # (one int dim; a 0-d tensor takes 0 or -1)
+    d = (d,) if input._data.ndim else ()
     return ProdDim.apply(input, dims=d, keepdim=keepdim, dt=dt)
 
 

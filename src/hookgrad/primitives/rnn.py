@@ -16,9 +16,13 @@ import numpy as np
 from .._tensor import Tensor
 from .._creation import empty_like
 from ..autograd.node import Node
-from ..autograd.formulas import TENSORS
+from .. import _dtype as _D
+from .._array import array_module
+from ..autograd.formulas import TENSORS, ARRAYS
 from .linalg import addmm, mm, matmul
 from .join import stack, cat, unsafe_chunk
+
+_float32 = _D.float32
 
 __all__ = ["lstm", "gru", "rnn_tanh", "rnn_relu", "lstm_cell", "gru_cell", "rnn_tanh_cell", "rnn_relu_cell"]
 
@@ -226,28 +230,178 @@ def _run(mode, x, batch_sizes, hx, params, has_biases, num_layers, dropout, trai
     return x, _stack_states(finals)
 
 
-def _layers(mode, args, kwargs):
+# ------------------------------------------------------------------ the float32 LSTM as oneDNN runs it
+class MkldnnRnnLayer(Node, name="MkldnnRnnLayerBackward0"):
+    """PyTorch's ``mkldnn_rnn_layer``: one LSTM layer and direction over a whole padded, time-major sequence
+    (input T x B x I; hx, cx B x H) in one node, as PyTorch's CPU float32 LSTM runs it (oneDNN). Outputs
+    (output T x B x H, hy, cy); edges input, weight0..3 (w_ih, w_hh, b_ih, b_hh), hx_, cx_.
+
+    Forward on arrays: one matrix product projects the whole sequence; per step one (B, H) x (H, 4H) product and
+    the gate maths, written into preallocated buffers (the activated gates and the cell states are kept: the
+    workspace). Backward: on arrays (a plain backward) per step only the gate gradients, then one matrix
+    product each for the input gradient, dW_ih and dW_hh over all steps, the bias gradients as sums. Under
+    create_graph, as PyTorch (``mkldnn_rnn_layer_differentiable_backward``), the gradient recomputes the layer
+    from the saved inputs with differentiable ops, so double backward differentiates through the gates."""
+    save = (0, 1, 2, 3, 4, 5, 6, -1, -2, -3)
+    saved_names = ("input", "weight0", "weight1", "weight2", "weight3", "hx_", "cx_", "result0", "result1",
+                   "result2")
+    saved_attrs = ("reverse", "mode=2", "hidden_size", "num_layers", "has_biases", "bidirectional", "batch_first",
+                   "train", "batch_sizes=()")
+
+    def forward(self, x, w_ih, w_hh, b_ih, b_hh, hx, cx):
+        xp = array_module(x)
+        T, B, I = x.shape
+        H = w_hh.shape[1]
+        dt = x.dtype
+        # gates pre-scaled by 1/2 where a sigmoid follows (sigmoid(a) = 1/2 + tanh(a/2)/2), then one tanh
+        sc = xp.full((4 * H,), 0.5, dt)
+        sc[2 * H:3 * H] = 1
+        shift = sc.copy()
+        shift[2 * H:3 * H] = 0
+        G = (x.reshape(T * B, I) @ (w_ih.T * sc)).reshape(T, B, 4 * H)
+        if self.has_biases:
+            G += (b_ih + b_hh) * sc
+        whh = w_hh.T * sc
+        out = xp.empty((T, B, H), dt)
+        cs = xp.empty((T, B, H), dt)        # c_t
+        tcs = xp.empty((T, B, H), dt)       # tanh(c_t)
+        h, c = hx, cx
+        for t in (range(T - 1, -1, -1) if self.reverse else range(T)):
+            gt = G[t]
+            gt += h @ whh
+            np.tanh(gt, out=gt)
+            gt *= sc
+            gt += shift                     # i, f, g, o activated, in place
+            ct, tc, ht = cs[t], tcs[t], out[t]
+            np.multiply(gt[:, H:2 * H], c, out=ct)
+            ct += gt[:, :H] * gt[:, 2 * H:3 * H]
+            np.tanh(ct, out=tc)
+            np.multiply(gt[:, 3 * H:], tc, out=ht)
+            h, c = ht, ct
+        self._ws = (G, cs, tcs)
+        return out, h.copy(), c.copy()
+
+    def _shifted(self, seq, first):
+        """The previous step's state at each step (processing order), from the per-step states ``seq``."""
+        prev = array_module(seq).empty(seq.shape, seq.dtype)
+        if self.reverse:
+            prev[:-1] = seq[1:]
+            prev[-1] = first
+        else:
+            prev[1:] = seq[:-1]
+            prev[0] = first
+        return prev
+
+    def backward(self, gy, ghy, gcy, F=TENSORS):
+        x, w_ih, w_hh, b_ih, b_hh, hx, cx, out, _, _ = F.saved(self)
+        if F is not ARRAYS:
+            return self._differentiable_backward(x, w_ih, w_hh, b_ih, b_hh, hx, cx, gy, ghy, gcy)
+        G, cs, tcs = self._ws
+        T, B, I = x.shape
+        H = w_hh.shape[1]
+        G4 = G.reshape(T, B, 4, H)
+        i, f, g, o = G4[:, :, 0], G4[:, :, 1], G4[:, :, 2], G4[:, :, 3]
+        # what does not depend on the recurrence, for all steps at once: da = K * (dc, dc, dc, dh)
+        K = array_module(G).empty((T, B, 4, H), G.dtype)
+        K[:, :, 0] = g * i * (1 - i)
+        K[:, :, 1] = self._shifted(cs, cx) * f * (1 - f)
+        K[:, :, 2] = i * (1 - g * g)
+        K[:, :, 3] = tcs * o * (1 - o)
+        A = o * (1 - tcs * tcs)
+        da = array_module(G).empty((T, B, 4, H), G.dtype)
+        dh, dc = ghy, gcy
+        for t in (range(T) if self.reverse else range(T - 1, -1, -1)):
+            dht = gy[t] + dh
+            dc = dc + dht * A[t]
+            np.multiply(K[t, :, :3], dc[:, None], out=da[t, :, :3])
+            np.multiply(K[t, :, 3], dht, out=da[t, :, 3])
+            dc = dc * f[t]
+            dh = da[t].reshape(B, 4 * H) @ w_hh
+        da2 = da.reshape(T * B, 4 * H)
+        nf = self.next_functions
+        dx = (da2 @ w_ih).reshape(T, B, I) if nf[0][0] is not None else None
+        dwi = da2.T @ x.reshape(T * B, I) if nf[1][0] is not None else None
+        dwh = da2.T @ self._shifted(out, hx).reshape(T * B, H) if nf[2][0] is not None else None
+        db = da2.sum(0) if nf[3][0] is not None or nf[4][0] is not None else None
+        return dx, dwi, dwh, db, db, dh, dc
+
+    def _differentiable_backward(self, x, w_ih, w_hh, b_ih, b_hh, hx, cx, gy, ghy, gcy):
+        """PyTorch's mkldnn_rnn_layer_differentiable_backward: the layer recomputed with differentiable ops, then
+        the same gradient formula as the array branch on Tensors (a create_graph pass records it)."""
+        T = x.shape[0]
+        order = range(T - 1, -1, -1) if self.reverse else range(T)
+        xw = matmul(x, w_ih.t())
+        if self.has_biases:
+            xw = xw + (b_ih + b_hh)
+        h, c = hx, cx
+        steps = [None] * T
+        for t in order:
+            i, f, g, o = (xw[t] + h.mm(w_hh.t())).chunk(4, 1)
+            i, f, g, o = i.sigmoid(), f.sigmoid(), g.tanh(), o.sigmoid()
+            cy = f * c + i * g
+            tc = cy.tanh()
+            steps[t] = (i, f, g, o, h, c, tc)
+            h, c = o * tc, cy
+        dh, dc = ghy, gcy
+        da = [None] * T
+        for t in reversed(order):
+            i, f, g, o, hp, cp, tc = steps[t]
+            dht = gy[t] + dh
+            dc = dc + dht * o * (1 - tc * tc)
+            da[t] = cat([dc * g * i * (1 - i), dc * cp * f * (1 - f), dc * i * (1 - g * g), dht * tc * o * (1 - o)], 1)
+            dc = dc * f
+            dh = da[t].mm(w_hh)
+        DA = stack(da, 0).flatten(0, 1)
+        hp = stack([s[4] for s in steps], 0).flatten(0, 1)
+        db = DA.sum(0) if self.has_biases else None
+        return (DA.mm(w_ih).view(x.shape), DA.t().mm(x.flatten(0, 1)), DA.t().mm(hp), db, db, dh, dc)
+
+
+def _use_mkldnn(input, params, has_proj):
+    """Where PyTorch's CPU LSTM runs oneDNN (aten/src/ATen/native/RNN.cpp, use_mkldnn): a padded float32 input
+    that is not empty, float32 weights and states, no projection."""
+    return (not has_proj and input.dtype == _float32 and input.numel() != 0
+            and all(p.dtype == _float32 for p in params))
+
+
+def _mkldnn_lstm(input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first):
+    """PyTorch's mkldnn_rnn: the layers in turn, one MkldnnRnnLayer node per layer and direction (both directions
+    read the same input), outputs concatenated, dropout between layers in training, the final states stacked."""
+    dirs = 2 if bidirectional else 1
+    x = (input.transpose(0, 1) if batch_first else input).contiguous()
+    h0, c0 = hx[0].contiguous(), hx[1].contiguous()
+    ps = _group_params(params, has_biases, False, num_layers * dirs)
+    hys, cys = [], []
+    for layer in range(num_layers):
+        outs = []
+        for d in range(dirs):
+            k = layer * dirs + d
+            p = ps[k]
+            b_ih, b_hh = (p.b_ih, p.b_hh) if has_biases else (p.w_ih.new_zeros(p.w_ih.shape),
+                                                               p.w_hh.new_zeros(p.w_hh.shape))
+            o, hy, cy = MkldnnRnnLayer.apply(x, p.w_ih, p.w_hh, b_ih, b_hh, h0[k], c0[k], reverse=d == 1,
+                                             hidden_size=p.w_hh.shape[1], num_layers=num_layers,
+                                             has_biases=bool(has_biases), bidirectional=bool(bidirectional),
+                                             batch_first=bool(batch_first), train=bool(train))
+            outs.append(o)
+            hys.append(hy)
+            cys.append(cy)
+        x = outs[0] if dirs == 1 else cat(outs, -1)
+        if dropout != 0 and train and layer < num_layers - 1:
+            x = _dropout(x, dropout)
+    if batch_first:
+        x = x.transpose(0, 1)
+    return x, stack(hys, 0), stack(cys, 0)
+
+
+def _layers(mode, a, data, batch_sizes):
     """The two ATen overloads: (input, hx, params, has_biases, num_layers, dropout, train, bidirectional,
     batch_first) and the packed (data, batch_sizes, hx, params, has_biases, num_layers, dropout, train,
-    bidirectional)."""
-    names = ("input", "hx", "params", "has_biases", "num_layers", "dropout", "train", "bidirectional",
-             "batch_first")
-    if mode == "lstm":      # the packed form's second argument is batch_sizes, the padded form's the (h, c) pair
-        packed = "batch_sizes" in kwargs or (len(args) > 1 and isinstance(args[1], Tensor))
-    else:                   # the packed form's third argument is hx, the padded form's the weights
-        packed = "batch_sizes" in kwargs or (len(args) > 2 and isinstance(args[2], Tensor))
-    if packed:
-        names = ("data", "batch_sizes", "hx", "params", "has_biases", "num_layers", "dropout", "train",
-                 "bidirectional")
-    a = dict(zip(names, args))
-    for k, v in kwargs.items():
-        if k not in names or k in a:
-            raise TypeError(f"{mode}() got an unexpected keyword argument or a repeated argument {k!r}")
-        a[k] = v
-    missing = [n for n in names if n not in a]
-    if missing:
-        raise TypeError(f"{mode}() missing required argument {missing[0]!r}")
-    hx = a["hx"]
+    bidirectional), the latter by keyword or by position (its batch_sizes, lstm, or hx, the others, is a Tensor
+    where the padded form has the (h, c) pair or the weights)."""
+    if data is None and isinstance(a[1] if mode == "lstm" else a[2], Tensor):
+        data, batch_sizes, a = a[0], a[1], (None,) + a[2:] + (None,)
+    input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first = a
     if mode == "lstm":
         hx = tuple(hx)
         if len(hx) != 2:
@@ -255,35 +409,45 @@ def _layers(mode, args, kwargs):
         has_proj = hx[0].shape[2] != hx[1].shape[2]
     else:
         has_proj = False
-    common = (a["params"], a["has_biases"], a["num_layers"], a["dropout"], a["train"], a["bidirectional"], has_proj)
-    if packed:
-        out, h = _run(mode, a["data"], a["batch_sizes"], hx, *common)
+    if mode == "lstm" and data is None and _use_mkldnn(input, params := list(params), has_proj):
+        return _mkldnn_lstm(input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first)
+    common = (params, has_biases, num_layers, dropout, train, bidirectional, has_proj)
+    if data is not None:
+        out, h = _run(mode, data, batch_sizes, hx, *common)
     else:
-        x = a["input"].transpose(0, 1) if a["batch_first"] else a["input"]
+        x = input.transpose(0, 1) if batch_first else input
         out, h = _run(mode, x, None, hx, *common)
-        if a["batch_first"]:        # PyTorch: a view for lstm, an in-place transpose_ (TransposeBackward1) else
+        if batch_first:             # PyTorch: a view for lstm, an in-place transpose_ (TransposeBackward1) else
             out = out.transpose(0, 1) if mode == "lstm" else out.transpose_(0, 1)
     return (out,) + h if mode == "lstm" else (out, h)
 
 
-def lstm(*args, **kwargs):
-    """torch.lstm: (output, h_n, c_n)."""
-    return _layers("lstm", args, kwargs)
+def lstm(input=None, hx=None, params=None, has_biases=None, num_layers=None, dropout=None, train=None,
+         bidirectional=None, batch_first=None, *, data=None, batch_sizes=None):
+    """torch.lstm: (output, h_n, c_n); also lstm(data, batch_sizes, hx, params, ...) on a packed batch."""
+    return _layers("lstm", (input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first),
+                   data, batch_sizes)
 
 
-def gru(*args, **kwargs):
-    """torch.gru: (output, h_n)."""
-    return _layers("gru", args, kwargs)
+def gru(input=None, hx=None, params=None, has_biases=None, num_layers=None, dropout=None, train=None,
+        bidirectional=None, batch_first=None, *, data=None, batch_sizes=None):
+    """torch.gru: (output, h_n); also gru(data, batch_sizes, hx, params, ...) on a packed batch."""
+    return _layers("gru", (input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first),
+                   data, batch_sizes)
 
 
-def rnn_tanh(*args, **kwargs):
-    """torch.rnn_tanh: (output, h_n)."""
-    return _layers("rnn_tanh", args, kwargs)
+def rnn_tanh(input=None, hx=None, params=None, has_biases=None, num_layers=None, dropout=None, train=None,
+             bidirectional=None, batch_first=None, *, data=None, batch_sizes=None):
+    """torch.rnn_tanh: (output, h_n); also rnn_tanh(data, batch_sizes, hx, params, ...) on a packed batch."""
+    return _layers("rnn_tanh", (input, hx, params, has_biases, num_layers, dropout, train, bidirectional,
+                                batch_first), data, batch_sizes)
 
 
-def rnn_relu(*args, **kwargs):
-    """torch.rnn_relu: (output, h_n)."""
-    return _layers("rnn_relu", args, kwargs)
+def rnn_relu(input=None, hx=None, params=None, has_biases=None, num_layers=None, dropout=None, train=None,
+             bidirectional=None, batch_first=None, *, data=None, batch_sizes=None):
+    """torch.rnn_relu: (output, h_n); also rnn_relu(data, batch_sizes, hx, params, ...) on a packed batch."""
+    return _layers("rnn_relu", (input, hx, params, has_biases, num_layers, dropout, train, bidirectional,
+                                batch_first), data, batch_sizes)
 
 
 # ------------------------------------------------------------------------------ the cell functions

@@ -126,10 +126,10 @@ def reshape(input, *args, shape=None):
 
 def flatten(input, start_dim=0, end_dim=-1):
     nd = input._data.ndim
-    if nd == 0:
-        return reshape(input, (1,))
     s = wrap_dim(start_dim, nd)
     e = wrap_dim(end_dim, nd)
+    if nd == 0:
+        return reshape(input, (1,))
     if s > e:
         raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
     if s == e:
@@ -359,7 +359,7 @@ def squeeze(input, dim=None):
         new = tuple(s for s in shp if s != 1)
         cls = Squeeze
     else:
-        ds = dims_of(dim, nd) if nd else ()
+        ds = dims_of(dim, max(nd, 1))       # (a 0-d tensor takes dims 0 and -1, as PyTorch)
         if len(set(ds)) != len(ds):
             d = next(d for d in ds if ds.count(d) > 1)
             raise RuntimeError(f"dim {d} appears multiple times in the list of dims")
@@ -536,6 +536,9 @@ def roll(input, shifts, dims=None):
     nd = 0 if dims is None else len(dims) if isinstance(dims, tuple) else 1
     if ns != nd and not (dims is None and ns == 1):
         raise RuntimeError(f"shifts and dimensions must align. shifts: {ns}, dims:{nd}")
+    if dims is not None and input._data.ndim == 0:
+        raise IndexError(f"Dimension specified as {dims[0] if isinstance(dims, tuple) else dims} but tensor has no "
+                         "dimensions")
     return Roll.apply(input, shifts=shifts, dims=dims)
 
 
@@ -574,10 +577,28 @@ def tile(input, *args, dims=None):
 
 def movedim(input, source, destination):
     nd = input._data.ndim
-    src = [source] if isinstance(source, int) else list(source)
-    dst = [destination] if isinstance(destination, int) else list(destination)
+    def ints(v):
+        if isinstance(v, (int, np.integer)) and not isinstance(v, bool):
+            return [int(v)]
+        if isinstance(v, (list, tuple)) and all(isinstance(d, (int, np.integer)) for d in v):
+            return [int(d) for d in v]
+        return None
+    src, dst = ints(source), ints(destination)
+    if src is None or dst is None or isinstance(source, int) != isinstance(destination, int):
+        got = ", ".join(type(v).__name__ if type(v).__name__ != "Tensor" else "Tensor" for v in (source, destination))
+        raise TypeError(f"movedim() received an invalid combination of arguments - got ({got}), but expected one of:\n"
+                        " * (int source, int destination)\n * (tuple of ints source, tuple of ints destination)\n")
+    if len(src) != len(dst):
+        raise RuntimeError(f"movedim: Invalid source or destination dims: source ({src} dims) should contain the same "
+                           f"number of dims as destination ({dst} dims)")
+    given = src, dst
     src = [wrap_dim(s, nd) for s in src]
     dst = [wrap_dim(d, nd) for d in dst]
+    for name, wrapped, g in (("source", src, given[0]), ("destination", dst, given[1])):
+        if len(set(wrapped)) != len(wrapped):
+            raise RuntimeError(f"movedim: repeated dim in `{name}` ({g})")
+    if nd == 0:             # PyTorch: a 0-d tensor's movedim is an alias
+        return make_view(_index_mod().Alias.apply(input, idx=(Ellipsis,), basic=True), input, lambda t: t)
     order = [i for i in range(nd) if i not in src]
     for d, s in sorted(zip(dst, src)):
         order.insert(d, s)
@@ -733,7 +754,8 @@ def narrow(input, dim, start, length):
         start += n
     if start + length > n:
         raise RuntimeError(f"start ({start}) + length ({length}) exceeds dimension size ({n}).")
-    return input[(slice(None),) * d + (slice(start, start + length),)]
+    from .index import _step, Slice
+    return _step(input, Slice, (slice(None),) * d + (slice(start, start + length),))     # SliceBackward0, always
 
 
 def unfold(self, dimension, size, step):

@@ -354,14 +354,16 @@ def _cholesky_one(a):
     return L, 0
 
 
-def cholesky_ex(A, *, upper=False, check_errors=False, out=None):
+def cholesky_ex(input, *, upper=False, check_errors=False, out=None):
     """The Cholesky factor of (batches of) Hermitian positive-definite matrices, with LAPACK's ``info``."""
+    A = input
     check_matrix("linalg.cholesky", A)
     return RT.linalg_cholesky_ex(*LinalgCholeskyEx.apply(A, upper=bool(upper), check=bool(check_errors)))
 
 
-def cholesky(A, *, upper=False, out=None):
+def cholesky(input, *, upper=False, out=None):
     """The lower (or ``upper``) Cholesky factor of (batches of) Hermitian positive-definite matrices."""
+    A = input
     check_matrix("linalg.cholesky", A)
     return LinalgCholeskyEx.apply(A, upper=bool(upper), check=True)[0]
 
@@ -425,8 +427,9 @@ class LinalgSolveTriangular(Node, name="LinalgSolveTriangularBackward0"):
         return gA, (gB if nf[1][0] is not None else None)
 
 
-def solve_triangular(A, B, *, upper, left=True, unitriangular=False, out=None):
+def solve_triangular(input, B, *, upper, left=True, unitriangular=False, out=None):
     """The solution X of tri(A) X = B (``left``) or X tri(A) = B, tri(A) the upper or lower triangle of A."""
+    A = input
     check_matrix("linalg.solve_triangular", A)
     check_tensor("linalg_solve_triangular", B, "B")
     check_same_dtype("linalg.solve_triangular", A, B)
@@ -623,9 +626,267 @@ def lu_solve(LU, pivots, B, *, left=True, adjoint=False, out=None):
     return LinalgLuSolve.apply(LU, pivots, B, left=bool(left), adjoint=bool(adjoint), piv=pivots._data)
 
 
+# ------------------------------------------------------------------ LDL: ldl_factor, ldl_solve (no derivative)
+_BK_ALPHA = (1 + 17 ** 0.5) / 8        # Bunch-Kaufman's growth bound
+
+
+def _ldl_one(a, herm):
+    """LAPACK's sytf2/hetf2 (lower) on one n x n matrix ``a`` (modified in place): (pivots, info).
+
+    Bunch-Kaufman pivoting: 1x1 and 2x2 diagonal blocks; pivots 1-based, a 2x2 block marks both of its
+    rows with -kp (kp: the row swapped with its second row)."""
+    n = a.shape[-1]
+    cplx = a.dtype.kind == "c"
+    ab1 = (lambda v: np.abs(v.real) + np.abs(v.imag)) if cplx else np.abs      # LAPACK's CABS1
+    cj = np.conj if herm and cplx else (lambda v: v)
+    dabs = (lambda v: abs(v.real)) if herm and cplx else ab1
+    piv = [0] * n
+    info = 0
+    k = 0
+    while k < n:
+        kstep = 1
+        absakk = float(dabs(a[k, k]))
+        if k + 1 < n:
+            imax = k + 1 + int(np.argmax(ab1(a[k + 1:, k])))
+            colmax = float(ab1(a[imax, k]))
+        else:
+            imax, colmax = k, 0.0
+        if max(absakk, colmax) == 0 or absakk != absakk:
+            info = info or k + 1
+            kp = k
+            if herm and cplx:
+                a[k, k] = a[k, k].real
+        else:
+            if absakk >= _BK_ALPHA * colmax:
+                kp = k
+            else:
+                jmax = k + int(np.argmax(ab1(a[imax, k:imax])))
+                rowmax = float(ab1(a[imax, jmax]))
+                if imax + 1 < n:
+                    jmax = imax + 1 + int(np.argmax(ab1(a[imax + 1:, imax])))
+                    rowmax = max(rowmax, float(ab1(a[jmax, imax])))
+                if absakk >= _BK_ALPHA * colmax * (colmax / rowmax):
+                    kp = k
+                elif float(dabs(a[imax, imax])) >= _BK_ALPHA * rowmax:
+                    kp = imax
+                else:
+                    kp, kstep = imax, 2
+            kk = k + kstep - 1
+            if kp != kk:        # swap rows and columns kk and kp of the trailing lower triangle
+                t = a[kp + 1:, kk].copy()
+                a[kp + 1:, kk] = a[kp + 1:, kp]
+                a[kp + 1:, kp] = t
+                t = cj(a[kk + 1:kp, kk].copy())
+                a[kk + 1:kp, kk] = cj(a[kp, kk + 1:kp])
+                a[kp, kk + 1:kp] = t
+                if herm and cplx:
+                    a[kp, kk] = np.conj(a[kp, kk])
+                a[kk, kk], a[kp, kp] = a[kp, kp], a[kk, kk]
+                if kstep == 2:
+                    a[k + 1, k], a[kp, k] = a[kp, k], a[k + 1, k]
+            if herm and cplx:
+                a[k, k] = a[k, k].real
+                if kstep == 2:
+                    a[k + 1, k + 1] = a[k + 1, k + 1].real
+            if kstep == 1:
+                if k + 1 < n:
+                    x = a[k + 1:, k].copy()
+                    d = a[k, k].real if herm and cplx else a[k, k]
+                    a[k + 1:, k + 1:] -= np.tril(np.outer(x, cj(x)) / d)
+                    a[k + 1:, k] = x / d
+            elif k + 2 < n:     # 2x2 block D = [[a_kk, conj(d21)], [d21, a_k1k1]]: W = A[k+2:, k:k+2] D^-1
+                d21 = a[k + 1, k]
+                if herm and cplx:
+                    dd = abs(d21)
+                    d11, d22 = a[k + 1, k + 1].real / dd, a[k, k].real / dd
+                    tt = 1 / (d11 * d22 - 1)
+                    e21 = d21 / dd
+                    dd = tt / dd
+                    c0, c1 = a[k + 2:, k].copy(), a[k + 2:, k + 1].copy()
+                    wk = dd * (d11 * c0 - e21 * c1)
+                    wkp1 = dd * (d22 * c1 - np.conj(e21) * c0)
+                else:
+                    d11, d22 = a[k + 1, k + 1] / d21, a[k, k] / d21
+                    t = 1 / (d11 * d22 - 1)
+                    d21 = t / d21
+                    c0, c1 = a[k + 2:, k].copy(), a[k + 2:, k + 1].copy()
+                    wk = d21 * (d11 * c0 - c1)
+                    wkp1 = d21 * (d22 * c1 - c0)
+                a[k + 2:, k + 2:] -= np.tril(np.outer(c0, cj(wk)) + np.outer(c1, cj(wkp1)))
+                a[k + 2:, k], a[k + 2:, k + 1] = wk, wkp1
+                if herm and cplx:
+                    idx = np.arange(k + 2, n)
+                    a[idx, idx] = a[idx, idx].real
+        if kstep == 1:
+            piv[k] = kp + 1
+        else:
+            piv[k] = piv[k + 1] = -(kp + 1)
+        k += kstep
+    return piv, info
+
+
+def ldl_kernel(a, herm):
+    """LDL^T (LDL^H with ``herm``) of (batches of) symmetric matrices, their lower triangles read: (LD, pivots
+    (int32, LAPACK's convention), info (int32)), LD lower-triangular as PyTorch returns it."""
+    xp = array_module(a)
+    n = a.shape[-1]
+    flat = np.tril(a.reshape((int(np.prod(a.shape[:-2])), n, n))).copy()
+    piv = xp.zeros(flat.shape[:-1], np.int32)
+    info = xp.zeros(flat.shape[0], np.int32)
+    with np.errstate(all="ignore"):
+        for i in range(flat.shape[0]):
+            p, info[i] = _ldl_one(flat[i], herm)
+            piv[i] = xp.asarray(p, dtype=np.int32)
+    return np.tril(flat).reshape(a.shape), piv.reshape(a.shape[:-1]), info.reshape(a.shape[:-2])
+
+
+def _ldl_solve_one(a, piv, b, herm):
+    """LAPACK's sytrs/hetrs (lower): solve A X = B in place in ``b`` from sytrf's (a, piv)."""
+    n = a.shape[-1]
+    cj = np.conj if herm and a.dtype.kind == "c" else (lambda v: v)
+    k = 0
+    while k < n:                                # L D Y = P B
+        if piv[k] > 0:
+            kp = piv[k] - 1
+            b[[k, kp]] = b[[kp, k]]
+            b[k + 1:] -= a[k + 1:, k, None] * b[k]
+            b[k] = b[k] / (a[k, k].real if herm else a[k, k])
+            k += 1
+        else:
+            kp = -piv[k] - 1
+            b[[k + 1, kp]] = b[[kp, k + 1]]
+            b[k + 2:] -= a[k + 2:, k, None] * b[k] + a[k + 2:, k + 1, None] * b[k + 1]
+            akm1k = a[k + 1, k]
+            akm1, ak = a[k, k] / cj(akm1k), a[k + 1, k + 1] / akm1k
+            denom = akm1 * ak - 1
+            bkm1, bk = b[k] / cj(akm1k), b[k + 1] / akm1k
+            b[k] = (ak * bkm1 - bk) / denom
+            b[k + 1] = (akm1 * bk - bkm1) / denom
+            k += 2
+    k = n - 1
+    while k >= 0:                               # L^T X = Y, then the swaps back
+        if piv[k] > 0:
+            b[k] -= cj(a[k + 1:, k]) @ b[k + 1:]
+            kp = piv[k] - 1
+            b[[k, kp]] = b[[kp, k]]
+            k -= 1
+        else:
+            b[k] -= cj(a[k + 1:, k]) @ b[k + 1:]
+            b[k - 1] -= cj(a[k + 1:, k - 1]) @ b[k + 1:]
+            kp = -piv[k] - 1
+            b[[k, kp]] = b[[kp, k]]
+            k -= 2
+    return b
+
+
+class _NoDerivative(Node, name="NotImplemented"):
+    """An op PyTorch defines no derivative for: its outputs require grad, its backward raises."""
+    nondiff_outputs = ()
+
+    def name(self):
+        return "torch::autograd::NotImplemented"
+
+    def backward(self, *gs):
+        raise RuntimeError(f"derivative for aten::{self.op} is not implemented")
+
+
+class LinalgLdlFactorEx(_NoDerivative, name="NotImplemented"):
+    op = "linalg_ldl_factor_ex"
+    nondiff_outputs = (1, 2)
+
+    def forward(self, a):
+        ld, piv, info = ldl_kernel(a, self.hermitian)
+        if self.check:
+            raise_info(self.fname, info, lambda i: f"The factorization could not be completed because the block "
+                       f"diagonal matrix D is exactly singular (D[{i - 1},{i - 1}] is zero).")
+        return ld, piv, info
+
+
+class LinalgLdlSolve(_NoDerivative, name="NotImplemented"):
+    op = "linalg_ldl_solve"
+
+    def forward(self, ld, piv, b):
+        xp = array_module(b)
+        batch = np.broadcast_shapes(ld.shape[:-2], b.shape[:-2])
+        n = ld.shape[-1]
+        nb = int(np.prod(batch))
+        lds = np.broadcast_to(ld, batch + ld.shape[-2:]).reshape(nb, n, n)
+        pivs = np.broadcast_to(piv, batch + piv.shape[-1:]).reshape(nb, n)
+        x = np.broadcast_to(b, batch + b.shape[-2:]).copy().reshape((nb,) + b.shape[-2:])
+        with np.errstate(all="ignore"):
+            for i in range(x.shape[0]):
+                _ldl_solve_one(lds[i], [int(p) for p in pivs[i]], x[i], self.hermitian)
+        return x.reshape(batch + b.shape[-2:])
+
+
+def _ldl_factor(fname, A, hermitian, check, name="torch.linalg.ldl_factor_ex"):
+    check_tensor("linalg_ldl_factor" + ("_ex" if name == fname else ""), A, "input")
+    a = A._data
+    if a.ndim < 2:
+        raise RuntimeError(f"{name}: The input tensor A must have at least 2 dimensions.")
+    if a.shape[-1] != a.shape[-2]:
+        raise RuntimeError(f"{name}: A must be batches of square matrices, but they are {a.shape[-2]} by "
+                           f"{a.shape[-1]} matrices")
+    check_float(name, A, low=False)
+    if a.dtype.itemsize < 4:
+        raise NotImplementedError(f'"ldl_factor_kernel_cpu" not implemented for \'{_LONG[a.dtype.name]}\'')
+    return LinalgLdlFactorEx.apply(A, hermitian=bool(hermitian), check=check, fname=fname)
+
+
+def ldl_factor_ex(A, *, hermitian=False, check_errors=False, out=None):
+    """The compact LDL^T (LDL^H with ``hermitian``) factorisation of (batches of) symmetric matrices, with
+    Bunch-Kaufman pivoting as LAPACK's sytrf: (LD, pivots, info). No derivative (as PyTorch)."""
+    ld, piv, info = _ldl_factor("torch.linalg.ldl_factor_ex", A, hermitian, bool(check_errors))
+    return RT.linalg_ldl_factor_ex(ld, piv, info)
+
+
+def ldl_factor(A, *, hermitian=False, out=None):
+    """The compact LDL^T (LDL^H with ``hermitian``) factorisation of (batches of) symmetric matrices, with
+    Bunch-Kaufman pivoting as LAPACK's sytrf: (LD, pivots). A singular D raises LinAlgError."""
+    ld, piv, _ = _ldl_factor("torch.linalg.ldl_factor", A, hermitian, True, "torch.linalg.ldl_factor_ex")
+    return RT.linalg_ldl_factor(ld, piv)
+
+
+def ldl_solve(LD, pivots, B, *, hermitian=False, out=None):
+    """The solution X of A X = B from ldl_factor's (LD, pivots); batches of B broadcast. No derivative."""
+    check_tensor("linalg_ldl_solve", LD, "LD")
+    check_tensor("linalg_ldl_solve", pivots, "pivots")
+    check_tensor("linalg_ldl_solve", B, "B")
+    ld, piv, b = LD._data, pivots._data, B._data
+    name = "torch.linalg.ldl_solve"
+    if ld.ndim < 2:
+        raise RuntimeError(f"{name}: The input tensor LD must have at least 2 dimensions.")
+    if ld.shape[-1] != ld.shape[-2]:
+        raise RuntimeError(f"{name}: LD must be batches of square matrices, but they are {ld.shape[-2]} by "
+                           f"{ld.shape[-1]} matrices")
+    if b.ndim < 2:
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-max(b.ndim, 1)}, "
+                         f"{max(b.ndim, 1) - 1}], but got -2)")
+    if piv.shape != ld.shape[:-1]:
+        raise RuntimeError(f"{name}: Expected LD.shape[:-1] and pivots.shape to be the same, but got pivots with "
+                           f"shape {list(piv.shape)} instead")
+    if piv.dtype.kind not in "iu":
+        raise RuntimeError(f"{name}: Expected pivots to be integers. Got {_LONG.get(piv.dtype.name, piv.dtype.name)}")
+    check_float(name, LD, low=False)
+    if b.dtype != ld.dtype:
+        raise RuntimeError(f"Expected b and A to have the same dtype, but found b of type "
+                           f"{_LONG.get(b.dtype.name, b.dtype.name)} and A of type "
+                           f"{_LONG.get(ld.dtype.name, ld.dtype.name)} instead.")
+    if b.shape[-2] != ld.shape[-1]:
+        raise RuntimeError(f"Incompatible matrix sizes for {name}: each A matrix is {ld.shape[-1]} by "
+                           f"{ld.shape[-1]} but each b matrix is {b.shape[-2]} by {b.shape[-1]}")
+    try:
+        np.broadcast_shapes(ld.shape[:-2], b.shape[:-2])
+    except ValueError:
+        from .._errors import broadcast_error
+        raise broadcast_error(b.shape[:-2], ld.shape[:-2], detail=False) from None
+    return LinalgLdlSolve.apply(LD, pivots, B, hermitian=bool(hermitian))
+
+
 # ------------------------------------------------------------------ composites: matrix_power, multi_dot, tensorinv, ...
-def matrix_power(A, n, *, out=None):
+def matrix_power(input, n, *, out=None):
     """A to the integer power n (negative: of the inverse), by repeated squaring as PyTorch."""
+    A = input
     from .linalg import matmul
     check_tensor("linalg_matrix_power", A)
     a = A._data
@@ -718,8 +979,9 @@ def _chain_order(p):
     return s
 
 
-def tensorinv(A, ind=2, *, out=None):
+def tensorinv(input, ind=2, *, out=None):
     """The inverse of A with respect to tensordot over its first ``ind`` dims."""
+    A = input
     import math
     check_tensor("linalg_tensorinv", A)
     if ind <= 0:
@@ -732,8 +994,9 @@ def tensorinv(A, ind=2, *, out=None):
     return inv(A.reshape(rows, cols)).reshape(shape[ind:] + shape[:ind])
 
 
-def tensorsolve(A, B, dims=None, *, out=None):
+def tensorsolve(input, other, dims=None, *, out=None):
     """The X with tensordot(A, X, X.ndim) = B."""
+    A, B = input, other
     import math
     check_tensor("linalg_tensorsolve", A)
     if dims is not None:

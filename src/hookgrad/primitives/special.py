@@ -1680,9 +1680,8 @@ def float_power_(self, exponent):
         from ._inplace import _tname
         raise RuntimeError(f"the base given to float_power_ has dtype {_tname(self._data.dtype)} but the operation's "
                            "result requires dtype Double")
-    from ._inplace import inplace_apply
-    from .index import _Via
-    return inplace_apply(self, _Via, (), {"f": lambda t: float_power(t, exponent)})
+    from .index import via_, _ViaShared
+    return via_(self, lambda t: float_power(t, exponent), exponent, cls=_ViaShared)
 
 
 def polygamma_(self, n):

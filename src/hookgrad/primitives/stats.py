@@ -580,7 +580,7 @@ def index_fill(input, dim, index, value):
 
 
 def index_fill_(self, dim, index, value):
-    return inplace_apply(self, I._Via, (), {"f": lambda t: index_fill(t, dim, index, value)})
+    return I.via_(self, lambda t: index_fill(t, dim, index, value), value, cls=I._ViaShared)
 
 
 # ------------------------------------------------------------------------------ scatter_reduce / index_reduce
@@ -694,8 +694,7 @@ def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):
 
 
 def scatter_reduce_(self, dim, index, src, reduce, *, include_self=True):
-    return inplace_apply(self, I._Via, (),
-                         {"f": lambda t: scatter_reduce(t, dim, index, src, reduce, include_self=include_self)})
+    return I.via_(self, lambda t: scatter_reduce(t, dim, index, src, reduce, include_self=include_self), src)
 
 
 def index_reduce(input, dim, index, source, reduce, *, include_self=True):
@@ -726,8 +725,7 @@ def index_reduce(input, dim, index, source, reduce, *, include_self=True):
 
 
 def index_reduce_(self, dim, index, source, reduce, *, include_self=True):
-    return inplace_apply(self, I._Via, (),
-                         {"f": lambda t: index_reduce(t, dim, index, source, reduce, include_self=include_self)})
+    return I.via_(self, lambda t: index_reduce(t, dim, index, source, reduce, include_self=include_self), source)
 
 
 # ------------------------------------------------------------------------------ put
@@ -777,7 +775,7 @@ def put(input, index, source, accumulate=False):
 
 
 def put_(self, index, source, accumulate=False):
-    return inplace_apply(self, I._Via, (), {"f": lambda t: put(t, index, source, accumulate)})
+    return I.via_(self, lambda t: put(t, index, source, accumulate), source)
 
 
 # ------------------------------------------------------------------------------ renorm

@@ -38,7 +38,9 @@ def _conv_args(cls, args, params, out):
     stride = tuple(params.get("stride", cls.stride))[:nd]
     padding = tuple(params.get("padding", cls.padding))[::2][:nd]
     dilation = tuple(params.get("dilation", cls.dilation))[:nd]
-    transposed = cls.__name__ == "ConvTr"
+    # ConvTr (conv_transpose) is told its output size, Conv is not: both classes are named
+    # ConvolutionBackward0, and without a node ``cls`` may be either
+    transposed = "out_hw" in params
     output_padding = tuple(params.get("output_padding", (0,) * nd))[:nd]
     return (x, w, b, list(stride), list(padding), list(dilation), transposed, list(output_padding),
             params.get("groups", cls.groups)), {}

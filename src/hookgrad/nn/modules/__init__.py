@@ -10,6 +10,7 @@ from .activation import *      # noqa: F401,F403
 from .dropout import *         # noqa: F401,F403
 from .sparse import *          # noqa: F401,F403
 from .loss import *            # noqa: F401,F403
+from .linear_cross_entropy_options import LinearCrossEntropyOptions  # noqa: F401
 from .transformer import *     # noqa: F401,F403
 from .flatten import *         # noqa: F401,F403
 from .upsampling import *      # noqa: F401,F403
