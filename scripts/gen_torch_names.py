@@ -16,18 +16,13 @@ import types
 import torch
 
 NAMESPACES = ["torch", "torch.Tensor", "torch.nn", "torch.nn.functional", "torch.nn.init", "torch.linalg",
-              "torch.optim", "torch.optim.lr_scheduler", "torch.utils.data", "torch.autograd", "torch.distributions"]
+              "torch.optim", "torch.optim.lr_scheduler", "torch.utils.data", "torch.autograd", "torch.distributions",
+              "torch.fft", "torch.special"]
 _NOT_API = {"TYPE_CHECKING", "annotations"}
 
 # Families hookgrad leaves for later or out on purpose: (namespace regex, name regex, category).
 # The first rule that matches a name decides; a name no rule matches has no category (everyday).
-LATER_LAYERS = "later: recurrent layers (issue 12)"
 RULES = [
-    (r"^torch\.nn$", r"^SyncBatchNorm$",
-     "later: issue 12 (BatchNorm on one process; synced in issue 14)"),
-    (r".*", r"^(EmbeddingBag|embedding_bag)$", "later: issue 12"),
-    (r".*", r"^(GaussianNLLLoss|PoissonNLLLoss|gaussian_nll_loss|poisson_nll_loss)$",
-     "later: losses (issue 12)"),
     (r".*", r"(?i)^(.*quantiz.*|q(u)?int\d.*|quint.*|qscheme|q_(scale|zero_point|per_channel.*)|int_repr|"
             r"per_(tensor|channel)_.*|choose_qparams.*|fake_quantize.*|fused_moving_avg_obs_fake_quant|"
             r"dequantize|qat|quantizable|intrinsic|ao|quantization)$",
@@ -67,43 +62,9 @@ RULES = [
     (r"^torch\.utils\.data$", r"^(.*DataPipe.*|datapipes|DataChunk|functional_datapipe|graph|graph_settings|"
             r"guaranteed_datapipes_determinism|non_deterministic|argument_validation|runtime_validation.*)$",
      "non-goal: DataPipes (deprecated in PyTorch)"),
-    (r".*", r"(?i)^(lstm.*|gru.*|rnn.*|quantized_(lstm|gru|rnn).*|LSTM.*|GRU.*|RNN.*|.*rnn.*)$", LATER_LAYERS),
-    (r".*", r"^(Transformer.*|MultiheadAttention|attention)$", "later: Transformer layers (issue 12)"),
-    (r".*", r"^(?!atleast_3d$|channels_last_3d$)(.*3d|.*3D)$",
-     "later: 3-D layers (issue 12)"),
-    (r"^torch$", r"^(linalg|cholesky.*|det|logdet|slogdet|inverse|pinverse|solve|lstsq|lu.*|qr|svd.*|eig|symeig|"
-                 r"geqrf|orgqr|ormqr|triangular_solve|matrix_exp|matrix_power|matrix_rank|lobpcg|pca_lowrank|"
-                 r"nuclear_norm|frobenius_norm)$", "later: linear algebra (issue 12)"),
-    (r"^torch\.Tensor$", r"^(cholesky.*|det|logdet|slogdet|inverse|pinverse|lstsq|lu.*|qr|svd|eig|symeig|"
-                         r"geqrf|orgqr|ormqr|triangular_solve|matrix_exp|matrix_power|nuclear_norm)$",
-     "later: linear algebra (issue 12)"),
-    (r"^torch\.linalg$", r".*", "later: linear algebra (issue 12)"),
-    (r".*", r"^(fft|stft|istft|.*_window|signal)$", "later: torch.fft and signal processing (issue 12)"),
-    (r".*", r"^(special|igamma.*)$",
-     "later: special functions (issue 12)"),
-    (r".*", r"^(poisson|binomial)$", "later: distributions (issue 12)"),
-    (r"^torch\.distributions$", r".*", "later: distributions (issue 12)"),
-    # [part G] the rest of issue 12's layers, losses and activations; internals that are no API for hookgrad
-    (r"^torch(\.nn(\.functional)?)?$", r"^(.*Loss|.*_loss|LinearCrossEntropyOptions|linear_cross_entropy)$",
-     "later: losses (issue 12)"),
-    (r".*", r"^(Hardshrink|Softshrink|RReLU|Softmax2d|hardshrink|softshrink|rrelu_?|"
-            r"(celu|elu|hardtanh|leaky_relu|selu|threshold)_)$", "later: the remaining activations (issue 12)"),
-    (r".*", r"^.*3d_with_indices$", "later: 3-D layers (issue 12)"),
-    (r".*", r"^(Fold|Unfold|LPPool[12]d|lp_pool[12]d|MaxUnpool[12]d|max_unpool[12]d|FractionalMaxPool2d|"
-            r"fractional_max_pool2d.*|LocalResponseNorm|local_response_norm|CrossMapLRN2d|"
-            r"AdaptiveLogSoftmaxWithLoss|ChannelShuffle|channel_shuffle|native_channel_shuffle|PixelShuffle|"
-            r"PixelUnshuffle|pixel_shuffle|pixel_unshuffle|RMSNorm|rms_norm|grid_sample|affine_grid|"
-            r"affine_grid_generator|grid_sampler.*|GRID_SAMPLE_.*|conv_tbc|embedding_renorm_|"
-            r"feature_alpha_dropout_?|FeatureAlphaDropout)$", "later: the remaining layers (issue 12)"),
     (r"^torch$", r"^(func|vmap)$", "later: function transforms (torch.func, vmap)"),
-    (r"^torch$", r"^windows$", "later: torch.fft and signal processing (issue 12)"),
-    (r"^torch\.Tensor$", r"^solve$", "later: linear algebra (issue 12)"),
     (r"^torch\.Tensor$", r"^to_padded_tensor$", "non-goal: nested tensors"),
-    (r"^torch\.nn\.functional$", r"^(BroadcastingList\d|boolean_dispatch|assert_int_or_pair)$",
-     "non-goal: TorchScript, graph capture and dispatcher internals"),
     (r"^torch$", r"^(fork|wait)$", "non-goal: TorchScript, graph capture and dispatcher internals"),
-    (r"^torch\.nn\.functional$", r"^(reproducibility_notes|sparse_support_notes|tf32_notes)$",
-     "non-goal: PyTorch's docstring templates"),
     (r".*", r"^(ScalingType|SwizzleType|scaled_mm|scaled_grouped_mm|grouped_mm)$",
      "non-goal: low-precision GPU matrix kernels"),
     (r"^torch$", r"^(native_(batch_norm|dropout|group_norm|layer_norm|norm)|batch_norm_(stats|elemt|"
@@ -116,6 +77,13 @@ RULES = [
     (r"^torch$", r"^(ModuleDict|ParameterDict|BufferDict)$",
      "non-goal: TorchScript, graph capture and dispatcher internals"),
     (r"^torch$", r"^masked$", "non-goal: masked tensors (a prototype API in PyTorch)"),
+    (r"^torch$", r"^lobpcg$", "later: the iterative eigensolver (lobpcg)"),
+    (r"^torch\.(fft|special)$", r"^(common_args|factory_common_args|multi_dim_common)$",
+     "non-goal: PyTorch's docstring templates"),
+    (r"^torch\.special$", r"^(airy_ai|.*bessel.*|.*_polynomial_.*)$",
+     "later: the rarer special functions (Airy, the Bessel functions but j0/j1, orthogonal polynomials)"),
+    (r"^torch\.distributions$", r".*", "later: the distributions issue 12 did not list (mixtures, LKJ, Wishart, "
+                                      "Multinomial, the remaining transforms and constraint registries)"),
 ]
 
 

@@ -47,6 +47,9 @@ from .primitives.elementwise import selu, celu, relu6, hardtanh
 from .primitives import linalg_ns as linalg, return_types
 from .primitives import fft
 from .primitives import special_ns as special   # torch.special
+from .primitives.signal import stft, istft, signal, windows   # torch.stft / istft, torch.signal (torch.windows too)
+from .primitives.special import igamma, igammac   # torch.igamma / igammac: special.gammainc / gammaincc
+from ._sample_fns import poisson, binomial   # samples drawn with the distributions' samplers
 from .primitives.index import (where, eq, ne, lt, le, gt, ge, not_equal, less, less_equal, greater, greater_equal,
                         logical_and, logical_or, logical_xor, logical_not, bitwise_and, bitwise_or, bitwise_xor,
                         bitwise_not, isnan, isinf, isfinite, isposinf, isneginf, equal, allclose, isclose, nonzero,
@@ -193,6 +196,8 @@ from .primitives._dispatch import install_checks as _r_install
 from ._missing import torch_names as _missing_names
 _r_install(globals(), names=_missing_names("torch"))
 _r_install(linalg.__dict__, names=_missing_names("torch.linalg"))
+_r_install(fft.__dict__, names=_missing_names("torch.fft"))
+_r_install(special.__dict__, names=_missing_names("torch.special"))
 del _r_install, _missing_names
 # nn.functional's names that are torch's functions: the same (wrapped) objects as torch's, as in PyTorch
 from .primitives._out import share as _share

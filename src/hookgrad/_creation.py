@@ -625,7 +625,8 @@ class _SampledNoGrad(_Sampled, name="NotImplemented"):
         raise RuntimeError(f"derivative for aten::{self.op} is not implemented")
 
 
-_SAMPLED = {n: type(n, (_Sampled,), {}, name=n) for n in ("NormalBackward1", "NormalBackward2", "NormalBackward3")}
+_SAMPLED = {n: type(n, (_Sampled,), {}, name=n) for n in ("NormalBackward1", "NormalBackward2", "NormalBackward3",
+                                                              "PoissonBackward0")}
 _SAMPLED["BernoulliBackward0"] = _Sampled
 
 

@@ -78,6 +78,10 @@ PROGRAMS = {
     "sigmoid": (lambda L, x: x.sigmoid(), r(3, 4)),
     "lstm_fused_cell": (lambda L, x, h, c, wi, wh: L.lstm(x, (h, c), [wi, wh], False, 1, 0.0, False, False, False),
                         r(3, 2, 2), r(1, 2, 2, seed=1), r(1, 2, 2, seed=2), r(8, 2, seed=3), r(8, 2, seed=4)),
+    "lstm_mkldnn_layer": (lambda L, x, h, c, wi, wh, bi, bh: L.lstm(x, (h, c), [wi, wh, bi, bh], True, 1, 0.0, True,
+                                                                    False, True),     # float32: one node per layer
+                          r(3, 2, 2, dt=f32), r(1, 3, 2, seed=1, dt=f32), r(1, 3, 2, seed=2, dt=f32),
+                          r(8, 2, seed=3, dt=f32), r(8, 2, seed=4, dt=f32), r(8, seed=5, dt=f32), r(8, seed=6, dt=f32)),
     "relu": (lambda L, x, y: (x * y).relu(), r(3, 4), r(4, seed=1)),
     "relu_large": (lambda L, x: x.relu() * x, r(80, 80)),     # past the where() size limit
     "relu_grad": (_grad_of_relu, r(3, 4), r(3, 4, seed=1)),

@@ -47,11 +47,11 @@ LAYERS = (
     #    gradcheck), nn, optim, utils, serialization, the namespaces of missing names, PyTorch's load-time modules
     ("autograd", "nn", "optim", "utils", "serialization", "_weights_only_unpickler", "_misc", "_nn_functions",
      "futures", "jit", "hub", "overrides", "multiprocessing", "backends", "cpu", "cuda", "primitives.linalg_ns",
-     "primitives.special_ns", "primitives.fft", "_missing"),
+     "primitives.special_ns", "primitives.fft", "primitives.signal", "_missing"),
     # the top: hookgrad itself (the flat namespace, ""), the namespace glue (torch._C, torch.ops, the torch
     #    alias) and the clients of the public API, which import hookgrad as their users do
     ("", "_C", "ops", "compat", "functional", "__main__", "_spawn", "tools", "models", "distributions", "testing",
-     "utils._python_dispatch"),
+     "utils._python_dispatch", "_sample_fns"),
 )
 # hookgrad/__init__ re-exports every layer: its own imports are not checked (an import of it from a layer
 # below the top is an upward import, reported as such), and they are left out of the cycle search.

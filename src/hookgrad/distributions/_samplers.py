@@ -52,14 +52,14 @@ def standard_gamma(alpha):
     return StandardGamma.apply(alpha, sample=x._data)
 
 
-def poisson(rate):
+def poisson(rate, generator=None):
     """Poisson(rate) samples: inversion below rate 10, Hormann's PTRS transformed rejection above."""
     with hookgrad.no_grad():
         lam = rate.detach()
         small = lam < 10
         # inversion (sequential search), for the small rates
         lam_s = hookgrad.where(small, lam, hookgrad.zeros_like(lam))
-        u = hookgrad.rand(lam.shape, dtype=lam.dtype)
+        u = hookgrad.rand(lam.shape, dtype=lam.dtype, generator=generator)
         k = hookgrad.zeros_like(lam)
         p = (-lam_s).exp()
         cdf = p.clone()
@@ -80,8 +80,8 @@ def poisson(rate):
         vr = 0.9277 - 3.6224 / (b - 2)
 
         def propose():
-            uu = hookgrad.rand(lam.shape, dtype=lam.dtype) - 0.5
-            v = hookgrad.rand(lam.shape, dtype=lam.dtype)
+            uu = hookgrad.rand(lam.shape, dtype=lam.dtype, generator=generator) - 0.5
+            v = hookgrad.rand(lam.shape, dtype=lam.dtype, generator=generator)
             us = 0.5 - uu.abs()
             kk = ((2 * a / us + b) * uu + lam_b + 0.43).floor()
             quick = (us >= 0.07) & (v <= vr)
@@ -94,7 +94,7 @@ def poisson(rate):
         return hookgrad.where(lam == 0, hookgrad.zeros_like(out), out)
 
 
-def binomial(count, prob):
+def binomial(count, prob, generator=None):
     """Binomial(count, prob) samples: inversion when count * min(p, 1 - p) < 10, Hormann's BTRS above."""
     with hookgrad.no_grad():
         n = count.detach()
@@ -105,7 +105,7 @@ def binomial(count, prob):
         q = 1 - p
         small = n * p < 10
         # inversion
-        u = hookgrad.rand(n.shape, dtype=n.dtype)
+        u = hookgrad.rand(n.shape, dtype=n.dtype, generator=generator)
         ps = hookgrad.where(small, p, hookgrad.zeros_like(p))
         qs = 1 - ps
         pmf = qs.pow(n)
@@ -134,8 +134,8 @@ def binomial(count, prob):
         h = (m + 1).lgamma() + (nb - m + 1).lgamma()
 
         def propose():
-            uu = hookgrad.rand(n.shape, dtype=n.dtype) - 0.5
-            v = hookgrad.rand(n.shape, dtype=n.dtype)
+            uu = hookgrad.rand(n.shape, dtype=n.dtype, generator=generator) - 0.5
+            v = hookgrad.rand(n.shape, dtype=n.dtype, generator=generator)
             us = 0.5 - uu.abs()
             kk = ((2 * a / us + b) * uu + c).floor()
             inside = (kk >= 0) & (kk <= nb)

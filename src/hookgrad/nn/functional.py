@@ -2561,6 +2561,66 @@ def _layer_error(e, module, *inputs):
     return new
 
 
+# ---------------------------------------------------------------- typing and documentation helpers PyTorch's
+# functional module exports (torch._jit_internal's BroadcastingList / boolean_dispatch, torch._torch_docs' notes)
+class _BroadcastingListCls:
+    """``BroadcastingListN[int]``: an int or a list of N ints, for TorchScript; subscripting gives None, as in
+    PyTorch (it is only read as an annotation)."""
+
+    def __getitem__(self, types):
+        return None
+
+
+BroadcastingList1 = BroadcastingList2 = BroadcastingList3 = _BroadcastingListCls()
+
+boolean_dispatched = {}     # the dispatching functions made by boolean_dispatch, with their two branches
+
+
+def boolean_dispatch(arg_name, arg_index, default, if_true, if_false, module_name, func_name):
+    """A function that calls ``if_true`` or ``if_false`` by a boolean argument (``arg_name`` by keyword, else
+    the positional ``arg_index``, else ``default``), as PyTorch's ``max_pool2d`` with ``return_indices``.
+    The one of the two functions with a docstring lends it to the other and to the result."""
+    def fn(*args, **kwargs):
+        flag = kwargs[arg_name] if arg_name in kwargs else args[arg_index] if arg_index < len(args) else default
+        return if_true(*args, **kwargs) if flag else if_false(*args, **kwargs)
+
+    if if_true.__doc__ is None and if_false.__doc__ is not None:
+        if_true.__doc__ = if_false.__doc__
+    elif if_false.__doc__ is None and if_true.__doc__ is not None:
+        if_false.__doc__ = if_true.__doc__
+    elif if_false.__doc__ is not None and if_true.__doc__ is not None:
+        raise RuntimeError("only one function can have a docstring")
+    fn.__doc__ = if_true.__doc__
+    if module_name is not None:
+        fn.__module__ = module_name
+    if func_name is not None:
+        fn.__name__ = func_name
+    boolean_dispatched[fn] = {"if_true": if_true, "if_false": if_false, "index": arg_index, "default": default,
+                              "arg_name": arg_name}
+    return fn
+
+
+def assert_int_or_pair(arg, arg_name, message):
+    """AssertionError(message.format(arg_name)) unless ``arg`` is an int or has two entries."""
+    if not (isinstance(arg, int) or len(arg) == 2):
+        raise AssertionError(message.format(arg_name))
+
+
+# the shared notes PyTorch formats into its docstrings (same keys; hookgrad's own short text)
+reproducibility_notes = {
+    "forward_reproducibility_note": "This operation may behave nondeterministically on some devices; hookgrad "
+                                    "computes it deterministically on the CPU.",
+    "backward_reproducibility_note": "The backward of this operation may be nondeterministic on some devices; "
+                                     "hookgrad computes it deterministically on the CPU.",
+    "cudnn_reproducibility_note": "cuDNN may pick nondeterministic algorithms for this operation; hookgrad uses "
+                                  "no cuDNN.",
+}
+tf32_notes = {"tf32_note": "On devices with TensorFloat-32 this operator may compute in reduced precision; "
+                           "hookgrad computes in the tensors' dtype."}
+sparse_support_notes = {"sparse_beta_warning": "Sparse support is a beta feature in PyTorch; hookgrad's tensors "
+                                               "are dense."}
+
+
 # a torch name hookgrad lacks raises _missing.NotImplementedName (an AttributeError)
 from .. import _missing  # noqa: E402
 __getattr__ = _missing.module_getattr(__name__, 'torch.nn.functional')

@@ -113,4 +113,5 @@ sys.modules.setdefault("hookgrad.linalg", sys.modules[__name__])
 
 # a torch name hookgrad lacks raises _missing.NotImplementedName (an AttributeError)
 from .. import _missing  # noqa: E402
+common_notes = {"experimental_warning": "This function is experimental and may change.", "sync_note": "No device synchronisation on the CPU.", "sync_note_ex": "No device synchronisation on the CPU.", "sync_note_has_ex": "No device synchronisation on the CPU; see :func:`{}`."}  # noqa: E501 (PyTorch's keys, for docstrings)
 __getattr__ = _missing.module_getattr("hookgrad.linalg", 'torch.linalg')

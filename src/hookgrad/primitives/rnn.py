@@ -10,6 +10,8 @@ the hidden state as sequences end. So gradients, second derivatives and the grad
 outputs are PyTorch's, and dropout between layers draws as PyTorch's (``empty_like(x).bernoulli_(1 - p)``), so
 ``manual_seed`` gives PyTorch's masks. One primitive: inside the LSTM layers, a step's pointwise part is one
 fused node (LstmCell, PyTorch's fused-cell grad_fn name), for speed; the cell functions keep PyTorch's CPU ops.
+Where PyTorch's CPU LSTM runs oneDNN (a padded float32 input, no projection), one MkldnnRnnLayer node per layer
+and direction runs the whole sequence on arrays, as PyTorch's MkldnnRnnLayerBackward0.
 """
 import numpy as np
 
@@ -253,11 +255,12 @@ class MkldnnRnnLayer(Node, name="MkldnnRnnLayerBackward0"):
         T, B, I = x.shape
         H = w_hh.shape[1]
         dt = x.dtype
-        # gates pre-scaled by 1/2 where a sigmoid follows (sigmoid(a) = 1/2 + tanh(a/2)/2), then one tanh
-        sc = xp.full((4 * H,), 0.5, dt)
-        sc[2 * H:3 * H] = 1
-        shift = sc.copy()
-        shift[2 * H:3 * H] = 0
+        # one exp for all four gates: sigmoid(a) = 1 / (1 + exp(-a)), tanh(a) = 2 / (1 + exp(-2a)) - 1, the
+        # factors -1 / -2 folded into the weights and the biases once
+        sc = xp.full((4 * H,), -1, dt)
+        sc[2 * H:3 * H] = -2
+        num = -sc                            # 1 for a sigmoid, 2 for tanh
+        shift = num - 1                      # 0 for a sigmoid, 1 for tanh
         G = (x.reshape(T * B, I) @ (w_ih.T * sc)).reshape(T, B, 4 * H)
         if self.has_biases:
             G += (b_ih + b_hh) * sc
@@ -266,18 +269,20 @@ class MkldnnRnnLayer(Node, name="MkldnnRnnLayerBackward0"):
         cs = xp.empty((T, B, H), dt)        # c_t
         tcs = xp.empty((T, B, H), dt)       # tanh(c_t)
         h, c = hx, cx
-        for t in (range(T - 1, -1, -1) if self.reverse else range(T)):
-            gt = G[t]
-            gt += h @ whh
-            np.tanh(gt, out=gt)
-            gt *= sc
-            gt += shift                     # i, f, g, o activated, in place
-            ct, tc, ht = cs[t], tcs[t], out[t]
-            np.multiply(gt[:, H:2 * H], c, out=ct)
-            ct += gt[:, :H] * gt[:, 2 * H:3 * H]
-            np.tanh(ct, out=tc)
-            np.multiply(gt[:, 3 * H:], tc, out=ht)
-            h, c = ht, ct
+        with np.errstate(over="ignore"):    # exp(-a) = inf for a very negative a: the gate is 0 (or -1), exactly
+            for t in (range(T - 1, -1, -1) if self.reverse else range(T)):
+                gt = G[t]
+                gt += h @ whh
+                np.exp(gt, out=gt)
+                gt += 1
+                np.divide(num, gt, out=gt)
+                gt -= shift                     # i, f, g, o activated, in place
+                ct, tc, ht = cs[t], tcs[t], out[t]
+                np.multiply(gt[:, H:2 * H], c, out=ct)
+                ct += gt[:, :H] * gt[:, 2 * H:3 * H]
+                np.tanh(ct, out=tc)
+                np.multiply(gt[:, 3 * H:], tc, out=ht)
+                h, c = ht, ct
         self._ws = (G, cs, tcs)
         return out, h.copy(), c.copy()
 

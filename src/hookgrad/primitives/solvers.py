@@ -833,17 +833,17 @@ def _ldl_factor(fname, A, hermitian, check, name="torch.linalg.ldl_factor_ex"):
     return LinalgLdlFactorEx.apply(A, hermitian=bool(hermitian), check=check, fname=fname)
 
 
-def ldl_factor_ex(A, *, hermitian=False, check_errors=False, out=None):
+def ldl_factor_ex(input, *, hermitian=False, check_errors=False, out=None):
     """The compact LDL^T (LDL^H with ``hermitian``) factorisation of (batches of) symmetric matrices, with
     Bunch-Kaufman pivoting as LAPACK's sytrf: (LD, pivots, info). No derivative (as PyTorch)."""
-    ld, piv, info = _ldl_factor("torch.linalg.ldl_factor_ex", A, hermitian, bool(check_errors))
+    ld, piv, info = _ldl_factor("torch.linalg.ldl_factor_ex", input, hermitian, bool(check_errors))
     return RT.linalg_ldl_factor_ex(ld, piv, info)
 
 
-def ldl_factor(A, *, hermitian=False, out=None):
+def ldl_factor(input, *, hermitian=False, out=None):
     """The compact LDL^T (LDL^H with ``hermitian``) factorisation of (batches of) symmetric matrices, with
     Bunch-Kaufman pivoting as LAPACK's sytrf: (LD, pivots). A singular D raises LinAlgError."""
-    ld, piv, _ = _ldl_factor("torch.linalg.ldl_factor", A, hermitian, True, "torch.linalg.ldl_factor_ex")
+    ld, piv, _ = _ldl_factor("torch.linalg.ldl_factor", input, hermitian, True, "torch.linalg.ldl_factor_ex")
     return RT.linalg_ldl_factor(ld, piv)
 
 

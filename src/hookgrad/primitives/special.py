@@ -1434,6 +1434,10 @@ gammainc = _igamma_fn(Igamma, "special_gammainc", "igamma_cpu")
 gammainc.__doc__ = "The regularized lower incomplete gamma function P(input, other) (no derivative for input)."
 gammaincc = _igamma_fn(Igammac, "special_gammaincc", "igammac_cpu")
 gammaincc.__doc__ = "The regularized upper incomplete gamma function Q(input, other) (no derivative for input)."
+igamma = _igamma_fn(Igamma, "igamma", "igamma_cpu")          # torch.igamma / igammac: the same functions
+igamma.__doc__ = gammainc.__doc__
+igammac = _igamma_fn(Igammac, "igammac", "igammac_cpu")
+igammac.__doc__ = gammaincc.__doc__
 
 
 def _default_np():
@@ -1764,6 +1768,7 @@ _CMP_INPLACE = {n: _cmp_inplace(b, f) for n, b, f in (
 
 # Tensor methods (installed by primitives/__init__.py)
 METHODS = {
+    "igamma": igamma, "igammac": igammac,
     "asin": asin, "arcsin": asin, "acos": acos, "arccos": acos, "atan": atan, "arctan": atan,
     "asinh": asinh, "arcsinh": asinh, "acosh": acosh, "arccosh": acosh, "atanh": atanh, "arctanh": atanh,
     "sinh": sinh, "cosh": cosh, "arctan2": E.atan2, "exp2": exp2, "erfc": erfc, "erfinv": erfinv,
@@ -1785,7 +1790,7 @@ METHODS = {
     "__rlshift__": lambda s, o: bitwise_left_shift(o, s), "__rrshift__": lambda s, o: bitwise_right_shift(o, s),
 }
 # the in-place Tensor.X_ computed by the out-of-place X (installed through primitives/__init__._via)
-INPLACE_VIA = ("asin", "arcsin", "acos", "arccos", "atan", "arctan",
+INPLACE_VIA = ("igamma", "igammac", "asin", "arcsin", "acos", "arccos", "atan", "arctan",
                "sinh", "cosh", "arctan2", "exp2", "erfc", "erfinv", "lgamma", "digamma",
                "mvlgamma", "i0", "sinc", "deg2rad", "rad2deg", "logit", "sgn", "nan_to_num",
                "hypot", "xlogy", "copysign", "ldexp", "heaviside", "nextafter", "gcd", "lcm",
