@@ -22,19 +22,12 @@ SRC = os.path.join(HERE, "..", "..", "src")
 ENV = dict(os.environ, PYTHONPATH=os.pathsep.join([os.path.abspath(SRC), os.environ.get("PYTHONPATH", "")]))
 MODELS = list(cases.MODELS)
 
-# Differences whose cause lies in a part of issue 12 still in progress (see the report of part T):
+# Differences from PyTorch that remain (docs/differences.md):
 # (tool, model, what) -> why. A listed case that matches passes; one that differs is an xfail.
 KNOWN = {
     ("torchinfo", "*", "dtypes"): "torchinfo's dtypes= reads torch.bfloat16, a non-goal dtype of hookgrad",
-    ("ptflops", "lstm_text", "aten"): "CPU LSTM in PyTorch is aten.mkldnn_rnn_layer (uncounted), hookgrad's is "
-                                      "per-step addmm",
-    ("torchviz", "lstm_text", "plain"): "CPU LSTM in PyTorch records MkldnnRnnLayerBackward0 per layer and "
-                                        "direction; hookgrad records per-step ThnnFusedLstmCellBackward0",
-    ("torchviz", "norms", "plain"): "PixelShuffle is a view/permute composite in hookgrad, one "
-                                    "PixelShuffleBackward0 in PyTorch",
-    ("torchviz", "mha", "plain"): "PyTorch's CPU flash SDPA returns its output with the query's strides (then "
-                                  "permute().contiguous() copies nothing); hookgrad's is C-contiguous (a CloneBackward0)",
-    ("torchviz", "transformer", "plain"): "as mha: the SDPA output's strides",
+    ("torchviz", "norms", "plain"): "rms_norm adds eps as AddBackward1 in PyTorch (C++ add(Tensor, Scalar)); "
+                                    "hookgrad has no AddBackward1 node (AddBackward0)",
     # show_attrs: grad_fn._saved_* that hookgrad's nodes lack or hold differently (SelectBackward0 and
     # SqueezeBackward1 save no dim/index/sizes; Unsqueeze/Transpose/View/Mean keep dims normalised where
     # PyTorch keeps them as given; NativeLayerNorm saves input, not bias; NativeBatchNorm lacks

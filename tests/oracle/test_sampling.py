@@ -152,3 +152,19 @@ def test_affine_grid_errors(case):
     ts, size = case
     _raises(lambda L, t: L.nn.functional.affine_grid(t, size, align_corners=False), R.standard_normal(ts))
     _raises(lambda L, t: L.nn.functional.affine_grid(t, (1, 1, 3, 3), align_corners=False), np.ones((1, 2, 3), int))
+
+
+@pytest.mark.parametrize("shape,r", [((1, 8, 2, 3), 2), ((2, 3, 18, 2, 2), 3), ((8, 2, 2), 2)])
+def test_pixel_shuffle_nodes(shape, r):
+    """PixelShuffleBackward0 / PixelUnshuffleBackward0, each the other's gradient, as in PyTorch."""
+    x = np.random.default_rng(0).standard_normal(shape)
+    check(lambda L, t: L.nn.functional.pixel_shuffle(t, r), x, second=True)
+    check(lambda L, t: L.nn.functional.pixel_unshuffle(L.nn.functional.pixel_shuffle(t, r) * 2, r), x, second=True)
+    names = []
+    for L in (torch, hookgrad):
+        t = L.tensor(x, requires_grad=True)
+        y = L.pixel_shuffle(t, r)
+        g, = L.autograd.grad((y * y).sum(), t, create_graph=True)
+        names.append((y.grad_fn.name(), y.grad_fn._saved_upscale_factor, g.grad_fn.name(),
+                      L.pixel_unshuffle(y, r).grad_fn._saved_downscale_factor))
+    assert names[0] == names[1]

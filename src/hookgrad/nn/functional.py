@@ -1111,10 +1111,7 @@ def pixel_shuffle(input, upscale_factor):
     if c % (r * r):
         raise RuntimeError(f"pixel_shuffle expects its input's 'channel' dimension to be divisible by the square of "
                            f"upscale_factor, but input.size(-3)={c} is not divisible by {r * r}")
-    nb = len(b)
-    x = input.reshape(tuple(b) + (c // (r * r), r, r, h, w))
-    x = x.permute(tuple(range(nb)) + (nb, nb + 3, nb + 1, nb + 4, nb + 2))
-    return x.reshape(tuple(b) + (c // (r * r), h * r, w * r))
+    return S.PixelShuffle.apply(input, upscale_factor=r)
 
 
 def pixel_unshuffle(input, downscale_factor):
@@ -1129,10 +1126,7 @@ def pixel_unshuffle(input, downscale_factor):
                            f" is not divisible by {r}" if h % r else
                            f"pixel_unshuffle expects width to be divisible by downscale_factor, but input.size(-1)={w}"
                            f" is not divisible by {r}")
-    nb = len(b)
-    x = input.reshape(tuple(b) + (c, h // r, r, w // r, r))
-    x = x.permute(tuple(range(nb)) + (nb, nb + 2, nb + 4, nb + 1, nb + 3))
-    return x.reshape(tuple(b) + (c * r * r, h // r, w // r))
+    return S.PixelUnshuffle.apply(input, downscale_factor=r)
 
 
 # ------------------------------------------------------------------------ dropout, embedding

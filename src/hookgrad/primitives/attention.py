@@ -42,7 +42,10 @@ class SdpaFlash(Node, name="ScaledDotProductFlashAttentionForCpuBackward0"):
         self.shift = m                    # NOTE: constants of the backward (the softmax is shift-invariant)
         self.empty = full.astype(s.dtype)
         e /= np.where(full, 1, tot).astype(s.dtype)
-        return np.matmul(e, v)
+        # PyTorch's CPU flash kernel writes its output in the query's memory layout, so that MHA's
+        # permute(...).contiguous() after it copies nothing (and records no CloneBackward0)
+        out = xp.empty_like(q, shape=q.shape[:-1] + v.shape[-1:])
+        return np.matmul(e, v, out=out)
 
     def backward(self, g, F=TENSORS):
         q, k, v = F.saved(self)

@@ -434,6 +434,41 @@ class AffineGridGenerator(Node, name="AffineGridGeneratorBackward0"):
 
 
 # ---------------------------------------------------------------------------- channel shuffle
+def _shuffle_pixels(x, r, up):
+    """(*, C*r*r, H, W) -> (*, C, H*r, W*r) when ``up``, else the inverse; a contiguous copy."""
+    xp = array_module(x)
+    *b, c, h, w = x.shape
+    nb = len(b)
+    lead = tuple(range(nb))
+    if up:
+        y = x.reshape(tuple(b) + (c // (r * r), r, r, h, w)).transpose(lead + (nb, nb + 3, nb + 1, nb + 4, nb + 2))
+        return xp.ascontiguousarray(y).reshape(tuple(b) + (c // (r * r), h * r, w * r))
+    y = x.reshape(tuple(b) + (c, h // r, r, w // r, r)).transpose(lead + (nb, nb + 2, nb + 4, nb + 1, nb + 3))
+    return xp.ascontiguousarray(y).reshape(tuple(b) + (c * r * r, h // r, w // r))
+
+
+class PixelShuffle(Node, name="PixelShuffleBackward0"):
+    """Depth to space by ``upscale_factor``; its gradient is PixelUnshuffle (and back), as in PyTorch."""
+    saved_attrs = ("upscale_factor",)
+
+    def forward(self, x):
+        return _shuffle_pixels(x, self.upscale_factor, True)
+
+    def backward(self, g):
+        return PixelUnshuffle.apply(g, downscale_factor=self.upscale_factor)
+
+
+class PixelUnshuffle(Node, name="PixelUnshuffleBackward0"):
+    """Space to depth by ``downscale_factor``."""
+    saved_attrs = ("downscale_factor",)
+
+    def forward(self, x):
+        return _shuffle_pixels(x, self.downscale_factor, False)
+
+    def backward(self, g):
+        return PixelShuffle.apply(g, upscale_factor=self.downscale_factor)
+
+
 class ChannelShuffle(Node, name="ChannelShuffleBackward0"):
     """(N, g*k, *) -> (N, k*g, *): channel i*k + j moves to j*g + i; the backward shuffles with k groups."""
 
