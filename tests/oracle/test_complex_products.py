@@ -1,8 +1,11 @@
 """Complex matrix products against torch: values, grad_fn names, and the gradients of a real loss (PyTorch's
-convention: grad_a = g b^H, grad_b = a^H g), first and second order; linalg.eig with complex eigenvalues."""
+convention: grad_a = g b^H, grad_b = a^H g), first and second order; linalg.eig with complex eigenvalues; the
+linalg functions on complex matrices (values and gradients), and qr/svd vectors refusing to differentiate."""
 import numpy as np
 import pytest
+import torch
 
+import hookgrad
 from complex_oracle import ccheck, cdata
 from oracle import check
 
@@ -57,3 +60,47 @@ def test_eig_complex_eigenvalues_gradients(shape):
     check(f, a)
     ccheck(lambda L, x: L.linalg.eigvals(x), cdata(*shape, seed=4), second=False)
     ccheck(lambda L, x: L.linalg.eig(x)[1].abs(), cdata(*shape, seed=4), second=False)
+
+
+# ---------------------------------------------------------------- linalg on complex matrices
+_RNG = np.random.default_rng(7)
+_A = _RNG.standard_normal((4, 4)) + 1j * _RNG.standard_normal((4, 4))
+_B = _RNG.standard_normal((4, 2)) + 1j * _RNG.standard_normal((4, 2))
+_W = _RNG.standard_normal((4, 4)) + 1j * _RNG.standard_normal((4, 4))
+_LINALG = {
+    "inv": lambda L, a: L.linalg.inv(a),
+    "det": lambda L, a: L.linalg.det(a).reshape(1, 1),
+    "slogdet": lambda L, a: L.linalg.slogdet(a)[1].reshape(1, 1) * (1 + 0j),
+    "solve": lambda L, a: L.linalg.solve(a, L.tensor(_B)),
+    "cholesky": lambda L, a: L.linalg.cholesky(a @ a.mH + 4 * L.eye(4)),
+    "svdvals": lambda L, a: L.linalg.svdvals(a).reshape(1, 4) * (1 + 0j),
+    "eigh": lambda L, a: (lambda w, v: (v * w) @ v.mH)(*L.linalg.eigh(a @ a.mH)),
+    "matrix_exp": lambda L, a: L.linalg.matrix_exp(a * 0.3),
+    "pinv": lambda L, a: L.linalg.pinv(a),
+    "pinv_hermitian": lambda L, a: L.linalg.pinv(a @ a.mH + L.eye(4), hermitian=True),
+    "lstsq": lambda L, a: L.linalg.lstsq(a, L.tensor(_B)).solution,
+    "solve_triangular": lambda L, a: L.linalg.solve_triangular(a.triu() + 3 * L.eye(4), L.tensor(_B), upper=True),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_LINALG))
+def test_linalg_on_complex_values_and_gradients(name):
+    out = []
+    for L in (torch, hookgrad):
+        a = L.tensor(_A, requires_grad=True)
+        y = _LINALG[name](L, a)
+        loss = L.view_as_real(y * L.tensor(_W[:y.shape[0], :y.shape[1]])).pow(2).sum()
+        g, = L.autograd.grad(loss, a)
+        out.append((y.detach().numpy(), g.numpy()))
+    for t, h in zip(out[0], out[1]):
+        np.testing.assert_allclose(h, t, rtol=1e-9, atol=1e-9)
+
+
+@pytest.mark.parametrize("name", ["qr", "svd"])
+def test_complex_qr_and_svd_vectors_refuse_to_differentiate(name):
+    a = hookgrad.tensor(_A, requires_grad=True)
+    out = hookgrad.linalg.qr(a) if name == "qr" else hookgrad.linalg.svd(a)
+    with pytest.raises(NotImplementedError, match="does not support complex"):
+        out[0].abs().sum().backward()
+    t = torch.linalg.qr(torch.tensor(_A))[0] if name == "qr" else torch.linalg.svd(torch.tensor(_A))[0]
+    assert abs(np.abs(out[0].detach().numpy()).sum() - np.abs(t.numpy()).sum()) < 1e-9   # values are PyTorch's

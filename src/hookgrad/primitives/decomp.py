@@ -11,6 +11,7 @@ import numpy as np
 from .._tensor import Tensor
 from ..autograd.graph import Node
 from .._array import array_module
+from .._errors import complex_unsupported
 from . import return_types as RT
 from .solvers import check_matrix, check_tensor, check_same_dtype, solve, solve_triangular, eye_like
 
@@ -53,6 +54,8 @@ class LinalgSvd(Node, name="LinalgSvdBackward0"):
 
     def backward(self, gU, gS, gVh):
         U, S, Vh = self.saved_values
+        if U.is_complex() and (_defined(gU) or _defined(gVh)):
+            raise complex_unsupported("the gradient of linalg.svd's singular vectors")   # not yet
         k = S.shape[-1]
         if self.full_matrices:
             U, Vh = U[..., :, :k], Vh[..., :k, :]
@@ -188,6 +191,8 @@ class LinalgQr(Node, name="LinalgQrBackward0"):
                                "Please use linalg.qr(A, mode='reduced') if you are going to differentiate through "
                                "linalg.qr.")
         Q, R = self.saved_values
+        if Q.is_complex():
+            raise complex_unsupported("the gradient of linalg.qr")                      # not yet
         m, n = Q.shape[-2], R.shape[-1]
         if self.mode == "complete" and m > n:
             raise RuntimeError("The QR decomposition is not differentiable when mode='complete' and nrows > ncols.")
@@ -244,7 +249,7 @@ class LinalgDet(Node, name="LinalgDetBackward0"):
 
     def backward(self, g):
         A, det = self.saved_values
-        d = (g * det).unsqueeze(-1).unsqueeze(-1) * eye_like(A)
+        d = (g * (det.conj() if det.is_complex() else det)).unsqueeze(-1).unsqueeze(-1) * eye_like(A)
         singular = det._data == 0
         if np.any(singular):
             # PyTorch's LU-based formula gives a zero gradient where det(A) == 0 (d is zero there): solve with the
@@ -281,10 +286,13 @@ class LinalgPinv(Node, name="LinalgPinvBackward0"):
         keep = s > tol
         with np.errstate(divide="ignore"):
             sinv = np.where(keep, 1 / np.where(keep, s, 1), 0).astype(a.dtype)
+        def adj(x):     # the conjugate transpose
+            x = np.swapaxes(x, -1, -2)
+            return np.conjugate(x) if x.dtype.kind == "c" else x
         if self.hermitian:
             winv = np.where(keep, 1 / np.where(keep, w, 1), 0).astype(a.dtype)
-            return xp.ascontiguousarray((v * winv[..., None, :]) @ np.swapaxes(v, -1, -2))
-        return xp.ascontiguousarray((np.swapaxes(vh, -1, -2) * sinv[..., None, :]) @ np.swapaxes(u, -1, -2))
+            return xp.ascontiguousarray((v * winv[..., None, :]) @ adj(v))
+        return xp.ascontiguousarray((adj(vh) * sinv[..., None, :]) @ adj(u))
 
     def backward(self, g):
         A, P = self.saved_values
@@ -472,12 +480,12 @@ def expm_arrays(a):
     n = a.shape[-1]
     if not a.size:
         return a.copy()
-    work = a.astype(np.float64)
+    work = a.astype(np.complex128 if a.dtype.kind == "c" else np.float64)
     norm = np.abs(work).sum(-2).max(-1)                 # the 1-norm of each matrix
     with np.errstate(divide="ignore"):
         s = np.maximum(0, np.ceil(np.log2(np.maximum(norm, 1e-300) / _THETA13))).astype(np.int64)
     work = work / (2.0 ** s)[..., None, None]
-    eye = xp.eye(n, dtype=np.float64)
+    eye = xp.eye(n, dtype=work.dtype)
     b = _PADE13
     A2 = work @ work
     A4 = A2 @ A2
