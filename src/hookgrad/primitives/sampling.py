@@ -325,7 +325,8 @@ def _grid_taps(grid, sizes, mode, padding, align_corners):
                 nd = nd + [dwa if w is None else w * dwa]
                 rec(a - 1, nflat, ok, nw, nd)
     # the index is row-major over (z, y, x): recurse from the slowest axis (the last of x, y, z)
-    rec(n - 1, np.zeros(g.shape[:2], np.int64), np.ones(g.shape[:2], bool), None, None)
+    xp = array_module(g)
+    rec(n - 1, xp.zeros(g.shape[:2], np.int64), xp.ones(g.shape[:2], bool), None, None)
     # dws were collected slowest axis first: reverse to x, y, z order
     return [(flat, valid, w, None if d is None else d[::-1]) for flat, valid, w, d in out]
 
