@@ -3,12 +3,12 @@ import hookgrad
 from . import constraints
 from ..nn.functional import binary_cross_entropy_with_logits
 from .exp_family import ExponentialFamily
-from .utils import _Number, broadcast_all, lazy_property, logits_to_probs, probs_to_logits
+from .utils import _BinaryProbsLogits, broadcast_all, _Number, _one_of_probs_logits
 
 __all__ = ["Bernoulli"]
 
 
-class Bernoulli(ExponentialFamily):
+class Bernoulli(_BinaryProbsLogits, ExponentialFamily):
     """Bernoulli distribution given by ``probs`` or ``logits`` (log-odds), not both."""
     arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
     support = constraints.boolean
@@ -16,8 +16,7 @@ class Bernoulli(ExponentialFamily):
     _mean_carrier_measure = 0
 
     def __init__(self, probs=None, logits=None, validate_args=None):
-        if (probs is None) == (logits is None):
-            raise ValueError("Either `probs` or `logits` must be specified, but not both.")
+        _one_of_probs_logits(probs, logits)
         if probs is not None:
             is_scalar = isinstance(probs, _Number)
             (self.probs,) = broadcast_all(probs)
@@ -57,14 +56,6 @@ class Bernoulli(ExponentialFamily):
     @property
     def variance(self):
         return self.probs * (1 - self.probs)
-
-    @lazy_property
-    def logits(self):
-        return probs_to_logits(self.probs, is_binary=True)
-
-    @lazy_property
-    def probs(self):
-        return logits_to_probs(self.logits, is_binary=True)
 
     @property
     def param_shape(self):

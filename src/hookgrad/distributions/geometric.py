@@ -2,20 +2,19 @@
 import hookgrad
 from . import constraints
 from .distribution import Distribution
-from .utils import _Number, broadcast_all, lazy_property, logits_to_probs, probs_to_logits
+from .utils import _BinaryProbsLogits, broadcast_all, _Number, _one_of_probs_logits
 from ..nn.functional import binary_cross_entropy_with_logits
 
 __all__ = ["Geometric"]
 
 
-class Geometric(Distribution):
+class Geometric(_BinaryProbsLogits, Distribution):
     """Geometric distribution with success probability ``probs`` (or ``logits``), support {0, 1, ...}."""
     arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
     support = constraints.nonnegative_integer
 
     def __init__(self, probs=None, logits=None, validate_args=None):
-        if (probs is None) == (logits is None):
-            raise ValueError("Either `probs` or `logits` must be specified, but not both.")
+        _one_of_probs_logits(probs, logits)
         if probs is not None:
             (self.probs,) = broadcast_all(probs)
         else:
@@ -58,14 +57,6 @@ class Geometric(Distribution):
     @property
     def variance(self):
         return (1.0 / self.probs - 1.0) / self.probs
-
-    @lazy_property
-    def logits(self):
-        return probs_to_logits(self.probs, is_binary=True)
-
-    @lazy_property
-    def probs(self):
-        return logits_to_probs(self.logits, is_binary=True)
 
     def sample(self, sample_shape=hookgrad.Size()):
         shape = self._extended_shape(sample_shape)

@@ -80,3 +80,22 @@ class _lazy_property_and_property(lazy_property, property):
 
     def __init__(self, wrapped):
         property.__init__(self, wrapped)
+
+
+def _one_of_probs_logits(probs, logits):
+    """PyTorch's check for a distribution given by probs or logits: exactly one of them."""
+    if (probs is None) == (logits is None):
+        raise ValueError("Either `probs` or `logits` must be specified, but not both.")
+
+
+class _BinaryProbsLogits:
+    """``probs`` and ``logits`` of the distributions of one success probability (Bernoulli, Binomial, Geometric,
+    LogitRelaxedBernoulli): the one not given is derived on first read (PyTorch writes the pair in each class)."""
+
+    @lazy_property
+    def logits(self):
+        return probs_to_logits(self.probs, is_binary=True)
+
+    @lazy_property
+    def probs(self):
+        return logits_to_probs(self.logits, is_binary=True)

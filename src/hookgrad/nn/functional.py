@@ -598,10 +598,6 @@ def max_pool3d_with_indices(input, kernel_size, stride=None, padding=0, dilation
     return _max_pool(3, input, kernel_size, stride, padding, dilation, ceil_mode, True)
 
 
-def _one(v):
-    return v[0] if isinstance(v, (tuple, list)) else v
-
-
 def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
     return _max_pool1d(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices)
 

@@ -1086,10 +1086,6 @@ def _slice_view(input, dim=0, start=None, end=None, step=1):
     return input[(slice(None),) * d + (slice(start, end, step),)]
 
 
-def _detach_view(input):
-    return input.detach()
-
-
 def view_copy(input, size=None, dtype=None):
     return _as_copy(input, view(input, size if dtype is None else dtype))
 

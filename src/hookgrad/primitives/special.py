@@ -656,58 +656,6 @@ class Entr(Unary, name="SpecialEntrBackward0"):
         return g * -(x.log() + 1)
 
 
-class Xlog1py(Node, name="SpecialXlog1PyBackward0"):
-    save = (0, 1)
-    saved_names = ("self", "other")
-    dt = None
-
-    def forward(self, x, y):
-        if self.dt is not None:
-            xp = module_of(x, y)
-            x, y = xp.asarray(x, self.dt), xp.asarray(y, self.dt)
-        with np.errstate(all="ignore"):
-            return np.where((x == 0) & ~np.isnan(y), 0, x * np.log1p(y)).astype(np.result_type(x, y), copy=False)
-
-    def backward(self, g):
-        x, y = self.saved_values
-        nf = self.next_functions
-        gy = g * x / (y + 1) if nf[1][0] is not None else None
-        # PyTorch's: xlog1py(grad, other), 0 where self == 0 and other <= -1
-        gx = _where((x == 0) & (y <= -1), 0.0, xlog1py(g, y)) if nf[0][0] is not None else None
-        return gx, gy
-
-
-class Xlog1pyScalarSelf(Node, name="SpecialXlog1PyBackward1"):
-    """number * log1p(tensor)."""
-    save = (0,)
-    saved_names = ("other",)
-    dt = None
-    x = 0.0
-
-    def forward(self, y):
-        return Xlog1py.forward(self, array_module(y).asarray(self.x, y.dtype), y)
-
-    def backward(self, g):
-        (y,) = self.saved_values
-        return g * self.x / (y + 1)
-
-
-class Xlog1pyScalarOther(Node, name="SpecialXlog1PyBackward2"):
-    """tensor * log1p(number)."""
-    save = (0,)
-    saved_names = ("self",)
-    dt = None
-    y = 0.0
-
-    def forward(self, x):
-        return Xlog1py.forward(self, x, array_module(x).asarray(self.y, x.dtype))
-
-    def backward(self, g):
-        (x,) = self.saved_values
-        gx = xlog1py(g, self.y)
-        return _where(x == 0, 0.0, gx) if self.y <= -1 else gx
-
-
 class _SpecialBinary(Node):
     """A binary special function of two float arrays; ``kernel`` is its float64 kernel."""
     save = (0, 1)
@@ -887,56 +835,79 @@ class Frexp(Node, name="FrexpBackward0"):
 
 # ------------------------------------------------------------------------ binary primitives
 class Xlogy(Node, name="XlogyBackward0"):
+    """x * log(y + shift), 0 where x == 0 (unless y is NaN): xlogy (shift 0) and, below, xlog1py (shift 1)."""
     save = (0, 1)
     saved_names = ("self", "other")
     dt = None
+    shift = 0
+    _log = staticmethod(np.log)
+
+    @staticmethod
+    def _again(g, y):           # the function itself, for the gradient of self
+        return xlogy(g, y)
 
     def forward(self, x, y):
         if self.dt is not None:
             xp = module_of(x, y)
             x, y = xp.asarray(x, self.dt), xp.asarray(y, self.dt)
         with np.errstate(all="ignore"):
-            return np.where((x == 0) & ~np.isnan(y), 0, x * np.log(y)).astype(np.result_type(x, y), copy=False)
+            return np.where((x == 0) & ~np.isnan(y), 0, x * self._log(y)).astype(np.result_type(x, y), copy=False)
 
     def backward(self, g):
         x, y = self.saved_values
         nf = self.next_functions
-        gy = g * x / y if nf[1][0] is not None else None      # other first (alphabetical)
+        gy = g * x / (y + self.shift if self.shift else y) if nf[1][0] is not None else None   # other first
         gx = None
-        if nf[0][0] is not None:    # PyTorch's: xlogy(grad, other), 0 where self == 0 and other <= 0
-            gx = _where((x == 0) & (y <= 0), 0.0, xlogy(g, y))
+        if nf[0][0] is not None:    # PyTorch's: f(grad, other), 0 where self == 0 and other <= -shift
+            gx = _where((x == 0) & (y <= -self.shift), 0.0, self._again(g, y))
         return gx, gy
 
 
 class XlogyScalarSelf(Node, name="XlogyBackward1"):
-    """number * log(tensor): the number is a parameter (one next_function, as PyTorch)."""
+    """number * log(tensor + shift): the number is a parameter (one next_function, as PyTorch)."""
     save = (0,)
     saved_names = ("other",)
     dt = None
     x = 0.0
+    shift = 0
+    _log = Xlogy.__dict__["_log"]
 
     def forward(self, y):
         return Xlogy.forward(self, array_module(y).asarray(self.x, y.dtype), y)
 
     def backward(self, g):
         (y,) = self.saved_values
-        return g * self.x / y
+        return g * self.x / (y + self.shift if self.shift else y)
 
 
 class XlogyScalarOther(Node, name="XlogyBackward2"):
-    """tensor * log(number)."""
+    """tensor * log(number + shift)."""
     save = (0,)
     saved_names = ("self",)
     dt = None
     y = 1.0
+    shift = 0
+    _log = Xlogy.__dict__["_log"]
+    _again = Xlogy.__dict__["_again"]
 
     def forward(self, x):
         return Xlogy.forward(self, x, array_module(x).asarray(self.y, x.dtype))
 
     def backward(self, g):
         (x,) = self.saved_values
-        gx = xlogy(g, self.y)
-        return _where(x == 0, 0.0, gx) if self.y <= 0 else gx
+        gx = self._again(g, self.y)
+        return _where(x == 0, 0.0, gx) if self.y <= -self.shift else gx
+
+
+def _log1p_variant(cls, name):
+    """The xlog1py node of an xlogy node class: log1p(y) = log(y + 1)."""
+    return type(name, (cls,), {"__module__": __name__, "shift": 1, "_log": staticmethod(np.log1p),
+                               "_again": staticmethod(lambda g, y: xlog1py(g, y))}, name=name)
+
+
+Xlog1py = _log1p_variant(Xlogy, "SpecialXlog1PyBackward0")
+Xlog1pyScalarSelf = _log1p_variant(XlogyScalarSelf, "SpecialXlog1PyBackward1")
+Xlog1pyScalarOther = _log1p_variant(XlogyScalarOther, "SpecialXlog1PyBackward2")
 
 
 class Hypot(Node, name="HypotBackward0"):
@@ -1376,20 +1347,6 @@ def logaddexp2(input, other, *, out=None):
     return _out(binary(Logaddexp2, input, other), out)
 
 
-def xlogy(input, other, *, out=None):
-    """input * log(other), 0 where input == 0 (unless other is NaN)."""
-    if isinstance(input, Tensor) != isinstance(other, Tensor) and is_number(input if isinstance(other, Tensor)
-                                                                          else other):
-        t = other if isinstance(other, Tensor) else input
-        from ._dispatch import _scalar_result
-        dt = _scalar_result(t, input if t is other else other, True)
-        x = t if t._data.dtype == dt else t.to(_dt(dt))
-        if t is other:
-            return _out(XlogyScalarSelf.apply(x, x=float(input)), out)
-        return _out(XlogyScalarOther.apply(x, y=float(other)), out)
-    return _out(binary(Xlogy, input, other, float_only=True), out)
-
-
 def _scalar_sided(tt, scalar_self, scalar_other):
     """The public function of a float binary special function whose number operand is a parameter of its own
     node (PyTorch's Backward1 / Backward2 for a number self / other)."""
@@ -1407,8 +1364,11 @@ def _scalar_sided(tt, scalar_self, scalar_other):
     return fn
 
 
+xlogy = _scalar_sided(Xlogy, XlogyScalarSelf, XlogyScalarOther)
+xlogy.__name__ = xlogy.__qualname__ = "xlogy"
+xlogy.__doc__ = "input * log(other), 0 where input == 0 (unless other is NaN)."
 xlog1py = _scalar_sided(Xlog1py, Xlog1pyScalarSelf, Xlog1pyScalarOther)
-xlog1py.__name__ = "xlog1py"
+xlog1py.__name__ = xlog1py.__qualname__ = "xlog1py"
 xlog1py.__doc__ = "input * log1p(other), 0 where input == 0 (unless other is NaN)."
 zeta = _scalar_sided(Zeta, ZetaScalarSelf, ZetaScalarOther)
 zeta.__name__ = "zeta"
