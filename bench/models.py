@@ -33,3 +33,14 @@ def resnet18(lib):
     if lib is not hookgrad:
         model.load_state_dict({k: lib.tensor(np.ascontiguousarray(v.numpy())) for k, v in ref.state_dict().items()})
     return model.eval()
+
+
+def minilm(lib):
+    """all-MiniLM-L6-v2's BERT with its pretrained weights: hookgrad.models.bert under hookgrad, Hugging Face
+    transformers' BertModel with eager attention under torch (both read the same model directory)."""
+    from hookgrad.models import bert
+    path = bert.default_model_dir()
+    if lib is hookgrad:
+        return bert.BertModel.from_pretrained(path)
+    import transformers
+    return transformers.BertModel.from_pretrained(path, attn_implementation="eager").eval()

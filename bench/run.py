@@ -201,6 +201,68 @@ def transformer_train(lib):
     return step
 
 
+# ---------------------------------------------------------------- real models (issue 13)
+def _tokens(lib, batch, seq, vocab=30522):
+    ids = np.random.default_rng(0).integers(1000, vocab, (batch, seq))
+    ids[:, 0], ids[:, -1] = 101, 102                            # [CLS] ... [SEP]
+    return lib.tensor(ids), lib.ones(batch, seq, dtype=lib.int64)
+
+
+def _minilm_infer(lib, batch, seq):
+    import models
+    model = models.minilm(lib)
+    ids, mask = _tokens(lib, batch, seq)
+
+    def step():
+        with lib.no_grad():
+            model(ids, attention_mask=mask)
+    return step
+
+
+@workload("MiniLM-L6 inference, batch 32 x 64 tokens", 1.1)
+def minilm_infer_32x64(lib):
+    return _minilm_infer(lib, 32, 64)
+
+
+@workload("MiniLM-L6 inference, batch 1 x 16 tokens", 1.1)
+def minilm_infer_1x16(lib):
+    return _minilm_infer(lib, 1, 16)
+
+
+@workload("MiniLM-L6 fine-tuning step, batch 8 x 64, AdamW", 1.2)
+def minilm_train(lib):
+    import models
+    lib.manual_seed(0)
+    model = models.minilm(lib).train()
+    head = lib.nn.Linear(384, 2)
+    opt = lib.optim.AdamW(list(model.parameters()) + list(head.parameters()), lr=2e-5)
+    ids, mask = _tokens(lib, 8, 64)
+    y = lib.tensor(np.random.default_rng(1).integers(0, 2, 8))
+
+    def step():
+        opt.zero_grad()
+        hidden = model(ids, attention_mask=mask).last_hidden_state
+        lib.nn.functional.cross_entropy(head(hidden.mean(1)), y).backward()
+        opt.step()
+    return step
+
+
+@workload("ResNet-18 training step, batch 16, 3x112x112, SGD", 1.3)
+def resnet18_train(lib):
+    import models
+    model = models.resnet18(lib).train()
+    opt = lib.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    x = lib.tensor(_data(16, 3, 112, 112))
+    y = lib.tensor(np.random.default_rng(0).integers(0, 1000, 16))
+    loss_fn = lib.nn.CrossEntropyLoss()
+
+    def step():
+        opt.zero_grad()
+        loss_fn(model(x), y).backward()
+        opt.step()
+    return step
+
+
 # ---------------------------------------------------------------- runner
 def _calibrate(step, min_time):
     step()

@@ -1,5 +1,6 @@
 """Small top-level utilities PyTorch scripts call (is_tensor, numel, thread and determinism switches)."""
 from ._tensor import Tensor
+from ._parallel import get_num_threads, set_num_threads  # noqa: F401  (one number: BLAS and the pool)
 
 _deterministic = False
 
@@ -14,15 +15,6 @@ def is_floating_point(input):
 
 def numel(input):
     return input.numel()
-
-
-def set_num_threads(n):
-    """Accepted for compatibility: NumPy's BLAS picks its own thread count."""
-
-
-def get_num_threads():
-    import os
-    return os.cpu_count() or 1
 
 
 def use_deterministic_algorithms(mode, *, warn_only=False):

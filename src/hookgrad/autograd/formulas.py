@@ -191,6 +191,15 @@ class _Arrays:
         return x
 
     @staticmethod
+    def op(node, *args, **params):
+        """A primitive inside a formula (a backward kernel such as GeluBackward's): its forward on the arrays,
+        no graph (under TENSORS: ``node.apply``, so that double backward differentiates it)."""
+        n = object.__new__(node)
+        if params:
+            n.__dict__.update(params)
+        return n.forward(*args)
+
+    @staticmethod
     def sigmoid(x):
         return 0.5 + 0.5 * np.tanh(0.5 * x)     # never overflows
 
@@ -248,6 +257,10 @@ class _Tensors:
     @staticmethod
     def array(x):
         return x._data
+
+    @staticmethod
+    def op(node, *args, **params):
+        return node.apply(*args, **params)
 
     @staticmethod
     def exp(x):

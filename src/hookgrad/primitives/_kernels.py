@@ -65,3 +65,55 @@ def _erf64(x):
 
 _erfc = _f64(_erfc64)
 _erf = _f64(_erf64)
+
+
+# ------------------------------------------------------------------ compiled float32 helpers (numba, _jit)
+# Scalar functions that the compiled kernels inline; written so that LLVM vectorises the loops calling
+# them (no libm calls, no branches it cannot turn into selects). NaN and inf propagate.
+from .._jit import kernel  # noqa: E402
+
+_f32 = np.float32
+
+
+@kernel
+def exp32(x):
+    """e^x in float32 (Cephes' expf: x = n ln2 + r, a degree-6 polynomial in r, 2^n built in the exponent
+    bits); within 1 ulp of the correctly rounded value, like the SLEEF expf that PyTorch's CPU kernels use."""
+    xc = min(max(x, _f32(-87.33654)), _f32(88.72283))
+    n = np.floor(xc * _f32(1.44269504088896341) + _f32(0.5))
+    r = xc - n * _f32(0.693359375)
+    r = r + n * _f32(2.12194440e-4)
+    p = _f32(1.9875691500e-4)
+    p = p * r + _f32(1.3981999507e-3)
+    p = p * r + _f32(8.3334519073e-3)
+    p = p * r + _f32(4.1665795894e-2)
+    p = p * r + _f32(1.6666665459e-1)
+    p = p * r + _f32(5.0000001201e-1)
+    p = p * r * r + r + _f32(1)
+    bits = np.int32((np.int32(n) + np.int32(127)) << np.int32(23))
+    res = p * bits.view(np.float32)
+    if x > _f32(88.72283):
+        res = np.float32(np.inf)
+    elif x < _f32(-87.33654):
+        res = _f32(0)
+    return res if x == x else x
+
+
+@kernel
+def erf32_as(x):
+    """erf by Abramowitz & Stegun 7.1.26 (|error| < 1.5e-7): the formula of PyTorch's vectorised float erf,
+    which its GELU kernels use (torch.erf itself is more exact)."""
+    a = abs(x)
+    t = _f32(1) / (_f32(0.3275911) * a + _f32(1))
+    r = (((_f32(1.061405429) * t + _f32(-1.453152027)) * t + _f32(1.421413741)) * t + _f32(-0.284496736)) * t \
+        + _f32(0.254829592)
+    e = _f32(1) - r * t * exp32(-(x * x))
+    return e if x >= _f32(0) else (-e if x < _f32(0) else x)
+
+
+def erf_as(x):
+    """The same A&S erf on arrays with NumPy (the fallback of the kernels that use erf32_as), in x's dtype."""
+    a = np.abs(x)
+    t = 1 / (0.3275911 * a + 1)
+    r = (((1.061405429 * t - 1.453152027) * t + 1.421413741) * t - 0.284496736) * t + 0.254829592
+    return np.copysign(1 - r * t * np.exp(-(x * x)), x).astype(x.dtype, copy=False)

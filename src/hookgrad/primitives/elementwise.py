@@ -13,6 +13,8 @@ from ..autograd.graph import Node
 from ..autograd.formulas import TENSORS, zero_like
 from ._dispatch import binary, apply_inplace, broadcast_error
 from .. import _dtype as D
+from .._jit import fast, elementwise
+from ._kernels import kernel, exp32, erf32_as, erf_as, _f32
 from .._errors import not_tensor, not_number, is_number, not_implemented_for, float_kernel
 
 
@@ -529,25 +531,79 @@ class Relu(Node, name="ReluBackward0"):
         return F.threshold_backward(g, out, self.z, Scale)
 
 
+@kernel
+def _gelu_kernel(x, out):
+    for i in range(x.size):
+        v = x[i]
+        out[i] = v * _f32(0.5) * (_f32(1) + erf32_as(v * _f32(0.7071067811865476)))
+
+
+@kernel
+def _gelu_grad_kernel(g, x, out):
+    for i in range(x.size):
+        v = x[i]
+        cdf = _f32(0.5) * (_f32(1) + erf32_as(v * _f32(0.7071067811865476)))
+        pdf = _f32(0.3989422804014327) * exp32(v * v * _f32(-0.5))
+        out[i] = g[i] * (cdf + v * pdf)
+
+
+def _gelu_erf(x):
+    """erf as PyTorch's GELU kernels compute it: A&S for float32, the exact erf in double precision."""
+    return erf_as(x) if x.dtype == np.float32 else _erf(x)
+
+
 class Gelu(Unary, name="GeluBackward0"):
+    """GELU. The exact form computes erf as PyTorch's CPU kernel does (Abramowitz & Stegun 7.1.26, see
+    ``_kernels.erf32_as``), compiled when numba is there."""
     saved_attrs = ("approximate",)
     approximate = "none"
 
     def forward(self, x):
         if self.approximate == "tanh":
             return 0.5 * x * (1 + np.tanh(_sqrt_2_over_pi * (x + 0.044715 * x ** 3)))
-        return (0.5 * x * (1 + _erf(x / math.sqrt(2.0)))).astype(x.dtype, copy=False)
+        if fast(x):
+            return elementwise(_gelu_kernel, x)
+        return x * 0.5 * (1 + _gelu_erf(x * (1 / math.sqrt(2.0))))
 
-    def backward(self, g):
-        (x,) = self.saved_values
+    def backward(self, g, F=TENSORS):
+        (x,) = F.saved(self)
+        return F.op(GeluGrad, g, x, approximate=self.approximate)
+
+
+class GeluGrad(Node, name="GeluBackwardBackward0"):
+    """PyTorch's gelu_backward(grad, self): grad * gelu'(self), one kernel; its own gradient composes."""
+    save = (0, 1)
+    saved_names = ("grad_output", "self")
+    saved_attrs = ("approximate",)
+    approximate = "none"
+
+    def forward(self, g, x):
         if self.approximate == "tanh":
-            inner = (x + x * x * x * 0.044715) * _sqrt_2_over_pi
+            inner = _sqrt_2_over_pi * (x + 0.044715 * x ** 3)
+            t = np.tanh(inner)
+            dinner = _sqrt_2_over_pi * (1 + 3 * 0.044715 * x * x)
+            return (g * (0.5 * (1 + t) + 0.5 * x * (1 - t * t) * dinner)).astype(x.dtype, copy=False)
+        if fast(g, x) and g.shape == x.shape:
+            return elementwise(_gelu_grad_kernel, g, x)
+        cdf = 0.5 * (1 + _gelu_erf(x * (1 / math.sqrt(2.0))))
+        pdf = np.exp(x * x * -0.5) * (1 / math.sqrt(2 * math.pi))
+        return (g * (cdf + x * pdf)).astype(x.dtype, copy=False)
+
+    def backward(self, gg):
+        g, x = self.saved_values
+        if self.approximate == "tanh":
+            k = 0.044715
+            inner = (x + x * x * x * k) * _sqrt_2_over_pi
             t = inner.tanh()
-            dinner = (x * x * (3 * 0.044715) + 1) * _sqrt_2_over_pi
-            return g * (0.5 * (1 + t) + 0.5 * x * (1 - t * t) * dinner)
-        cdf = ((x * (1 / math.sqrt(2.0))).erf() + 1) * 0.5
-        pdf = (x * x * -0.5).exp() * (1 / math.sqrt(2 * math.pi))
-        return g * (cdf + x * pdf)
+            dinner = (x * x * (3 * k) + 1) * _sqrt_2_over_pi
+            d1 = 0.5 * (1 + t) + 0.5 * x * (1 - t * t) * dinner
+            d2 = (1 - t * t) * dinner + x * (1 - t * t) * (-t * dinner * dinner + x * (3 * k) * _sqrt_2_over_pi)
+        else:
+            cdf = ((x * (1 / math.sqrt(2.0))).erf() + 1) * 0.5
+            pdf = (x * x * -0.5).exp() * (1 / math.sqrt(2 * math.pi))
+            d1 = cdf + x * pdf
+            d2 = pdf * (2 - x * x)
+        return gg * d1, gg * g * d2
 
 
 class Silu(Unary, name="SiluBackward0"):

@@ -1,0 +1,127 @@
+"""Compiled kernels, when numba is installed (``pip install hookgrad[fast]``); NumPy otherwise.
+
+An op that has a fused kernel writes it beside its forward as a plain Python loop over arrays, decorated
+with ``@kernel``, and keeps its NumPy code as the fallback::
+
+    @kernel
+    def _gelu_kernel(x, out):                 # 1-D arrays in, written in place
+        for i in range(x.size):
+            ...
+
+    def forward(self, x):
+        if fast(x):
+            return elementwise(_gelu_kernel, x)
+        ...                                   # the NumPy path
+
+Nothing here imports numba until a kernel first runs. A kernel is compiled on that first call for the
+argument types seen (numba caches the machine code on disk beside the source, so later processes load
+it), with the GIL released, so that ``_parallel`` can run chunks of one call on several cores. Kernels
+may call other ``@kernel`` functions; those are compiled inline.
+
+``fast(*arrays)`` says whether the compiled path applies: numba importable, not switched off (environment
+``HOOKGRAD_JIT=0``, or ``disabled()`` in tests), and every array a NumPy ndarray of float32 (other dtypes: NumPy).
+The kernels must give what the NumPy path gives, to the same closeness to PyTorch; the tests run both.
+"""
+import contextlib
+import os
+import threading
+import types
+
+import numpy as np
+
+__all__ = ["kernel", "fast", "available", "disabled", "elementwise", "rows"]
+
+_state = {"numba": None, "on": os.environ.get("HOOKGRAD_JIT", "1") != "0"}
+_compile_lock = threading.RLock()      # a kernel compiles the kernels it calls
+_FLOATS = (np.dtype(np.float32),)        # the kernels are written in float32
+# IEEE semantics stay (no nnan / ninf: NaN and inf propagate as in NumPy); reassociation lets reductions
+# vectorise, contraction allows FMA
+_FASTMATH = {"contract", "reassoc"}
+
+
+def available():
+    """Whether numba can be imported (checked once) and the compiled path is on."""
+    if not _state["on"]:
+        return False
+    if _state["numba"] is None:
+        try:
+            import numba
+            _state["numba"] = numba
+        except Exception:           # not installed, or broken: the NumPy path serves
+            _state["numba"] = False
+    return _state["numba"] is not False
+
+
+def fast(*arrays):
+    """Whether the compiled kernels apply to these arrays."""
+    for a in arrays:
+        if type(a) is not np.ndarray or a.dtype not in _FLOATS:
+            return False
+    return available()
+
+
+@contextlib.contextmanager
+def disabled():
+    """Inside: every op takes its NumPy path (the tests compare both paths with torch)."""
+    was = _state["on"]
+    _state["on"] = False
+    try:
+        yield
+    finally:
+        _state["on"] = was
+
+
+class kernel:
+    """A Python loop compiled by numba on first use (nogil, cached on disk)."""
+
+    def __init__(self, fn):
+        self.py = fn
+        self.compiled = None
+        self.__name__, self.__doc__ = fn.__name__, fn.__doc__
+
+    def __call__(self, *args):
+        c = self.compiled
+        if c is None:
+            c = self.compile()
+        return c(*args)
+
+    def compile(self):
+        with _compile_lock:
+            if self.compiled is None:
+                numba = _state["numba"]
+                g = dict(self.py.__globals__)
+                for name in self.py.__code__.co_names:      # kernels it calls: their compiled form
+                    v = g.get(name)
+                    if isinstance(v, kernel):
+                        g[name] = v.compile()
+                fn = types.FunctionType(self.py.__code__, g, self.py.__name__, self.py.__defaults__,
+                                        self.py.__closure__)
+                fn.__qualname__, fn.__module__ = self.py.__qualname__, self.py.__module__
+                self.compiled = numba.njit(nogil=True, cache=True, error_model="numpy",
+                                           fastmath=_FASTMATH)(fn)
+            return self.compiled
+
+
+def elementwise(k, *inputs, out=None, grain=1 << 16):
+    """Run an elementwise kernel ``k(*flat_inputs, flat_out)`` over same-shaped arrays, in chunks on the
+    pool. Inputs that are not C-contiguous are copied once. Returns ``out`` (new, of the first input's
+    shape and dtype, unless given)."""
+    from . import _parallel
+    flat = [np.ascontiguousarray(a).reshape(-1) for a in inputs]
+    if out is None:
+        out = np.empty(inputs[0].shape, inputs[0].dtype)
+    of = out.reshape(-1)
+    _parallel.parallel_for(of.size, lambda lo, hi: k(*[f[lo:hi] for f in flat], of[lo:hi]), grain)
+    return out
+
+
+def rows(k, x, *extra, outs=(), grain_elems=1 << 16):
+    """Run a row kernel ``k(x2d, *extra, *outs2d)`` over the rows of ``x`` viewed as (rows, last dim), in
+    chunks of rows on the pool. ``outs`` are arrays whose first dims are ``x``'s rows (viewed the same way)."""
+    from . import _parallel
+    n = x.shape[-1] if x.ndim else 1
+    x2 = np.ascontiguousarray(x).reshape(-1, n)
+    o2 = [o.reshape(x2.shape[0], -1) for o in outs]
+    grain = max(1, grain_elems // max(n, 1))
+    _parallel.parallel_for(x2.shape[0], lambda lo, hi: k(x2[lo:hi], *extra, *[o[lo:hi] for o in o2]), grain)
+    return outs

@@ -1,0 +1,176 @@
+"""How many threads hookgrad's CPU work uses, and the pool that spreads it over them.
+
+One number, set by ``torch.set_num_threads(n)`` and read by ``torch.get_num_threads()``, governs all of it:
+
+- NumPy's BLAS (OpenBLAS or MKL, found among the loaded libraries and set through its C API), for the
+  products;
+- this module's pool, on which the ops run their batch-, channel- or chunk-parallel work: im2col and pooling
+  per image, the compiled kernels (``_jit``) per range of elements or rows, the small products of a batched
+  matmul per group. NumPy and the compiled kernels release the GIL, so the chunks really run at once.
+
+The default is the number of cores this process may run on, as PyTorch's is. ``parallel_for(n, fn)`` is
+the one entry point: it calls ``fn(lo, hi)`` over chunks of ``range(n)`` on the pool and the calling
+thread, or once over everything when the work is too small to share (``grain``), when one thread is set, or
+from inside a pool task. After ``fork`` the child starts with a fresh pool (the parent's threads are gone).
+"""
+import ctypes
+import os
+import threading
+
+__all__ = ["get_num_threads", "set_num_threads", "parallel_for", "chunks"]
+
+
+def _default_threads():
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+_threads = _default_threads()
+
+
+def get_num_threads():
+    return _threads
+
+
+def set_num_threads(n):
+    """``torch.set_num_threads``: the threads of the pool and of NumPy's BLAS."""
+    global _threads
+    if isinstance(n, bool) or not isinstance(n, int):
+        raise RuntimeError(f"set_num_threads expects an int, but got {type(n).__name__}")
+    if n <= 0:
+        raise RuntimeError("set_num_threads expects a positive integer")
+    _threads = n
+    _blas_set(n)
+
+
+# ------------------------------------------------------------------------------------------- BLAS threads
+_SETTERS = ("openblas_set_num_threads", "scipy_openblas_set_num_threads64_", "scipy_openblas_set_num_threads",
+            "openblas_set_num_threads64_", "MKL_Set_Num_Threads", "mkl_set_num_threads")
+_blas = None        # the setters found, once
+
+
+def _loaded_blas():
+    """The thread setters of the BLAS libraries loaded in this process (Linux: read from /proc/self/maps)."""
+    import numpy  # noqa: F401  (loads NumPy's BLAS before the search)
+    found, seen = [], set()
+    try:
+        with open("/proc/self/maps") as f:
+            paths = {line.split()[-1] for line in f if ".so" in line and "/" in line}
+    except OSError:
+        return found
+    for path in sorted(paths):
+        name = os.path.basename(path).lower()
+        if ("openblas" not in name and "mkl_rt" not in name) or path in seen:
+            continue
+        seen.add(path)
+        try:
+            lib = ctypes.CDLL(path, mode=getattr(os, "RTLD_NOLOAD", 0) | ctypes.RTLD_GLOBAL)
+        except OSError:
+            continue
+        for sym in _SETTERS:
+            fn = getattr(lib, sym, None)
+            if fn is not None:
+                fn.argtypes, fn.restype = [ctypes.c_int], None
+                found.append(fn)
+                break
+    return found
+
+
+def _blas_set(n):
+    global _blas
+    if _blas is None:
+        _blas = _loaded_blas()
+    for fn in _blas:
+        fn(n)
+
+
+# ------------------------------------------------------------------------------------------------ the pool
+class _Pool:
+    """Worker threads that take (fn, lo, hi, batch) tasks from one queue; the caller runs a share itself."""
+
+    def __init__(self):
+        import queue
+        self.tasks = queue.SimpleQueue()
+        self.workers = 0
+        self.lock = threading.Lock()
+
+    def grow(self, n):
+        with self.lock:
+            while self.workers < n:
+                threading.Thread(target=self._work, name=f"hookgrad-pool-{self.workers}", daemon=True).start()
+                self.workers += 1
+
+    def _work(self):
+        _local.in_pool = True
+        while True:
+            fn, lo, hi, batch = self.tasks.get()
+            batch.run(fn, lo, hi)
+
+
+class _Batch:
+    """The chunks of one parallel_for: counts them down; the first error is re-raised in the caller."""
+
+    def __init__(self, n):
+        self.left = n
+        self.error = None
+        self.lock = threading.Lock()
+        self.done = threading.Event()
+
+    def run(self, fn, lo, hi):
+        try:
+            fn(lo, hi)
+        except BaseException as e:      # carried to the caller, which raises it
+            self.error = self.error or e
+        with self.lock:
+            self.left -= 1
+            last = self.left == 0
+        if last:
+            self.done.set()
+
+
+_local = threading.local()
+_pool = None
+
+
+def _reset_after_fork():
+    global _pool
+    _pool = None
+    _local.in_pool = False
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_reset_after_fork)
+
+
+def chunks(n, grain):
+    """How many chunks ``parallel_for(n, ..., grain)`` makes: 1 when it would run ``fn`` once."""
+    if _threads <= 1 or n < 2 * grain or getattr(_local, "in_pool", False):
+        return 1
+    return min(_threads, n // grain)
+
+
+def parallel_for(n, fn, grain=1 << 15):
+    """``fn(lo, hi)`` over ``range(n)`` split into up to get_num_threads() chunks of at least ``grain``;
+    returns when all are done. ``fn`` must only write what its own chunk owns."""
+    global _pool
+    k = chunks(n, grain)
+    if k == 1:
+        fn(0, n)
+        return
+    if _pool is None:
+        _pool = _Pool()
+    _pool.grow(k - 1)
+    bounds = [n * i // k for i in range(k + 1)]
+    batch = _Batch(k)
+    for i in range(1, k):
+        _pool.tasks.put((fn, bounds[i], bounds[i + 1], batch))
+    _local.in_pool = True               # the caller's share: nested parallel_for calls run inline
+    try:
+        batch.run(fn, bounds[0], bounds[1])
+    finally:
+        _local.in_pool = False
+    batch.done.wait()
+    if batch.error is not None:
+        raise batch.error
