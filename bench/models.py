@@ -43,4 +43,5 @@ def minilm(lib):
     if lib is hookgrad:
         return bert.BertModel.from_pretrained(path)
     import transformers
+    transformers.utils.logging.disable_progress_bar()
     return transformers.BertModel.from_pretrained(path, attn_implementation="eager").eval()

@@ -3,6 +3,8 @@
     python bench/run.py            # all workloads
     python bench/run.py chain mlp  # workloads whose name contains one of the words
     python bench/run.py --runs 3   # the table three times, then each workload's range of ratios
+    python bench/run.py --threads 1 resnet   # both libraries on 1 thread (torch.set_num_threads)
+    python bench/run.py --scaling resnet     # each library's time on 1 thread over its time on all threads
 
 Each workload is a function ``setup(lib) -> step`` where ``lib`` is torch or hookgrad; ``step()`` runs
 one iteration. Times are the best of several timed chunks, the libraries taking turns in blocks; the ratio column is what the
@@ -16,14 +18,18 @@ import numpy as np
 import torch
 
 import hookgrad
+from hookgrad import _jit
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))     # bench/models.py
 
 WORKLOADS = []
+TABLES = {"core": "ops, hooks and small models", "real": "real models"}
+_table = "core"         # the table the workloads defined next belong to
 
 
 def workload(name, target=None):
     def deco(fn):
+        fn.table = _table
         WORKLOADS.append((name, target, fn))
         return fn
     return deco
@@ -104,7 +110,7 @@ def mlp32(lib):
     return _mlp32(lib, False)
 
 
-@workload("MLP 784-256-128-10 training step, batch 64, SGD", 1.0)
+@workload("MLP 784-256-128-10 training step, batch 64, SGD", 0.9)
 def mlp_train(lib):
     nn = lib.nn
     lib.manual_seed(0)
@@ -121,7 +127,7 @@ def mlp_train(lib):
     return step
 
 
-@workload("small CNN training step, batch 32, 1x28x28", 1.5)
+@workload("small CNN training step, batch 32, 1x28x28", 1.0)
 def cnn_train(lib):
     nn = lib.nn
     lib.manual_seed(0)
@@ -140,8 +146,11 @@ def cnn_train(lib):
     return step
 
 
-# ---------------------------------------------------------------- layers and real models (issue 12)
-@workload("ResNet-18 inference, batch 8, 3x224x224", 1.3)
+# ---------------------------------------------------------------- real models (issues 12, 13)
+_table = "real"
+
+
+@workload("ResNet-18 inference, batch 8, 3x224x224", 1.2)
 def resnet18_infer(lib):
     import models
     model = models.resnet18(lib)
@@ -201,7 +210,6 @@ def transformer_train(lib):
     return step
 
 
-# ---------------------------------------------------------------- real models (issue 13)
 def _tokens(lib, batch, seq, vocab=30522):
     ids = np.random.default_rng(0).integers(1000, vocab, (batch, seq))
     ids[:, 0], ids[:, -1] = 101, 102                            # [CLS] ... [SEP]
@@ -304,25 +312,59 @@ def _time_pair(step_t, step_h, min_time=0.04, rounds=8, chunks=3):
     return best["t"], best["h"]
 
 
+def _selected(words):
+    return [(name, target, fn) for name, target, fn in WORKLOADS
+            if not words or any(w in name.lower() or w in fn.__name__ for w in words)]
+
+
+def set_threads(n):
+    torch.set_num_threads(n)
+    hookgrad.set_num_threads(n)
+
+
 def main(argv):
     words = [w.lower() for w in argv]
     rows = []
     print(f"torch {torch.__version__}, hookgrad {hookgrad.__version__}, numpy {np.__version__}; "
-          f"torch threads {torch.get_num_threads()}")
-    print(f"{'workload':62s} {'torch':>10s} {'hookgrad':>10s} {'ratio':>7s} {'target':>7s}")
-    for name, target, fn in WORKLOADS:
-        if words and not any(w in name.lower() or w in fn.__name__ for w in words):
+          f"threads: torch {torch.get_num_threads()}, hookgrad {hookgrad.get_num_threads()}; "
+          f"compiled kernels: {'on' if _jit.available() else 'off (NumPy paths)'}")
+    for table, title in TABLES.items():
+        todo = [w for w in _selected(words) if w[2].table == table]
+        if not todo:
             continue
-        try:
-            tt, th = _time_pair(fn(torch), fn(hookgrad))
-        except Exception as e:  # a workload whose API is not there yet is reported, not hidden
-            print(f"{name:62s} {'error: ' + type(e).__name__ + ': ' + str(e)[:60]}")
-            continue
-        ratio = th / tt
-        ok = "" if target is None else ("ok" if ratio <= target else "MISS")
-        rows.append((name, tt, th, ratio, target))
-        print(f"{name:62s} {tt * 1e6:9.1f}us {th * 1e6:9.1f}us {ratio:7.2f} {'<=' + str(target) if target else '':>7s} {ok}")
+        print(f"\n{title}\n{'workload':62s} {'torch':>10s} {'hookgrad':>10s} {'ratio':>7s} {'target':>7s}")
+        for name, target, fn in todo:
+            try:
+                tt, th = _time_pair(fn(torch), fn(hookgrad))
+            except Exception as e:  # a workload whose API is not there yet is reported, not hidden
+                print(f"{name:62s} {'error: ' + type(e).__name__ + ': ' + str(e)[:60]}")
+                continue
+            ratio = th / tt
+            ok = "" if target is None else ("ok" if ratio <= target else "MISS")
+            rows.append((name, tt, th, ratio, target))
+            print(f"{name:62s} {_ms(tt):>10s} {_ms(th):>10s} {ratio:7.2f} {'<=' + str(target) if target else '':>7s} {ok}")
     return rows
+
+
+def _ms(t):
+    return f"{t * 1e3:.1f}ms" if t >= 0.01 else f"{t * 1e6:.1f}us"
+
+
+def scaling(argv):
+    """``--scaling``: each library on 1 thread and on all threads, and the speed-up (time on 1 / time on all):
+    shows that the work is spread over the cores."""
+    words = [w.lower() for w in argv] or ["real"]
+    todo = [w for w in WORKLOADS if w[2].table == "real"] if words == ["real"] else _selected(words)
+    full = hookgrad._parallel._default_threads()
+    print(f"{'workload':62s} {'torch 1t':>9s} {f'{full}t':>8s} {'x':>5s} {'hookgrad 1t':>12s} {f'{full}t':>8s} {'x':>5s}")
+    for name, _, fn in todo:
+        times = {}
+        for n in (1, full):
+            set_threads(n)
+            times[n] = _time_pair(fn(torch), fn(hookgrad))
+        set_threads(full)
+        (t1, h1), (tn, hn) = times[1], times[full]
+        print(f"{name:62s} {_ms(t1):>9s} {_ms(tn):>8s} {t1 / tn:5.2f} {_ms(h1):>12s} {_ms(hn):>8s} {h1 / hn:5.2f}")
 
 
 def tool_overheads():
@@ -351,7 +393,13 @@ def repeated(argv, runs):
 
 if __name__ == "__main__":
     args = sys.argv[1:]
-    if "--runs" in args:
+    if "--threads" in args:
+        i = args.index("--threads")
+        set_threads(int(args[i + 1]))
+        args = args[:i] + args[i + 2:]
+    if "--scaling" in args:
+        scaling([a for a in args if a != "--scaling"])
+    elif "--runs" in args:
         i = args.index("--runs")
         n = int(args[i + 1])
         repeated(args[:i] + args[i + 2:], n)

@@ -171,7 +171,9 @@ _PYTHON_LEVEL = frozenset(
     "atleast_1d atleast_2d atleast_3d block_diag broadcast_shapes broadcast_tensors cartesian_prod cdist "
     "chain_matmul einsum istft lu meshgrid norm pca_lowrank split stft svd_lowrank tensordot unique "
     "unique_consecutive unravel_index lobpcg is_tensor is_storage typename vmap cond while_loop "
-    "gaussian_nll_loss interpolate grid_sample affine_grid local_response_norm".split())
+    "gaussian_nll_loss interpolate grid_sample affine_grid local_response_norm "
+    # C functions whose own check raises PyTorch's error (RuntimeError for a str), not the parser's TypeError
+    "set_num_threads".split())
 # Int parameters that an overload of the same function takes as a Tensor (max(input, other), ...).
 _TENSOR_OVERLOAD = {"max": "dim", "min": "dim"}
 # Functions whose ``source`` is a dim (int or ints), not a Tensor.

@@ -8,7 +8,8 @@ One number, set by ``torch.set_num_threads(n)`` and read by ``torch.get_num_thre
   per image, the compiled kernels (``_jit``) per range of elements or rows, the small products of a batched
   matmul per group. NumPy and the compiled kernels release the GIL, so the chunks really run at once.
 
-The default is the number of cores this process may run on, as PyTorch's is. ``parallel_for(n, fn)`` is
+The default is ``OMP_NUM_THREADS`` when set, else the number of cores this process may run on, as PyTorch's
+is (NumPy's BLAS is set to it on the first ``set_num_threads``; OpenBLAS starts with its own count). ``parallel_for(n, fn)`` is
 the one entry point: it calls ``fn(lo, hi)`` over chunks of ``range(n)`` on the pool and the calling
 thread, or once over everything when the work is too small to share (``grain``), when one thread is set, or
 from inside a pool task. After ``fork`` the child starts with a fresh pool (the parent's threads are gone).
@@ -21,6 +22,12 @@ __all__ = ["get_num_threads", "set_num_threads", "parallel_for", "chunks"]
 
 
 def _default_threads():
+    """OMP_NUM_THREADS or MKL_NUM_THREADS when set (PyTorch reads them too), else the cores this process
+    may run on."""
+    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        v = os.environ.get(var, "").split(",")[0].strip()
+        if v.isdigit() and int(v) > 0:
+            return int(v)
     try:
         return max(1, len(os.sched_getaffinity(0)))
     except (AttributeError, OSError):

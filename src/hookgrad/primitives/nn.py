@@ -814,18 +814,170 @@ from .join import ConstantPad  # noqa: E402,F401  (constant padding: one node, i
 
 
 # ------------------------------------------------------------------------ normalization
+from .. import _parallel  # noqa: E402
+from .._jit import fast, kernel  # noqa: E402
+
+_f32 = np.float32
+
+
+def _fast_norm(*arrays):
+    """Whether the compiled norm kernels apply: float32 NumPy arrays (absent ones: None), none empty."""
+    arrays = [a for a in arrays if a is not None]
+    return fast(*arrays) and all(a.size for a in arrays)
+
+
+def _plane_grain(m):
+    """Rows (planes) of ``m`` elements per pool chunk: ~64K elements a chunk."""
+    return max(1, (1 << 16) // max(m, 1))
+
+
+@kernel
+def _row_stats_kernel(x, eps, mean, invstd, var):
+    """Per row of x (rows, n): mean and biased variance accumulated in float64 (two passes over the row, which
+    stays in cache), invstd = 1 / sqrt(var + eps) in float64; as norm_stats' NumPy path."""
+    n = x.shape[1]
+    for r in range(x.shape[0]):
+        s = 0.0
+        for j in range(n):
+            s += x[r, j]
+        m = s / n
+        q = 0.0
+        for j in range(n):
+            d = x[r, j] - m
+            q += d * d
+        v = q / n
+        mean[r, 0] = m
+        var[r, 0] = v
+        invstd[r, 0] = 1.0 / np.sqrt(v + eps)
+
+
+@kernel
+def _chan_stats_kernel(x, lo, hi, eps, mean, invstd, var):
+    """The same per channel c in [lo, hi) of x (N, C, M), over (N, M)."""
+    nb, m = x.shape[0], x.shape[2]
+    cnt = nb * m
+    for c in range(lo, hi):
+        s = 0.0
+        for i in range(nb):
+            for j in range(m):
+                s += x[i, c, j]
+        mu = s / cnt
+        q = 0.0
+        for i in range(nb):
+            for j in range(m):
+                d = x[i, c, j] - mu
+                q += d * d
+        v = q / cnt
+        mean[c] = mu
+        var[c] = v
+        invstd[c] = 1.0 / np.sqrt(v + eps)
+
+
+@kernel
+def _scale_shift_kernel(x, alpha, beta, out):
+    """Planes of x (P, M), plane p scaled by alpha[p % K] and shifted by beta[p % K] (K = alpha.size): batch and
+    group norm's output as PyTorch computes it, x * (w invstd) + (b - mean w invstd)."""
+    k = alpha.size
+    for p in range(x.shape[0]):
+        a = alpha[p % k]
+        b = beta[p % k]
+        for j in range(x.shape[1]):
+            out[p, j] = x[p, j] * a + b
+
+
+@kernel
+def _ln_kernel(x, mean, invstd, w, b, out):
+    """Rows of x (rows, n): layer norm's output as PyTorch computes it, (x invstd - mean invstd) w + b."""
+    n = x.shape[1]
+    for r in range(x.shape[0]):
+        s = invstd[r, 0]
+        c = -mean[r, 0] * s
+        for j in range(n):
+            out[r, j] = (x[r, j] * s + c) * w[j] + b[j]
+
+
+@kernel
+def _ln_grad_kernel(g, x, mean, invstd, w, gx, gw, gb):
+    """Rows of g, x (rows, n): gx = (gh - mean(gh) - xhat mean(gh xhat)) invstd with gh = g w, the row sums in
+    float64; gw, gb (float64, (n,)) accumulate sum(g xhat) and sum(g) over the rows."""
+    n = x.shape[1]
+    for r in range(x.shape[0]):
+        s = invstd[r, 0]
+        m = mean[r, 0]
+        a = 0.0
+        d = 0.0
+        for j in range(n):
+            xh = (x[r, j] - m) * s
+            gr = g[r, j]
+            gh = gr * w[j]
+            a += gh
+            d += gh * xh
+            gw[j] += gr * xh
+            gb[j] += gr
+        a1 = _f32(a / n)
+        d1 = _f32(d / n)
+        for j in range(n):
+            xh = (x[r, j] - m) * s
+            gx[r, j] = (g[r, j] * w[j] - a1 - xh * d1) * s
+
+
+@kernel
+def _chan_grad_sums_kernel(g, x, lo, hi, mean, sg, sgx):
+    """Per channel c in [lo, hi) of g, x (N, C, M): sum(g) and sum(g (x - mean)) in float64."""
+    nb, m = x.shape[0], x.shape[2]
+    for c in range(lo, hi):
+        mu = mean[c]
+        a = 0.0
+        d = 0.0
+        for i in range(nb):
+            for j in range(m):
+                gr = g[i, c, j]
+                a += gr
+                d += gr * (x[i, c, j] - mu)
+        sg[c] = a
+        sgx[c] = d
+
+
+@kernel
+def _bn_grad_kernel(g, x, mean, k, gm, scale, gx):
+    """Planes of g, x (P, M), plane p of channel c = p % C: gx = (g - gm[c] - (x - mean[c]) k[c]) scale[c]
+    (PyTorch's batch norm backward with batch statistics)."""
+    nc = mean.size
+    for p in range(x.shape[0]):
+        c = p % nc
+        mu = mean[c]
+        kc = k[c]
+        gc = gm[c]
+        sc = scale[c]
+        for j in range(x.shape[1]):
+            gx[p, j] = (g[p, j] - gc - (x[p, j] - mu) * kc) * sc
+
+
+def _planes(a, m):
+    return np.ascontiguousarray(a).reshape(-1, m)
+
+
 class Norm(Node, name="NativeBatchNormBackward0"):
     """out = (x - mean) * invstd * w + b, with (mean, invstd) given per stats group.
 
     ``sshape``: x reshaped so that the statistics reduce over ``axes`` (keepdims shapes for mean/invstd);
     ``pshape``: the broadcast shape of w and b against x; ``batch_stats``: whether mean/invstd come from x
     (training) or are constants (running statistics).
+
+    Float32 NumPy arrays take compiled kernels (``_fused_forward`` / ``_fused_grads``, one per layout: batch norm
+    here, layer and group norm below): the output in one pass, and in a plain backward the gradients in two
+    (the per-channel or per-row sums, then gx). The NumPy path below is the fallback and create_graph's
+    differentiable composition.
     """
     save = (0, 1)
     saved_names = ("input", "weight")
     saved_attrs = ("eps", "training=batch_stats", "result1=mean.reshape(-1)", "result2=invstd.reshape(-1)")
 
     def forward(self, x, w=None, b=None):
+        if _fast_norm(x, w, b, self.mean, self.invstd):
+            out = self._fused_forward(x, w, b)
+            if out is not None:
+                return out
         xr = x.reshape(self.sshape)
         out = ((xr - self.mean) * self.invstd).reshape(x.shape)
         if w is not None:
@@ -834,8 +986,30 @@ class Norm(Node, name="NativeBatchNormBackward0"):
             out += b.reshape(self.pshape)
         return out.astype(x.dtype, copy=False)
 
-    def backward(self, g):
-        x, w = self.saved_values
+    def _affine(self, mean, invstd, w, b):
+        """Per-channel (alpha, beta) = (w invstd, b - mean w invstd) in float32, as PyTorch computes them."""
+        alpha = invstd if w is None else invstd * w
+        beta = (_f32(0) if b is None else b) - mean * alpha
+        return np.ascontiguousarray(alpha, _f32).reshape(-1), np.ascontiguousarray(beta, _f32).reshape(-1)
+
+    def _fused_forward(self, x, w, b):
+        c = self.pshape[1]
+        alpha, beta = self._affine(self.mean.reshape(c), self.invstd.reshape(c), w, b)
+        return _scale_shift(x, alpha, beta, x.size // (x.shape[0] * c))
+
+    def backward(self, g, F=TENSORS):
+        x, w = F.saved(self)
+        if F is TENSORS:
+            return self._composed(g, x, w)
+        # a plain backward, on arrays: the compiled kernels where they apply, else the composition on arrays
+        if _fast_norm(g, x, w):
+            gs = self._fused_grads(g, x, w)
+            if gs is not None:
+                return gs
+        gs = self._composed(_T(g), _T(x), None if w is None else _T(w))
+        return tuple(None if t is None else t._data for t in gs)
+
+    def _composed(self, g, x, w):
         axes = self.axes
         xr = x.reshape(self.sshape)
         if self.batch_stats and _state.enabled:     # double backward: the statistics depend on x
@@ -860,18 +1034,120 @@ class Norm(Node, name="NativeBatchNormBackward0"):
             gb = g.sum(pdims).reshape(self.wshape)
         return gx, gw, gb
 
+    def _fused_grads(self, g, x, w):
+        nb, c = x.shape[:2]
+        m = x.size // (nb * c)
+        g3, x3 = _planes(g, m).reshape(nb, c, m), _planes(x, m).reshape(nb, c, m)
+        mean, invstd = self.mean.reshape(c), self.invstd.reshape(c)
+        sg, sgx = np.empty(c), np.empty(c)
+        _parallel.parallel_for(c, lambda lo, hi: _chan_grad_sums_kernel(g3, x3, lo, hi, mean, sg, sgx),
+                               _plane_grain(nb * m))
+        nf = self.next_functions
+        gx = gw = gb = None
+        if nf[0][0] is not None:
+            scale = invstd if w is None else invstd * w
+            if self.batch_stats:
+                cnt = nb * m
+                k = (sgx * invstd * invstd / cnt).astype(_f32)
+                gm = (sg / cnt).astype(_f32)
+                gx = np.empty(x.shape, _f32)
+                g2, x2, o2 = g3.reshape(-1, m), x3.reshape(-1, m), gx.reshape(-1, m)
+                _parallel.parallel_for(nb * c, lambda lo, hi: _bn_grad_kernel(
+                    g2[lo:hi], x2[lo:hi], mean, k, gm, scale, o2[lo:hi]), _plane_grain(m))
+            else:                                   # running statistics: gx = g w invstd
+                gx = g * scale.reshape(self.pshape)
+        if len(nf) > 1 and nf[1][0] is not None:
+            gw = (sgx * invstd).astype(_f32)
+        if len(nf) > 2 and nf[2][0] is not None:
+            gb = sg.astype(_f32)
+        return gx, gw, gb
+
+
+def _scale_shift(x, alpha, beta, m):
+    """x * alpha + beta per plane of ``m`` elements (alpha, beta per plane, repeating), on the pool."""
+    out = np.empty(x.shape, _f32)
+    x2, o2 = _planes(x, m), out.reshape(-1, m)
+    _parallel.parallel_for(x2.shape[0], lambda lo, hi: _scale_shift_kernel(x2[lo:hi], alpha, beta, o2[lo:hi]),
+                           _plane_grain(m))
+    return out
+
 
 class LayerNormNode(Norm, name="NativeLayerNormBackward0"):
     saved_attrs = ("normalized_shape=wshape", "result1=mean", "result2=invstd")
-    pass
+
+    def _rows(self, x):
+        n = math.prod(self.wshape)
+        return n, _planes(x, n), self.mean.reshape(-1, 1), self.invstd.reshape(-1, 1)
+
+    def _fused_forward(self, x, w, b):
+        n, x2, mean, invstd = self._rows(x)
+        # PyTorch's absent gamma and beta: 1 and 0 (so a -0 result is +0, as there)
+        w1 = np.ones(n, _f32) if w is None else np.ascontiguousarray(w).reshape(n)
+        b1 = np.zeros(n, _f32) if b is None else np.ascontiguousarray(b).reshape(n)
+        out = np.empty(x.shape, _f32)
+        o2 = out.reshape(-1, n)
+        _parallel.parallel_for(x2.shape[0], lambda lo, hi: _ln_kernel(
+            x2[lo:hi], mean[lo:hi], invstd[lo:hi], w1, b1, o2[lo:hi]), _plane_grain(n))
+        return out
+
+    def _fused_grads(self, g, x, w):
+        n, x2, mean, invstd = self._rows(x)
+        g2 = _planes(g, n)
+        w1 = np.ones(n, _f32) if w is None else np.ascontiguousarray(w).reshape(n)
+        gx = np.empty(x.shape, _f32)
+        o2 = gx.reshape(-1, n)
+        parts = []
+
+        def run(lo, hi):
+            gw, gb = np.zeros(n), np.zeros(n)
+            _ln_grad_kernel(g2[lo:hi], x2[lo:hi], mean[lo:hi], invstd[lo:hi], w1, o2[lo:hi], gw, gb)
+            parts.append((gw, gb))
+        _parallel.parallel_for(x2.shape[0], run, _plane_grain(n))
+        nf = self.next_functions
+        gw = gb = None
+        if len(nf) > 1 and nf[1][0] is not None:
+            gw = sum(p[0] for p in parts).astype(_f32).reshape(self.wshape)
+        if len(nf) > 2 and nf[2][0] is not None:
+            gb = sum(p[1] for p in parts).astype(_f32).reshape(self.wshape)
+        return (gx if nf[0][0] is not None else None), gw, gb
 
 
 class GroupNormNode(Norm, name="NativeGroupNormBackward0"):
-    pass
+    def _fused_forward(self, x, w, b):
+        nb, groups = self.sshape[:2]
+        c = x.shape[1]
+        cg = c // groups
+        mean = np.repeat(self.mean.reshape(nb, groups), cg, axis=1)     # per (n, channel)
+        invstd = np.repeat(self.invstd.reshape(nb, groups), cg, axis=1)
+        alpha, beta = self._affine(mean, invstd, w, b)
+        return _scale_shift(x, alpha, beta, x.size // (nb * c))
+
+    def _fused_grads(self, g, x, w):
+        return None
 
 
 def norm_stats(x, axes, eps):
     """(mean, invstd, biased var) over axes with keepdims, accumulated in float64 for float32 inputs."""
+    if _fast_norm(x):
+        nd = x.ndim
+        if axes == tuple(range(nd - len(axes), nd)):            # trailing dims (layer and group norm): rows
+            n = math.prod(x.shape[nd - len(axes):])
+            keep = x.shape[:nd - len(axes)] + (1,) * len(axes)
+            x2 = _planes(x, n)
+            mean, invstd = np.empty((x2.shape[0], 1), _f32), np.empty((x2.shape[0], 1), _f32)
+            var = np.empty((x2.shape[0], 1))
+            _parallel.parallel_for(x2.shape[0], lambda lo, hi: _row_stats_kernel(
+                x2[lo:hi], eps, mean[lo:hi], invstd[lo:hi], var[lo:hi]), _plane_grain(n))
+            return mean.reshape(keep), invstd.reshape(keep), var.reshape(keep)
+        if nd >= 2 and axes == (0,) + tuple(range(2, nd)):      # all but dim 1 (batch norm): channels
+            nb, c = x.shape[:2]
+            m = x.size // (nb * c)
+            x3 = _planes(x, m).reshape(nb, c, m)
+            mean, invstd, var = np.empty(c, _f32), np.empty(c, _f32), np.empty(c)
+            _parallel.parallel_for(c, lambda lo, hi: _chan_stats_kernel(x3, lo, hi, eps, mean, invstd, var),
+                                   _plane_grain(nb * m))
+            keep = (1, c) + (1,) * (nd - 2)
+            return mean.reshape(keep), invstd.reshape(keep), var.reshape(keep)
     acc = x.astype(np.float64) if x.dtype == np.float32 else x
     mean = acc.mean(axis=axes, keepdims=True)
     xc = acc - mean
