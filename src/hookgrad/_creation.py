@@ -4,13 +4,88 @@ import numbers
 
 import numpy as np
 
-from . import _array
+from . import _array, _jit, _parallel
 from . import _dtype as D
 from ._tensor import Tensor, Size, _check_device, _tname, _as_int, int_list, size_args  # noqa: F401  (parsers: _tensor)
 from .autograd.grad_mode import _state
 
 
 # ------------------------------------------------------------------------------- generators
+# The compiled path of the engine: MT19937 as NumPy's legacy RandomState runs it (mt19937_gen, mt19937_next),
+# on a copy of its state that is put back after the draw; pays for the state's round trip (~80 us) from
+# _MT_FAST_MIN words on.
+_MT_FAST_MIN = 1 << 16
+_U = np.uint64
+
+
+@_jit.kernel
+def _mt_twist(key):
+    """MT19937's regeneration of its 624-word state, in place (NumPy's mt19937_gen, its loops merged)."""
+    upper, lower, matrix_a, one = _U(0x80000000), _U(0x7fffffff), _U(0x9908b0df), _U(1)
+    for i in range(227):                 # N - M
+        y = (_U(key[i]) & upper) | (_U(key[i + 1]) & lower)
+        key[i] = _U(key[i + 397]) ^ (y >> one) ^ ((y & one) * matrix_a)
+    for i in range(227, 623):
+        y = (_U(key[i]) & upper) | (_U(key[i + 1]) & lower)
+        key[i] = _U(key[i - 227]) ^ (y >> one) ^ ((y & one) * matrix_a)
+    y = (_U(key[623]) & upper) | (_U(key[0]) & lower)
+    key[623] = _U(key[396]) ^ (y >> one) ^ ((y & one) * matrix_a)
+
+
+@_jit.kernel
+def _mt_words(key, pos, out):
+    """The engine's next ``out.size`` tempered outputs into ``out`` (uint32); ``pos[0]``: the state's position."""
+    p = pos[0]
+    i = 0
+    n = out.size
+    while i < n:
+        if p >= 624:
+            _mt_twist(key)
+            p = 0
+        m = min(624 - p, n - i)
+        for j in range(m):
+            y = _U(key[p + j])
+            y ^= y >> _U(11)
+            y ^= (y << _U(7)) & _U(0x9d2c5680)
+            y ^= (y << _U(15)) & _U(0xefc60000)
+            y ^= y >> _U(18)
+            out[i + j] = y
+        p += m
+        i += m
+    pos[0] = p
+
+
+@_jit.kernel
+def _u53_kernel(words, out):
+    """uniform_real_distribution<double>: the low 53 bits of (words[2i] << 32 | words[2i+1]), times 2^-53."""
+    scale = np.float64(2.0 ** -53)
+    for i in range(out.size):
+        hi = _U(words[2 * i]) & _U((1 << 21) - 1)
+        out[i] = np.float64((hi << _U(32)) | _U(words[2 * i + 1])) * scale
+
+
+@_jit.kernel
+def _ubits_kernel(words, out, digits):
+    """uniform_real_distribution<float / half>: the low ``digits`` bits of one word, times 2^-digits."""
+    mask = (_U(1) << _U(digits)) - _U(1)
+    scale = np.float64(1.0) / np.float64(_U(1) << _U(digits))
+    for i in range(out.size):
+        out[i] = np.float64(_U(words[i]) & mask) * scale
+
+
+@_jit.kernel
+def _box_muller16(u, out):
+    """PyTorch's normal_fill_16 on each 16 uniforms (float64): r = sqrt(-2 log(1 - u[j])), theta = 2 pi u[j + 8];
+    r cos(theta) at j, r sin(theta) at j + 8."""
+    two_pi = 2.0 * np.pi
+    for c in range(0, u.size - 15, 16):
+        for j in range(8):
+            r = np.sqrt(-2.0 * np.log(1.0 - u[c + j]))
+            th = two_pi * u[c + j + 8]
+            out[c + j] = r * np.cos(th)
+            out[c + j + 8] = r * np.sin(th)
+
+
 class Generator:
     """A random-number generator bit-compatible with PyTorch's CPU generator.
 
@@ -42,8 +117,20 @@ class Generator:
         return self._seed
 
     # raw engine outputs, as PyTorch's generator->random() / random64()
+    def _words(self, n):
+        """The engine's next ``n`` 32-bit outputs (uint32): compiled for large ``n``, else NumPy's RandomState."""
+        if n < _MT_FAST_MIN or not _jit.available():
+            return self._mt.randint(0, 2 ** 32, size=n, dtype=np.uint32)
+        st = self._mt.get_state(legacy=False)
+        pos = np.array([st["state"]["pos"]], np.int64)
+        out = np.empty(n, np.uint32)
+        _mt_words(st["state"]["key"], pos, out)
+        st["state"]["pos"] = int(pos[0])
+        self._mt.set_state(st)
+        return out
+
     def _u32(self, n):
-        return self._mt.randint(0, 2 ** 32, size=n, dtype=np.uint32).astype(np.uint64)
+        return self._words(n).astype(np.uint64)
 
     def _u64(self, n):
         r = self._u32(2 * n)
@@ -51,9 +138,17 @@ class Generator:
 
     def _uniform01(self, n, npdt):
         """uniform_real_distribution: the low mantissa-digits bits of one draw, scaled (in float64)."""
-        if npdt == np.float64:
+        digits = 53 if npdt == np.float64 else 11 if npdt == np.float16 else 24
+        if n >= _MT_FAST_MIN // 2 and _jit.available():
+            words = self._words(2 * n if digits == 53 else n)
+            out = np.empty(n)
+            if digits == 53:
+                _parallel.parallel_for(n, lambda lo, hi: _u53_kernel(words[2 * lo:2 * hi], out[lo:hi]), 1 << 17)
+            else:
+                _parallel.parallel_for(n, lambda lo, hi: _ubits_kernel(words[lo:hi], out[lo:hi], digits), 1 << 17)
+            return out
+        if digits == 53:
             return (self._u64(n) & np.uint64((1 << 53) - 1)).astype(np.float64) * 2.0 ** -53
-        digits = 11 if npdt == np.float16 else 24
         return (self._u32(n) & np.uint64((1 << digits) - 1)).astype(np.float64) * 2.0 ** -digits
 
     def _normal(self, n, npdt, mean=0.0, std=1.0):
@@ -66,7 +161,11 @@ class Generator:
             u = self._uniform01(n, npdt).astype(npdt).astype(np.float64)
             m = n // 16 * 16
             out = np.empty(n)
-            out[:m] = fill16(u[:m].reshape(-1, 16)).reshape(-1)
+            if _jit.available():
+                _parallel.parallel_for(m // 16, lambda lo, hi: _box_muller16(u[16 * lo:16 * hi], out[16 * lo:16 * hi]),
+                                       1 << 12)
+            else:
+                out[:m] = fill16(u[:m].reshape(-1, 16)).reshape(-1)
             if n % 16:
                 out[n - 16:] = fill16(self._uniform01(16, npdt).astype(npdt).astype(np.float64).reshape(1, 16))
             return out * std + mean

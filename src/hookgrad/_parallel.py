@@ -95,7 +95,7 @@ def _blas_set(n):
 
 # ------------------------------------------------------------------------------------------------ the pool
 class _Pool:
-    """Worker threads that take (fn, lo, hi, batch) tasks from one queue; the caller runs a share itself."""
+    """Worker threads that take batches from one queue and help run their chunks."""
 
     def __init__(self):
         import queue
@@ -112,29 +112,40 @@ class _Pool:
     def _work(self):
         _local.in_pool = True
         while True:
-            fn, lo, hi, batch = self.tasks.get()
-            batch.run(fn, lo, hi)
+            self.tasks.get().work()
 
 
 class _Batch:
-    """The chunks of one parallel_for: counts them down; the first error is re-raised in the caller."""
+    """The chunks of one parallel_for. Every thread that works on it (the caller first, then the workers
+    that the queue wakes) claims the next chunk until none is left, so the caller never waits for a worker
+    that the OS has not scheduled yet; it waits only for chunks already running. The first error is kept
+    and re-raised in the caller."""
 
-    def __init__(self, n):
-        self.left = n
+    def __init__(self, fn, bounds):
+        self.fn, self.bounds = fn, bounds
+        self.next = 0
+        self.left = len(bounds) - 1
         self.error = None
         self.lock = threading.Lock()
         self.done = threading.Event()
 
-    def run(self, fn, lo, hi):
-        try:
-            fn(lo, hi)
-        except BaseException as e:      # carried to the caller, which raises it
-            self.error = self.error or e
-        with self.lock:
-            self.left -= 1
-            last = self.left == 0
-        if last:
-            self.done.set()
+    def work(self):
+        fn, bounds, lock = self.fn, self.bounds, self.lock
+        while True:
+            with lock:
+                i = self.next
+                if i >= len(bounds) - 1:
+                    return
+                self.next = i + 1
+            try:
+                fn(bounds[i], bounds[i + 1])
+            except BaseException as e:      # carried to the caller, which raises it
+                self.error = self.error or e
+            with lock:
+                self.left -= 1
+                last = self.left == 0
+            if last:
+                self.done.set()
 
 
 _local = threading.local()
@@ -169,13 +180,12 @@ def parallel_for(n, fn, grain=1 << 15):
     if _pool is None:
         _pool = _Pool()
     _pool.grow(k - 1)
-    bounds = [n * i // k for i in range(k + 1)]
-    batch = _Batch(k)
-    for i in range(1, k):
-        _pool.tasks.put((fn, bounds[i], bounds[i + 1], batch))
+    batch = _Batch(fn, [n * i // k for i in range(k + 1)])
+    for _ in range(k - 1):
+        _pool.tasks.put(batch)
     _local.in_pool = True               # the caller's share: nested parallel_for calls run inline
     try:
-        batch.run(fn, bounds[0], bounds[1])
+        batch.work()
     finally:
         _local.in_pool = False
     batch.done.wait()

@@ -11,6 +11,9 @@ from collections import defaultdict
 from copy import deepcopy
 from itertools import chain
 
+import numpy as np
+
+from .. import _jit, _parallel
 from .._array import array_module, default_module
 from .._tensor import Tensor, _zero_grad
 from .. import _dtype as D
@@ -165,6 +168,28 @@ def _lerp_(t, end, weight):              # PyTorch's two-branch lerp formula
 
 def _add_scalar(arr, other, alpha):      # out-of-place grad.add(other, alpha=alpha)
     return arr + arr.dtype.type(alpha) * other
+
+
+# ---- fused steps: one compiled pass over a parameter's elements ----------------------------------------
+def _fused(k, outs, ins, *scalars, grain=1 << 18):
+    """Run the compiled step kernel ``k(*outs, *ins, *scalars)`` of an algorithm (``outs``: the arrays it
+    updates in place, the parameter first; ``ins``: arrays it reads; all flat views) over chunks of the
+    parameter's elements on the pool. Applies when the compiled path does (float32 NumPy arrays) and every
+    updated array is C-contiguous and writeable; returns whether it ran (else the caller's NumPy path runs).
+    The caller bumps the versions as PyTorch's in-place ops would."""
+    if not _jit.fast(*outs, *ins):
+        return False
+    for a in outs:
+        flags = a.flags
+        if not (flags.c_contiguous and flags.writeable):
+            return False
+    flat = [a.reshape(-1) for a in outs] + [np.ascontiguousarray(a).reshape(-1) for a in ins]
+    n = flat[0].size
+    if n < 2 * grain:               # memory-bound: small parameters are not worth the pool's ~35 us
+        k(*flat, *scalars)
+    else:
+        _parallel.parallel_for(n, lambda lo, hi: k(*[f[lo:hi] for f in flat], *scalars), grain)
+    return True
 
 
 class Optimizer:

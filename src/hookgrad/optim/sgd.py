@@ -1,8 +1,27 @@
 """SGD with momentum, dampening, Nesterov, weight decay and maximize (PyTorch's for-loop algorithm)."""
+import numpy as np
+
+from .._jit import kernel
 from .._tensor import Tensor
-from .optimizer import Optimizer, _use_grad_for_differentiable, _to_float, _add_, _mul_, _add_scalar
+from .optimizer import Optimizer, _use_grad_for_differentiable, _to_float, _add_, _mul_, _add_scalar, _bump, _fused
 
 __all__ = ["SGD"]
+
+
+@kernel
+def _sgd_kernel(p, buf, g, neg_lr, wd, momentum, keep, nesterov, maximize, first):
+    """One SGD step in float32, in the order of PyTorch's single-tensor loop: ``d = -g`` (maximize),
+    ``d += wd * p``, ``buf = d`` (first step) or ``buf = buf * momentum + keep * d``, ``d += momentum * buf``
+    (nesterov) or ``d = buf``, ``p += neg_lr * d``. ``momentum == 0``: no buffer (``buf`` is not touched)."""
+    for i in range(p.size):
+        d = -g[i] if maximize else g[i]
+        if wd != 0:
+            d = d + wd * p[i]
+        if momentum != 0:
+            b = d if first else buf[i] * momentum + keep * d
+            buf[i] = b
+            d = d + momentum * b if nesterov else b
+        p[i] = p[i] + neg_lr * d
 
 
 class SGD(Optimizer):
@@ -30,10 +49,14 @@ class SGD(Optimizer):
         for group in self.param_groups:
             lr, wd, momentum = _to_float(group["lr"]), group["weight_decay"], group["momentum"]
             dampening, nesterov = group["dampening"], group["nesterov"]
+            f32 = np.float32
+            scalars = (f32(-lr), f32(wd), f32(momentum), f32(1 - dampening), bool(nesterov), bool(group["maximize"]))
             for p in group["params"]:
                 if p._grad is None:
                     continue
                 g = p._grad._data
+                if self._fused_step(p, g, momentum, scalars):
+                    continue
                 if group["maximize"]:
                     g = -g
                 if wd != 0:
@@ -49,3 +72,23 @@ class SGD(Optimizer):
                     g = _add_scalar(g, buf._data, momentum) if nesterov else buf._data
                 _add_(p, g, -lr)
         return loss
+
+    def _fused_step(self, p, g, momentum, scalars):
+        """The step of one parameter as one compiled pass (float32); False where the NumPy path must run."""
+        a = p._data
+        if momentum == 0:
+            if not _fused(_sgd_kernel, (a, a), (g,), *scalars, False):
+                return False
+        else:
+            state = self.state[p]
+            buf = state.get("momentum_buffer")
+            first = buf is None
+            b = np.empty_like(a) if first else buf._data
+            if not _fused(_sgd_kernel, (a, b), (g,), *scalars, first):
+                return False
+            if first:
+                state["momentum_buffer"] = Tensor._make(b)
+            else:
+                buf._vc[0] += 2           # buf.mul_(momentum).add_(d, alpha=1 - dampening)
+        _bump(p)
+        return True

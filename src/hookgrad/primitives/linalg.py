@@ -11,6 +11,7 @@ from ..autograd.grad_mode import _state
 from .._errors import broadcast_error
 from . import shape as _shape
 from .._array import array_module
+from .. import _parallel
 
 _new = object.__new__
 
@@ -69,6 +70,22 @@ class Mm(Node, name="MmBackward0"):
         return (F.mm(g, F.t(b)) if nf[0][0] is not None else None), gb
 
 
+def batched_matmul(a, b):
+    """np.matmul; a batch of products of NumPy float arrays (bmm's [n, i, k] @ [n, k, j]) is split over the
+    pool (``_parallel``), each chunk one np.matmul into its slice of the result: the same products, on every
+    core (BLAS runs a small product on one thread)."""
+    if type(a) is np.ndarray and type(b) is np.ndarray and a.ndim == 3 == b.ndim and a.dtype == b.dtype \
+            and a.dtype.kind == "f" and a.shape[0] == b.shape[0] > 1:
+        n, i, k = a.shape
+        j = b.shape[2]
+        grain = max(1, (1 << 21) // max(1, 2 * i * k * j))       # ~2 MFLOP (~100 us) per chunk at least
+        if _parallel.chunks(n, grain) > 1 and b.shape[1] == k:
+            out = np.empty((n, i, j), a.dtype)
+            _parallel.parallel_for(n, lambda lo, hi: np.matmul(a[lo:hi], b[lo:hi], out=out[lo:hi]), grain)
+            return out
+    return np.matmul(a, b)
+
+
 class Matmul(Node, name="MatmulBackward0"):
     """The gradient shared by mv, dot and bmm (operands of any rank >= 1). matmul itself is composed
     of these, as in PyTorch (see ``matmul``)."""
@@ -82,7 +99,7 @@ class Matmul(Node, name="MatmulBackward0"):
     def forward(self, a, b):
         if a.dtype.kind == "c":
             self._cx = True
-        return np.matmul(a, b)
+        return batched_matmul(a, b)
 
     def _ranks1(self, a, b):
         """Are the operands vectors? (an operand is None when it was not saved: its shape is in _in_meta)"""
@@ -105,14 +122,15 @@ class Matmul(Node, name="MatmulBackward0"):
             gg = F.unsqueeze(gg, -1)
         # PyTorch computes the formulas in alphabetical order of the inputs' names: bmm's mat2 before self;
         # each is summed over broadcast batch dims before the next is computed (a create_graph graph's order)
+        matmul_ = batched_matmul if type(g) is np.ndarray else F.matmul     # arrays: on the pool
         for k in ((1, 0) if self._rhs_first else (0, 1)):
             if k == 0 and nf[0][0] is not None:
-                ga = F.matmul(gg, F.transpose(bb, -1, -2))
+                ga = matmul_(gg, F.transpose(bb, -1, -2))
                 if a1:
                     ga = F.squeeze(ga, -2)
                 ga = F.sum_to(ga, self._in_meta[0][0])
             if k == 1 and nf[1][0] is not None:
-                gb = F.matmul(F.transpose(aa, -1, -2), gg)
+                gb = matmul_(F.transpose(aa, -1, -2), gg)
                 if b1:
                     gb = F.squeeze(gb, -1)
                 gb = F.sum_to(gb, self._in_meta[1][0])
@@ -192,7 +210,7 @@ def matmul(input, other):
             return matmul(input.squeeze(0), other)
         if bb[0] == 1 and other.requires_grad:
             return matmul(input, other.squeeze(0))
-    batch = _infer_size(ba, bb)
+    batch = ba if ba == bb else _infer_size(ba, bb)
     nb = math.prod(batch)
     a3 = input.expand(batch + (n, m1)).reshape(nb, n, m1)
     if db == 1:

@@ -15,6 +15,8 @@ from ..autograd.graph import Node
 from ..autograd.formulas import TENSORS
 from ..autograd.grad_mode import _state
 from .._array import array_module
+from .._jit import fast, rows
+from ._kernels import kernel, exp32, _f32
 
 
 def _T(a):
@@ -36,18 +38,57 @@ def _zero_grad(node, i, like):
 
 
 # ------------------------------------------------------------------------------ softmax
+@kernel
+def _softmax_rows(x, out):
+    """Each row: exp(x - max) times 1 / sum, as PyTorch's vectorised last-dim kernel (a row with NaN, or one
+    all -inf, is NaN)."""
+    n = x.shape[1]
+    for r in range(x.shape[0]):
+        m = _f32(-np.inf)
+        for j in range(n):
+            m = max(m, x[r, j])         # (NaN need not win here: it makes the sum NaN)
+        s = _f32(0)
+        for j in range(n):
+            e = exp32(x[r, j] - m)
+            out[r, j] = e
+            s += e
+        inv = _f32(1) / s
+        for j in range(n):
+            out[r, j] *= inv
+
+
+@kernel
+def _softmax_grad_rows(g, y, out):
+    """Each row: y (g - sum(g y)), PyTorch's softmax_backward_data."""
+    n = g.shape[1]
+    for r in range(g.shape[0]):
+        d = _f32(0)
+        for j in range(n):
+            d += g[r, j] * y[r, j]
+        for j in range(n):
+            out[r, j] = y[r, j] * (g[r, j] - d)
+
+
 class Softmax(Node, name="SoftmaxBackward0"):
     save = (-1,)
     saved_names = ("result",)
     saved_attrs = ("dim",)
 
     def forward(self, x):
+        if fast(x) and x.size and self.dim == x.ndim - 1:
+            out = np.empty(x.shape, x.dtype)
+            return rows(_softmax_rows, x, outs=(out,))[0]
+        if not x.size:          # (NumPy's max refuses an empty row)
+            return array_module(x).empty_like(x)
         e = np.exp(x - x.max(axis=self.dim, keepdims=True))
         e /= e.sum(axis=self.dim, keepdims=True)
         return e
 
     def backward(self, g, F=TENSORS):
         (y,) = F.saved(self)
+        if fast(g, y) and g.shape == y.shape and g.size and self.dim == g.ndim - 1:     # arrays: a plain backward
+            out = np.empty(g.shape, g.dtype)
+            return rows(_softmax_grad_rows, g, outs=(y, out))[1]     # y rides along row by row, read only
         gy = g * y
         return gy - y * F.sum(gy, self.dim, True)
 
@@ -58,6 +99,8 @@ class LogSoftmax(Node, name="LogSoftmaxBackward0"):
     saved_attrs = ("dim",)
 
     def forward(self, x):
+        if not x.size:
+            return array_module(x).empty_like(x)
         s = x - x.max(axis=self.dim, keepdims=True)
         s -= np.log(np.exp(s).sum(axis=self.dim, keepdims=True))
         return s
@@ -117,13 +160,19 @@ def _prod(v):
 
 
 def _pad_spatial(x, p, fill=0):
+    """x with its last len(p) // 2 dims padded by p (before, after per dim) with ``fill``; x itself when p is
+    all zero. (A fill and one slice assignment: np.pad is several times slower.)"""
     if not any(p):
         return x
-    return np.pad(x, ((0, 0),) * (x.ndim - len(p) // 2) + tuple(zip(p[::2], p[1::2])), constant_values=fill)
+    nd = len(p) // 2
+    lead, sp = x.shape[:x.ndim - nd], x.shape[x.ndim - nd:]
+    out = array_module(x).full(lead + tuple(sp[i] + p[2 * i] + p[2 * i + 1] for i in range(nd)), fill, x.dtype)
+    out[(Ellipsis,) + tuple(slice(p[2 * i], p[2 * i] + sp[i]) for i in range(nd))] = x
+    return out
 
 
 def _im2col(x, k, s, p, d):
-    """x (N, C, *S) -> columns (N, C*prod(k), prod(O)) and the output grid O."""
+    """x (N, C, *S) -> columns (N, C*prod(k), prod(O)) and the output grid O (unfold's layout)."""
     x = _pad_spatial(x, p)
     n, c, sp = x.shape[0], x.shape[1], x.shape[2:]
     o = tuple((sp[i] - d[i] * (k[i] - 1) - 1) // s[i] + 1 for i in range(len(k)))
@@ -133,50 +182,158 @@ def _im2col(x, k, s, p, d):
     return win.reshape(n, c * _prod(k), _prod(o)), o
 
 
-def _wide_cols(x, k, p, d):
-    """Stride-1 im2col over the flattened padded image: the column of a kernel offset is one contiguous
-    run of that image shifted by the offset's flat position, so the copy moves long runs instead of
-    short rows (2-3x faster). The column grid is O[0] x P[1:] ("wide", P the padded sizes): the entries
-    past O[i] in the later dims are junk that the forward crops and the adjoints feed zeros into.
-    Returns (cols (N, C*prod(k), prod(grid)), O, grid)."""
+from .. import _parallel  # noqa: E402
+from .._jit import fast, kernel  # noqa: E402
+
+_GRAIN = 1 << 18        # elements moved by one pool chunk at least (~100 us of strided copying)
+
+
+def _blocks(n, c, per, fn):
+    """``fn(n0, n1, c0, c1)`` over blocks of the images or of the channels, whichever are more, on the pool
+    (``_parallel``); ``per``: elements moved per image and channel. Each block writes only its own part."""
+    if c >= n:
+        _parallel.parallel_for(c, lambda lo, hi: fn(0, n, lo, hi), max(1, _GRAIN // max(1, per * n)))
+    else:
+        _parallel.parallel_for(n, lambda lo, hi: fn(lo, hi, 0, c), max(1, _GRAIN // max(1, per * c)))
+
+
+_MNK_ONE = 1 << 18      # OpenBLAS runs a GEMM of at most this many multiply-adds on the calling thread alone
+_MNK_SMALL = 1 << 23    # below this, waking BLAS threads costs more than they save (far more on a busy machine)
+
+
+def _mm(a, b):
+    """a @ b (2-d). A small product goes in pieces that BLAS runs on the calling thread (columns, or slices of
+    the inner dim summed in order), as the per-image products of small convolutions did."""
+    m, k, n = a.shape[0], a.shape[1], b.shape[1]
+    mnk = m * k * n
+    if mnk <= _MNK_ONE or mnk >= _MNK_SMALL or _parallel.get_num_threads() == 1:
+        return np.matmul(a, b)
+    if n >= k:
+        step = max(1, _MNK_ONE // max(1, m * k))
+        out = array_module(a).empty((m, n), np.result_type(a, b))
+        for j in range(0, n, step):
+            np.matmul(a, b[:, j:j + step], out=out[:, j:j + step])
+        return out
+    step = max(1, _MNK_ONE // max(1, m * n))
+    out = np.matmul(a[:, :step], b[:step])
+    for j in range(step, k, step):
+        out += np.matmul(a[:, j:j + step], b[j:j + step])
+    return out
+
+
+def _columns(x, k, s, p, d, outc=1):
+    """im2col in the batch layout: x (N, C, *S) -> columns (C*prod(k), N*prod(grid)), the images side by side,
+    so that one GEMM covers the batch (N GEMMs are slow when an image has few output positions, and the
+    weight gradient becomes one product instead of N and a sum). Filled on the pool by blocks of images or
+    channels. Returns (cols, O, grid).
+
+    With stride 1 and a kernel > 1 the columns are "wide" when their junk costs the GEMM (``outc`` output
+    channels per column) less than the copy saves (junk fraction x outc <= 12): the column of a kernel offset is
+    one contiguous run of the flattened padded image shifted by the offset's flat position, so the copy moves
+    long runs instead of short rows (2-3x faster). The grid is then O[0] x P[1:] (P the padded sizes): the
+    entries past O[i] in the later dims are junk that the forward crops and the adjoints feed zeros into."""
     n, c, sp = x.shape[0], x.shape[1], x.shape[2:]
     nd = len(k)
     ps = tuple(sp[i] + p[2 * i] + p[2 * i + 1] for i in range(nd))
-    o = tuple(ps[i] - d[i] * (k[i] - 1) for i in range(nd))
+    o = tuple((ps[i] - d[i] * (k[i] - 1) - 1) // s[i] + 1 for i in range(nd))
     grid = o[:1] + ps[1:]
-    es = tuple(_prod(ps[i + 1:]) for i in range(nd))          # flat element strides of the padded image
-    size = _prod(ps)
-    flat = array_module(x).zeros((n, c, size + sum(d[i] * (k[i] - 1) * es[i] for i in range(1, nd))), x.dtype)
-    flat[:, :, :size].reshape((n, c) + ps)[(Ellipsis,) + tuple(slice(p[2 * i], p[2 * i] + sp[i])
-                                                                for i in range(nd))] = x
-    sn, sc, se = flat.strides
-    win = as_strided(flat, (n, c) + tuple(k) + (_prod(grid),), (sn, sc) + tuple(d[i] * es[i] * se for i in range(nd))
-                     + (se,), subok=True, writeable=False)
-    return win.reshape(n, c * _prod(k), _prod(grid)), o, grid
+    wide = all(v == 1 for v in s) and any(v != 1 for v in k) and (_prod(grid) - _prod(o)) * outc <= 12 * _prod(o)
+    if not wide:
+        grid = o
+    xp = array_module(x)
+    cols = xp.empty((c * _prod(k), n * _prod(grid)), x.dtype)
+    dst = cols.reshape((c,) + tuple(k) + (n,) + grid)
+    perm = (1,) + tuple(range(2, 2 + nd)) + (0,) + tuple(range(2 + nd, 2 + 2 * nd))    # win -> dst axes
+    inner = tuple(slice(p[2 * i], p[2 * i] + sp[i]) for i in range(nd))
+
+    def fill(n0, n1, c0, c1):
+        xs = x[n0:n1, c0:c1]
+        if wide:
+            es = tuple(_prod(ps[i + 1:]) for i in range(nd))          # flat element strides of the padded image
+            size = _prod(ps)
+            flat = xp.zeros(xs.shape[:2] + (size + sum(d[i] * (k[i] - 1) * es[i] for i in range(1, nd)),), x.dtype)
+            flat[:, :, :size].reshape(xs.shape[:2] + ps)[(Ellipsis,) + inner] = xs
+            sn, sc, se = flat.strides
+            win = as_strided(flat, xs.shape[:2] + tuple(k) + grid, (sn, sc) + tuple(d[i] * es[i] * se for i in range(nd))
+                             + tuple(es[i] * se for i in range(nd)), subok=True, writeable=False)
+        else:
+            xpd = _pad_spatial(xs, p)
+            st = xpd.strides
+            win = as_strided(xpd, xs.shape[:2] + tuple(k) + o, st[:2] + tuple(st[2 + i] * d[i] for i in range(nd)) +
+                             tuple(st[2 + i] * s[i] for i in range(nd)), subok=True, writeable=False)
+        dst[(slice(c0, c1),) + (slice(None),) * nd + (slice(n0, n1),)] = win.transpose(perm)
+
+    _blocks(n, c, _prod(k) * _prod(grid), fill)
+    return cols, o, grid
 
 
-def _columns(x, k, s, p, d):
-    """im2col by the faster layout for this geometry: (cols, O, the column grid)."""
-    if all(v == 1 for v in s) and any(v != 1 for v in k):
-        return _wide_cols(x, k, p, d)
-    cols, o = _im2col(x, k, s, p, d)
-    return cols, o, o
+def _images(y, osz, b=None, out=None):
+    """The GEMM's (O, N, *grid) -> the images' (N, O, *osz) (into ``out`` when given): cropped to osz (wide
+    grids), the bias added on the way, on the pool."""
+    o, n = y.shape[0], y.shape[1]
+    bb = None if b is None else b.reshape((o,) + (1,) * len(osz))
+    if out is None and n == 1 and tuple(y.shape[2:]) == tuple(osz):     # a view of the GEMM's fresh result
+        out = y.reshape((1, o) + tuple(osz))
+        if bb is not None:
+            out += bb
+        return out
+    src = y[_crop(osz)].swapaxes(0, 1)
+    if out is None:
+        out = array_module(y).empty((n, o) + tuple(osz), y.dtype)
+
+    def part(n0, n1, c0, c1):
+        if bb is None:
+            out[n0:n1, c0:c1] = src[n0:n1, c0:c1]
+        else:
+            np.add(src[n0:n1, c0:c1], bb[c0:c1], out=out[n0:n1, c0:c1])
+
+    _blocks(n, o, _prod(osz), part)
+    return out
 
 
-def _col2im(cols, shape, k, s, p, d, o):
-    """Adjoint of _im2col: sum the columns back into an (N, C, *S) image (one slice-add per offset)."""
-    n, c, sp = shape[0], shape[1], shape[2:]
+def _batched(y, grid):
+    """The images' (N, O, *osz) -> (O, N*prod(grid)), the columns' layout (zeros in a wide grid's junk), on the
+    pool: the inverse of _images."""
+    n, o, osz = y.shape[0], y.shape[1], tuple(y.shape[2:])
+    if n == 1 and osz == tuple(grid):
+        return y.reshape(o, -1)
+    xp = array_module(y)
+    yb = (xp.empty if osz == tuple(grid) else xp.zeros)((o, n) + tuple(grid), y.dtype)
+    dst = yb[_crop(osz)]
+
+    def part(n0, n1, c0, c1):
+        dst[c0:c1, n0:n1] = y[n0:n1, c0:c1].swapaxes(0, 1)
+
+    _blocks(n, o, _prod(osz), part)
+    return yb.reshape(o, -1)
+
+
+def _col2im(cols, shape, k, s, p, d, o, batch=False):
+    """Adjoint of im2col: sum the columns back into an (N, C, *S) image, one slice-add per kernel offset, on the
+    pool by blocks of images or channels. ``cols``: (N, C*prod(k), prod(o)) (unfold's layout), or with
+    ``batch`` (C*prod(k), N*prod(o)) (_columns' layout, no junk)."""
+    n, c, sp = shape[0], shape[1], tuple(shape[2:])
     nd = len(k)
     xp = array_module(cols)
     out = xp.zeros((n, c) + tuple(sp[i] + p[2 * i] + p[2 * i + 1] for i in range(nd)), cols.dtype)
-    cols = cols.reshape((n, c) + tuple(k) + tuple(o))
+    cv = cols.reshape(((c,) + tuple(k) + (n,) if batch else (n, c) + tuple(k)) + tuple(o))
     ext = tuple(s[i] * (o[i] - 1) + 1 for i in range(nd))
-    for off in np.ndindex(*k):
-        out[(Ellipsis,) + tuple(slice(off[i] * d[i], off[i] * d[i] + ext[i], s[i]) for i in range(nd))] += \
-            cols[(slice(None), slice(None)) + off]
-    if any(p):
-        out = xp.ascontiguousarray(out[(Ellipsis,) + tuple(slice(p[2 * i], p[2 * i] + sp[i]) for i in range(nd))])
-    return out
+    res = xp.empty((n, c) + sp, cols.dtype) if any(p) else out
+    inner = (Ellipsis,) + tuple(slice(p[2 * i], p[2 * i] + sp[i]) for i in range(nd))
+
+    def part(n0, n1, c0, c1):
+        blk = out[n0:n1, c0:c1]
+        for off in np.ndindex(*k):
+            if batch:
+                src = cv[(slice(c0, c1),) + off + (slice(n0, n1),)].swapaxes(0, 1)
+            else:
+                src = cv[(slice(n0, n1), slice(c0, c1)) + off]
+            blk[(Ellipsis,) + tuple(slice(off[i] * d[i], off[i] * d[i] + ext[i], s[i]) for i in range(nd))] += src
+        if res is not out:
+            res[n0:n1, c0:c1] = blk[inner]
+
+    _blocks(n, c, _prod(k) * _prod(o), part)
+    return res
 
 
 def _crop(o):
@@ -184,40 +341,47 @@ def _crop(o):
     return (Ellipsis,) + tuple(slice(0, v) for v in o[1:])
 
 
-def _conv(x, w, b, s, p, d, g):
-    """Convolution of arrays (N, C, *S) * (O, C/g, *k): one batched GEMM over the columns.
-    Returns (out, cols, grid): the columns and their grid, which the weight gradient reuses."""
-    n, o = x.shape[0], w.shape[0]
-    cols, osz, grid = _columns(x, w.shape[2:], s, p, d)
-    if g == 1:
-        out = np.matmul(w.reshape(o, -1), cols)
-    else:
-        out = np.matmul(w.reshape(g, o // g, -1), cols.reshape(n, g, -1, cols.shape[-1]))
-    out = out.reshape((n, o) + grid)
-    bshape = (o,) + (1,) * len(osz)
-    if grid != osz:  # crop the junk columns, adding the bias on the way
-        res = array_module(out).empty((n, o) + osz, out.dtype)
-        if b is None:
-            np.copyto(res, out[_crop(osz)])
+_BLOCK_BYTES = 8 << 20       # the columns of one block of images, when they need not be kept: cache-sized
+
+
+def _conv(x, w, b, s, p, d, g, keep=True):
+    """Convolution of arrays (N, C, *S) * (O, C/g, *k): one GEMM (per group) over the batch's columns.
+    Returns (out, cols, grid): the columns and their grid, which the weight gradient reuses. Unless ``keep``,
+    the images go through in blocks whose columns stay in the cache (cols and grid are then None)."""
+    n, o, k = x.shape[0], w.shape[0], w.shape[2:]
+    nb = max(n, 1) if keep else max(1, _BLOCK_BYTES // max(1, x.itemsize * x.shape[1] * _prod(k) * _prod(x.shape[2:])))
+    out = None
+    for n0 in range(0, max(n, 1), nb):
+        cols, osz, grid = _columns(x[n0:n0 + nb], k, s, p, d, o)
+        if g == 1:
+            y = _mm(w.reshape(o, -1), cols)
         else:
-            np.add(out[_crop(osz)], b.reshape(bshape), out=res)
-        return res, cols, grid
-    if b is not None:
-        out += b.reshape(bshape)
-    return out, cols, grid
+            y = np.matmul(w.reshape(g, o // g, -1), cols.reshape(g, -1, cols.shape[-1]))
+        y = y.reshape((o, -1) + grid)
+        if nb >= n:
+            return _images(y, osz, b), (cols if keep else None), (grid if keep else None)
+        if out is None:
+            out = array_module(x).empty((n, o) + osz, x.dtype)
+        _images(y, osz, b, out[n0:n0 + nb])
+    return out, None, None
 
 
 def _conv_weight(x, y, ws, s, p, d, g, cols=None, grid=None):
-    """d<y, conv(x, w)>/dw: the columns of x (reused from the forward when given) against y."""
+    """d<y, conv(x, w)>/dw: the columns of x (reused from the forward when given) against y, one GEMM (per
+    group) whose inner dimension runs over every image's output positions."""
     if cols is None:
-        cols, _, grid = _columns(x, ws[2:], s, p, d)
-    n, o, osz = y.shape[0], y.shape[1], y.shape[2:]
-    if grid != osz:  # zeros against the junk columns
-        yw = array_module(y).zeros((n, o) + grid, y.dtype)
-        yw[_crop(osz)] = y
-        y = yw
-    gw = np.matmul(y.reshape(n, g, o // g, -1), cols.reshape(n, g, -1, cols.shape[-1]).transpose(0, 1, 3, 2))
-    return gw.sum(0).reshape(ws)
+        cols, _, grid = _columns(x, ws[2:], s, p, d, ws[0])
+    o, osz = y.shape[1], tuple(y.shape[2:])
+    if tuple(grid) != osz:  # NOTE: junk columns hold image values (inf, NaN): zeroed, or 0 * inf makes NaN
+        cv, nd = cols.reshape(cols.shape[:1] + (-1,) + tuple(grid)), len(osz)
+        for i in range(1, nd):
+            cv[(Ellipsis, slice(osz[i], None)) + (slice(None),) * (nd - 1 - i)] = 0
+    yb = _batched(y, grid)
+    if g == 1:
+        gw = _mm(yb, cols.T)
+    else:
+        gw = np.matmul(yb.reshape(g, o // g, -1), cols.reshape(g, -1, cols.shape[-1]).swapaxes(1, 2))
+    return gw.reshape(ws)
 
 
 def _conv_transpose(y, w, out_sz, s, p, d, g):
@@ -234,12 +398,13 @@ def _conv_transpose(y, w, out_sz, s, p, d, g):
             pads += [lo, out_sz[i] - osz[i] - lo + ek]
         if min(pads) >= 0:
             wt = w.reshape((g, o // g, cg) + k).swapaxes(1, 2).reshape((g * cg, o // g) + k)
-            return _conv(y, wt[(Ellipsis,) + (slice(None, None, -1),) * nd], None, s, tuple(pads), d, g)[0]
+            return _conv(y, wt[(Ellipsis,) + (slice(None, None, -1),) * nd], None, s, tuple(pads), d, g, False)[0]
+    yb = _batched(y, tuple(osz))
     if g == 1:
-        cols = np.matmul(w.reshape(o, -1).T, y.reshape(n, o, -1))
+        cols = _mm(w.reshape(o, -1).T, yb)
     else:
-        cols = np.matmul(w.reshape(g, o // g, -1).transpose(0, 2, 1), y.reshape(n, g, o // g, -1))
-    return _col2im(cols, (n, cg * g) + tuple(out_sz), k, s, p, d, osz)
+        cols = np.matmul(w.reshape(g, o // g, -1).swapaxes(1, 2), yb.reshape(g, o // g, -1))
+    return _col2im(cols, (n, cg * g) + tuple(out_sz), k, s, p, d, osz, batch=True)
 
 
 # --------------------------------------------------------------------------- convolution
@@ -280,8 +445,10 @@ class Conv(_ConvBase, name="ConvolutionBackward0"):
     _cols_cache = None
 
     def forward(self, x, w, b=None):
-        out, cols, grid = _conv(x, w, b, *self._args())
-        self._cols_cache = (x, cols, grid)
+        keep = _state.enabled           # the columns, for the weight gradient (none without grad mode)
+        out, cols, grid = _conv(x, w, b, *self._args(), keep)
+        if keep:
+            self._cols_cache = (x, cols, grid)
         return out
 
     def backward(self, gy):
@@ -378,8 +545,20 @@ class _PoolGeo(Node):
     def _padded(self, x, fill):
         return _pad_spatial(x, self.pads, fill)
 
+    def _blocks(self, n, per, fn):
+        """``fn(lo, hi)`` over cache-sized blocks of the first dim (``per`` elements each), spread on the pool.
+        Each block writes only its own part of the results."""
+        step = max(1, (1 << 18) // max(1, per))
+
+        def run(lo, hi):
+            for b in range(lo, hi, step):
+                fn(b, min(b + step, hi))
+
+        _parallel.parallel_for(n, run, max(1, _GRAIN // max(1, per)))
+
     def _scatter(self, parts, like):
-        """Sum per-offset (N, C, *O) arrays ``parts(k, out_view)`` back into the (unpadded) input shape.
+        """Sum per-offset (N, C, *O) arrays ``parts(k, out_view, lo, hi)`` (of the entries lo..hi of the first
+        dim) back into the (unpadded) input shape, by blocks of the first dim on the pool.
 
         Without overlap (stride >= window extent) each offset writes its own pixels: parts() fills the strided
         view in place (no temporary, no add); otherwise the parts are added. ``like``: the array whose shape,
@@ -391,14 +570,21 @@ class _PoolGeo(Node):
         disjoint = all(s[i] >= d[i] * (k[i] - 1) + 1 for i in range(nd))
         tiled = disjoint and all(s[i] == k[i] and d[i] == 1 and full[i - nd] == o[i] * s[i] for i in range(nd))
         out = xp.empty(full, dtype) if tiled else xp.zeros(full, dtype)
-        for n, sl in self._slices():
-            if disjoint:
-                parts(n, out[sl])
-            else:
-                out[sl] += parts(n, None)
-        if any(p):
-            out = xp.ascontiguousarray(out[(Ellipsis,) + tuple(slice(p[2 * i], p[2 * i] + sz[i]) for i in range(nd))])
-        return out
+        res = xp.empty(shape[:-nd] + tuple(sz), dtype) if any(p) else out
+        crop = (Ellipsis,) + tuple(slice(p[2 * i], p[2 * i] + sz[i]) for i in range(nd))
+
+        def run(lo, hi):
+            blk = out[lo:hi]
+            for n, sl in self._slices():
+                if disjoint:
+                    parts(n, blk[sl], lo, hi)
+                else:
+                    blk[sl] += parts(n, None, lo, hi)
+            if res is not out:
+                res[lo:hi] = blk[crop]
+
+        self._blocks(full[0], _prod(full[1:]), run)
+        return res
 
     def _geo(self):
         return {k: getattr(self, k) for k in ("kernel", "stride", "dilation", "pads", "osz", "in_sz")}
@@ -428,10 +614,11 @@ class MaxPool(_PoolGeo, name="MaxPool2DWithIndicesBackward0"):
     saved_names = ("self",)
 
     def forward(self, x):
-        xpad = self._padded(x, -np.inf)
-        arg, out = self._separable(xpad) if x.size else (None, None)
+        arg, out = self._max(x) if x.size else (None, None)
         if arg is None:
-            arg, out = self._windowed(xpad)
+            arg, out = self._windowed(self._padded(x, -np.inf))
+        if any(self.pads) and out.size and not out.min() > -np.inf:
+            self._first_inside(arg, out)
         self.arg = arg
         xp = array_module(x)
         if not self.want_indices:
@@ -445,6 +632,38 @@ class MaxPool(_PoolGeo, name="MaxPool2DWithIndicesBackward0"):
             flat = pos * mult if flat is None else flat + pos * mult
             mult *= self.in_sz[i]
         return out, flat
+
+    def _first_inside(self, arg, out):
+        """A window whose max is -inf points, as PyTorch's, at its first offset inside the input (padding is
+        -inf too, and may come first)."""
+        neg = np.isneginf(out)
+        if not neg.any():
+            return
+        xp, k, s, d, p = array_module(out), self.kernel, self.stride, self.dilation, self.pads
+        nd, first = len(k), 0
+        for i in range(nd):     # per dim: the smallest offset j with pos + j * d >= 0
+            pos = xp.arange(self.osz[i]) * s[i] - p[2 * i]
+            first = first * k[i] + xp.maximum(0, -(pos // d[i])).reshape((-1,) + (1,) * (nd - 1 - i))
+        np.copyto(arg, xp.broadcast_to(first, arg.shape).astype(arg.dtype), where=neg)
+
+    def _max(self, x):
+        """_separable by blocks of the first dim on the pool, each block padding its own part; (None, None)
+        when a block meets a NaN."""
+        nd, xp = len(self.kernel), array_module(x)
+        lead = x.shape[:x.ndim - nd]
+        out = xp.empty(lead + tuple(self.osz), x.dtype)
+        arg = xp.empty(out.shape, _index_dtype(_prod(self.kernel)))   # the blocks' index dtypes fit in it
+        nan = []
+
+        def part(lo, hi):
+            a, m = self._separable(self._padded(x[lo:hi], -np.inf))
+            if a is None:
+                nan.append(True)
+            else:
+                out[lo:hi], arg[lo:hi] = m, a
+
+        self._blocks(x.shape[0], _prod(x.shape[1:]), part)
+        return (None, None) if nan else (arg, out)
 
     def _separable(self, xpad):
         """The max over each spatial dim in turn, the last first: each pass compares whole strided planes,
@@ -495,13 +714,37 @@ class MaxPool(_PoolGeo, name="MaxPool2DWithIndicesBackward0"):
         return self._grad.apply(g, x, arg=self.arg, **self._geo())
 
 
+@kernel
+def _max_scatter2d_kernel(g, arg, kw, sh, sw, ph, pw, dh, dw, out):
+    """Planes of g and arg (P, OH, OW) -> out (P, H, W), zeroed: each gradient added at its window's argmax
+    (a window offset in row-major order), in output order as PyTorch's kernel adds them; none into padding."""
+    hh, ww = out.shape[1], out.shape[2]
+    for c in range(g.shape[0]):
+        for r in range(g.shape[1]):
+            for q in range(g.shape[2]):
+                a = arg[c, r, q]
+                h = r * sh - ph + (a // kw) * dh
+                w = q * sw - pw + (a % kw) * dw
+                if h >= 0 and h < hh and w >= 0 and w < ww:
+                    out[c, h, w] += g[c, r, q]
+
+
 class MaxPoolScatter(_PoolGeo, name="MaxPool2DWithIndicesBackwardBackward0"):
     """The gradient scattered to the argmax positions; ``x`` is only a graph edge, as in PyTorch
     (max_pool2d_with_indices_backward(grad, self, ...) requires grad when self does; its grad is zero)."""
 
     def forward(self, g, x=None):
         arg = self.arg
-        return self._scatter(lambda k, o: np.multiply(g, arg == k, out=o), g)
+        if len(self.kernel) == 2 and fast(g):
+            k, s, p, d, sz = self.kernel, self.stride, self.pads, self.dilation, tuple(self.in_sz)
+            out = np.zeros(g.shape[:-2] + sz, g.dtype)
+            g3, a3 = np.ascontiguousarray(g).reshape((-1,) + g.shape[-2:]), arg.reshape((-1,) + arg.shape[-2:])
+            o3 = out.reshape((-1,) + sz)
+            _parallel.parallel_for(g3.shape[0], lambda lo, hi: _max_scatter2d_kernel(
+                g3[lo:hi], a3[lo:hi], k[1], s[0], s[1], p[0], p[2], d[0], d[1], o3[lo:hi]),
+                max(1, _GRAIN // max(1, _prod(g.shape[-2:]))))
+            return out
+        return self._scatter(lambda k, o, lo, hi: np.multiply(g[lo:hi], arg[lo:hi] == k, out=o), g)
 
     def backward(self, gg):
         return MaxPoolGather.apply(gg, arg=self.arg, **self._geo()), _zero_grad(self, 1, gg)
@@ -552,7 +795,7 @@ class AvgPool(_PoolGeo, name="AvgPool2DBackward0"):
 class AvgPoolScatter(_PoolGeo, name="AvgPool2DBackwardBackward0"):
     def forward(self, g, x=None):
         gd = g / self.div
-        return self._scatter(lambda k, o: gd if o is None else np.copyto(o, gd), g)
+        return self._scatter(lambda k, o, lo, hi: gd[lo:hi] if o is None else np.copyto(o, gd[lo:hi]), g)
 
     def backward(self, gg):
         return self._pool.apply(gg, div=self.div, **self._geo()), _zero_grad(self, 1, gg)
@@ -815,9 +1058,8 @@ from .join import ConstantPad  # noqa: E402,F401  (constant padding: one node, i
 
 # ------------------------------------------------------------------------ normalization
 from .. import _parallel  # noqa: E402
-from .._jit import fast, kernel  # noqa: E402
-
-_f32 = np.float32
+from .._jit import fast  # noqa: E402
+from ._kernels import kernel, _f32  # noqa: E402
 
 
 def _fast_norm(*arrays):
@@ -827,25 +1069,30 @@ def _fast_norm(*arrays):
 
 
 def _plane_grain(m):
-    """Rows (planes) of ``m`` elements per pool chunk: ~64K elements a chunk."""
-    return max(1, (1 << 16) // max(m, 1))
+    """Rows (planes) of ``m`` elements per pool chunk: ~256K elements a chunk (these kernels stream at ~0.2-0.4 ns
+    an element, so a chunk is 50-100 us of work, above the pool's overhead)."""
+    return max(1, (1 << 18) // max(m, 1))
 
 
 @kernel
 def _row_stats_kernel(x, eps, mean, invstd, var):
-    """Per row of x (rows, n): mean and biased variance accumulated in float64 (two passes over the row, which
-    stays in cache), invstd = 1 / sqrt(var + eps) in float64; as norm_stats' NumPy path."""
+    """Per row of x (rows, n): mean and biased variance in one pass, accumulated in float64, the squares taken
+    about the row's first element (no cancellation: as close as two passes); invstd = 1 / sqrt(var + eps) in
+    float64; as norm_stats' NumPy path (NaN and inf give what it gives)."""
     n = x.shape[1]
     for r in range(x.shape[0]):
+        x0 = np.float64(x[r, 0])
         s = 0.0
-        for j in range(n):
-            s += x[r, j]
-        m = s / n
         q = 0.0
         for j in range(n):
-            d = x[r, j] - m
+            v = np.float64(x[r, j])
+            s += v
+            d = v - x0
             q += d * d
-        v = q / n
+        m = s / n
+        v = q / n - (m - x0) * (m - x0)
+        if v < 0.0:
+            v = 0.0
         mean[r, 0] = m
         var[r, 0] = v
         invstd[r, 0] = 1.0 / np.sqrt(v + eps)
@@ -857,17 +1104,19 @@ def _chan_stats_kernel(x, lo, hi, eps, mean, invstd, var):
     nb, m = x.shape[0], x.shape[2]
     cnt = nb * m
     for c in range(lo, hi):
+        x0 = np.float64(x[0, c, 0])
         s = 0.0
-        for i in range(nb):
-            for j in range(m):
-                s += x[i, c, j]
-        mu = s / cnt
         q = 0.0
         for i in range(nb):
             for j in range(m):
-                d = x[i, c, j] - mu
+                v = np.float64(x[i, c, j])
+                s += v
+                d = v - x0
                 q += d * d
-        v = q / cnt
+        mu = s / cnt
+        v = q / cnt - (mu - x0) * (mu - x0)
+        if v < 0.0:
+            v = 0.0
         mean[c] = mu
         var[c] = v
         invstd[c] = 1.0 / np.sqrt(v + eps)
@@ -887,25 +1136,29 @@ def _scale_shift_kernel(x, alpha, beta, out):
 
 @kernel
 def _ln_kernel(x, mean, invstd, w, b, out):
-    """Rows of x (rows, n): layer norm's output as PyTorch computes it, (x invstd - mean invstd) w + b."""
+    """Rows of x (rows, n): layer norm's output (x - mean) invstd w + b, as the NumPy path computes it.
+
+    NOTE: not PyTorch's x invstd + (-mean invstd): contracted to an FMA here, that leaves the rounding of
+    mean * invstd in a constant row's output (PyTorch's is exactly b there); x - mean is exact near the mean."""
     n = x.shape[1]
     for r in range(x.shape[0]):
         s = invstd[r, 0]
-        c = -mean[r, 0] * s
+        m = mean[r, 0]
         for j in range(n):
-            out[r, j] = (x[r, j] * s + c) * w[j] + b[j]
+            out[r, j] = (x[r, j] - m) * s * w[j] + b[j]
 
 
 @kernel
 def _ln_grad_kernel(g, x, mean, invstd, w, gx, gw, gb):
     """Rows of g, x (rows, n): gx = (gh - mean(gh) - xhat mean(gh xhat)) invstd with gh = g w, the row sums in
-    float64; gw, gb (float64, (n,)) accumulate sum(g xhat) and sum(g) over the rows."""
+    float32 as the NumPy path's means (and PyTorch's) take them; gw, gb (float64, (n,)) accumulate sum(g xhat) and
+    sum(g) over the rows (more exact than the NumPy path's float32 sums)."""
     n = x.shape[1]
     for r in range(x.shape[0]):
         s = invstd[r, 0]
         m = mean[r, 0]
-        a = 0.0
-        d = 0.0
+        a = _f32(0)
+        d = _f32(0)
         for j in range(n):
             xh = (x[r, j] - m) * s
             gr = g[r, j]
@@ -1028,10 +1281,11 @@ class Norm(Node, name="NativeBatchNormBackward0"):
                 gh = gh - gh.mean(axes, keepdim=True) - xhat * (gh * xhat).mean(axes, keepdim=True)
             gx = (gh * invstd).reshape(x.shape)
         pdims = tuple(i for i, s in enumerate(self.pshape) if s == 1)
+        total = (lambda t: t.sum(pdims)) if pdims else (lambda t: t)     # sum(()) would sum everything
         if len(nf) > 1 and nf[1][0] is not None:
-            gw = (g * xhat.reshape(x.shape)).sum(pdims).reshape(w.shape)
+            gw = total(g * xhat.reshape(x.shape)).reshape(w.shape)
         if len(nf) > 2 and nf[2][0] is not None:
-            gb = g.sum(pdims).reshape(self.wshape)
+            gb = total(g).reshape(self.wshape)
         return gx, gw, gb
 
     def _fused_grads(self, g, x, w):
