@@ -21,6 +21,26 @@ def pytest_terminal_summary(terminalreporter):
             terminalreporter.write_line(line)
 
 
+@pytest.fixture(params=["compiled", "numpy"])
+def path(request):
+    """Run a test on the compiled kernels (numba) and on the NumPy paths (``_jit.disabled()``), with two pool
+    threads so that the work is split even on a one-core machine."""
+    import hookgrad
+    from hookgrad import _jit
+    if request.param == "compiled" and not _jit.available():
+        pytest.skip("numba is not installed")
+    was = hookgrad.get_num_threads()
+    hookgrad.set_num_threads(2)
+    try:
+        if request.param == "numpy":
+            with _jit.disabled():
+                yield request.param
+        else:
+            yield request.param
+    finally:
+        hookgrad.set_num_threads(was)
+
+
 @pytest.fixture(autouse=True)
 def _seed():
     np.random.seed(0)

@@ -5,15 +5,24 @@ PyTorch's parser names the argument ("must be Tensor, not int"), the text must t
 The calls are argument patterns of scripts/coverage.py (its inputs and its way of calling), a sample across the
 names where the two libraries used to disagree."""
 import os
-import sys
 
 import pytest
 import torch
 
 import hookgrad
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "scripts"))
-import coverage as C  # noqa: E402
+def _script(name):
+    """scripts/<name>.py as a module, not put on sys.path (its name would hide the PyPI package ``coverage``,
+    which numba imports when it is there)."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location(f"_{name}_script",
+                                                  os.path.join(os.path.dirname(__file__), "..", "..", "scripts", f"{name}.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+C = _script("coverage")
 
 Attr = C.Attr
 

@@ -5,22 +5,13 @@ col2im, the cache-sized image blocks of a forward without grad mode, max pooling
 scatter (ties, -inf, NaN, padding, dilation, ceil mode), avg pooling's scatter. Stride 1/2, kernels 1/3/7,
 small and large spatial sizes, groups, dilation, batch 1 and batches larger than the thread count,
 non-contiguous inputs, empty batches, second order on one small case."""
-import contextlib
 
 import numpy as np
 import pytest
 import torch
 
 import hookgrad
-from hookgrad import _jit
 from hookgrad.primitives import nn as N
-
-
-@pytest.fixture(params=["compiled", "numpy"])
-def path(request):
-    ctx = _jit.disabled() if request.param == "numpy" else contextlib.nullcontext()
-    with ctx:
-        yield request.param
 
 
 def _np(t):

@@ -14,15 +14,6 @@ from hookgrad import _jit
 from oracle import assert_same
 
 
-@pytest.fixture(params=["compiled", "numpy"])
-def path(request):
-    if request.param == "compiled" and not _jit.available():
-        pytest.skip("numba is not installed")
-    ctx = _jit.disabled() if request.param == "numpy" else contextlib.nullcontext()
-    with ctx:
-        yield request.param
-
-
 SGD = [dict(lr=0.1), dict(lr=0.05, weight_decay=0.01), dict(lr=0.05, momentum=0.9),
        dict(lr=0.05, momentum=0.9, dampening=0.1, weight_decay=0.01),
        dict(lr=0.05, momentum=0.8, nesterov=True, maximize=True, weight_decay=0.02), dict(lr=0.1, maximize=True)]

@@ -3,26 +3,12 @@ against torch: softmax's row kernels (forward, plain backward, second order; NaN
 odd sizes, sizes crossing the pool's chunking, non-contiguous inputs and gradients, empty tensors), batched
 matmul spread over the pool (forward and gradients), view/reshape of non-contiguous tensors (view or copy, and
 the node PyTorch records), and the pretrained MiniLM's outputs and gradients."""
-import contextlib
 
 import numpy as np
 import pytest
 import torch
 
 import hookgrad
-from hookgrad import _jit
-
-
-@pytest.fixture(params=["compiled", "numpy"])
-def path(request):
-    ctx = _jit.disabled() if request.param == "numpy" else contextlib.nullcontext()
-    was = hookgrad.get_num_threads()
-    hookgrad.set_num_threads(2)         # the pool splits the work even on a one-core machine
-    try:
-        with ctx:
-            yield request.param
-    finally:
-        hookgrad.set_num_threads(was)
 
 
 def _np(t):

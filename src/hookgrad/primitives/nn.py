@@ -15,8 +15,9 @@ from ..autograd.graph import Node
 from ..autograd.formulas import TENSORS
 from ..autograd.grad_mode import _state
 from .._array import array_module
-from .._jit import fast, rows
-from ._kernels import kernel, exp32, _f32
+from .. import _parallel
+from .._jit import fast, kernel, rows
+from ._kernels import exp32, _f32
 
 
 def _T(a):
@@ -182,9 +183,6 @@ def _im2col(x, k, s, p, d):
     return win.reshape(n, c * _prod(k), _prod(o)), o
 
 
-from .. import _parallel  # noqa: E402
-from .._jit import fast, kernel  # noqa: E402
-
 _GRAIN = 1 << 18        # elements moved by one pool chunk at least (~100 us of strided copying)
 
 
@@ -198,7 +196,7 @@ def _blocks(n, c, per, fn):
 
 
 _MNK_ONE = 1 << 18      # OpenBLAS runs a GEMM of at most this many multiply-adds on the calling thread alone
-_MNK_SMALL = 1 << 23    # below this, waking BLAS threads costs more than they save (far more on a busy machine)
+_MNK_SMALL = 0          # (splitting small GEMMs to keep BLAS on one thread: slower on a quiet machine)
 
 
 def _mm(a, b):
@@ -1057,9 +1055,6 @@ from .join import ConstantPad  # noqa: E402,F401  (constant padding: one node, i
 
 
 # ------------------------------------------------------------------------ normalization
-from .. import _parallel  # noqa: E402
-from .._jit import fast  # noqa: E402
-from ._kernels import kernel, _f32  # noqa: E402
 
 
 def _fast_norm(*arrays):
@@ -1075,32 +1070,11 @@ def _plane_grain(m):
 
 
 @kernel
-def _row_stats_kernel(x, eps, mean, invstd, var):
-    """Per row of x (rows, n): mean and biased variance in one pass, accumulated in float64, the squares taken
-    about the row's first element (no cancellation: as close as two passes); invstd = 1 / sqrt(var + eps) in
-    float64; as norm_stats' NumPy path (NaN and inf give what it gives)."""
-    n = x.shape[1]
-    for r in range(x.shape[0]):
-        x0 = np.float64(x[r, 0])
-        s = 0.0
-        q = 0.0
-        for j in range(n):
-            v = np.float64(x[r, j])
-            s += v
-            d = v - x0
-            q += d * d
-        m = s / n
-        v = q / n - (m - x0) * (m - x0)
-        if v < 0.0:
-            v = 0.0
-        mean[r, 0] = m
-        var[r, 0] = v
-        invstd[r, 0] = 1.0 / np.sqrt(v + eps)
-
-
-@kernel
 def _chan_stats_kernel(x, lo, hi, eps, mean, invstd, var):
-    """The same per channel c in [lo, hi) of x (N, C, M), over (N, M)."""
+    """Per channel c in [lo, hi) of x (N, C, M), over (N, M): mean and biased variance in one pass, accumulated
+    in float64, the squares taken about the channel's first element (no cancellation: as close as two passes);
+    invstd = 1 / sqrt(var + eps) in float64; as norm_stats' NumPy path (NaN and inf give what it gives). The
+    rows of layer and group norm are the channels of a (1, rows, n) array."""
     nb, m = x.shape[0], x.shape[2]
     cnt = nb * m
     for c in range(lo, hi):
@@ -1387,11 +1361,11 @@ def norm_stats(x, axes, eps):
         if axes == tuple(range(nd - len(axes), nd)):            # trailing dims (layer and group norm): rows
             n = math.prod(x.shape[nd - len(axes):])
             keep = x.shape[:nd - len(axes)] + (1,) * len(axes)
-            x2 = _planes(x, n)
-            mean, invstd = np.empty((x2.shape[0], 1), _f32), np.empty((x2.shape[0], 1), _f32)
-            var = np.empty((x2.shape[0], 1))
-            _parallel.parallel_for(x2.shape[0], lambda lo, hi: _row_stats_kernel(
-                x2[lo:hi], eps, mean[lo:hi], invstd[lo:hi], var[lo:hi]), _plane_grain(n))
+            x3 = _planes(x, n)[None]
+            r = x3.shape[1]
+            mean, invstd, var = np.empty(r, _f32), np.empty(r, _f32), np.empty(r)
+            _parallel.parallel_for(r, lambda lo, hi: _chan_stats_kernel(x3, lo, hi, eps, mean, invstd, var),
+                                   _plane_grain(n))
             return mean.reshape(keep), invstd.reshape(keep), var.reshape(keep)
         if nd >= 2 and axes == (0,) + tuple(range(2, nd)):      # all but dim 1 (batch norm): channels
             nb, c = x.shape[:2]
