@@ -162,26 +162,32 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_reset_after_fork)
 
 
+_SPLIT = 4      # chunks per thread: claimed dynamically, so a thread slowed down (by BLAS threads that still spin
+                # after a product, by another process) does fewer of them and the caller seldom waits
+
+
 def chunks(n, grain):
     """How many chunks ``parallel_for(n, ..., grain)`` makes: 1 when it would run ``fn`` once."""
     if _threads <= 1 or n < 2 * grain or getattr(_local, "in_pool", False):
         return 1
-    return min(_threads, n // grain)
+    return min(_SPLIT * _threads, n // grain)
 
 
 def parallel_for(n, fn, grain=1 << 15):
-    """``fn(lo, hi)`` over ``range(n)`` split into up to get_num_threads() chunks of at least ``grain``;
-    returns when all are done. ``fn`` must only write what its own chunk owns."""
+    """``fn(lo, hi)`` over ``range(n)`` split into chunks of at least ``grain`` (up to 4 per thread), run by
+    the calling thread and up to get_num_threads() - 1 pool threads; returns when all are done. ``fn`` must
+    only write what its own chunk owns."""
     global _pool
     k = chunks(n, grain)
     if k == 1:
         fn(0, n)
         return
+    helpers = min(_threads, k) - 1
     if _pool is None:
         _pool = _Pool()
-    _pool.grow(k - 1)
+    _pool.grow(helpers)
     batch = _Batch(fn, [n * i // k for i in range(k + 1)])
-    for _ in range(k - 1):
+    for _ in range(helpers):
         _pool.tasks.put(batch)
     _local.in_pool = True               # the caller's share: nested parallel_for calls run inline
     try:

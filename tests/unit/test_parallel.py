@@ -90,7 +90,7 @@ def test_parallel_for_covers_every_index_once(n, grain, nthreads, threads):
     _parallel.parallel_for(n, fn, grain)
     assert (hits == 1).all()
     assert len(seen) == _parallel.chunks(n, grain)
-    assert len(seen) <= nthreads
+    assert len(seen) <= 4 * nthreads
     assert all(hi - lo >= min(grain, n) for lo, hi in seen)
 
 
@@ -114,7 +114,7 @@ def test_nested_parallel_for_runs_inline(threads):
     def outer(lo, hi):
         _parallel.parallel_for(100, lambda a, b: inner.append(threading.get_ident()), 10)
     _parallel.parallel_for(100, outer, 10)
-    assert len(inner) == 2          # each outer chunk ran its inner loop as one call
+    assert len(inner) == _parallel.chunks(100, 10) > 1      # each outer chunk ran its inner loop as one call
 
 
 def test_concurrent_callers(threads):
