@@ -195,30 +195,6 @@ def _blocks(n, c, per, fn):
         _parallel.parallel_for(n, lambda lo, hi: fn(lo, hi, 0, c), max(1, _GRAIN // max(1, per * c)))
 
 
-_MNK_ONE = 1 << 18      # OpenBLAS runs a GEMM of at most this many multiply-adds on the calling thread alone
-_MNK_SMALL = 0          # (splitting small GEMMs to keep BLAS on one thread: slower on a quiet machine)
-
-
-def _mm(a, b):
-    """a @ b (2-d). A small product goes in pieces that BLAS runs on the calling thread (columns, or slices of
-    the inner dim summed in order), as the per-image products of small convolutions did."""
-    m, k, n = a.shape[0], a.shape[1], b.shape[1]
-    mnk = m * k * n
-    if mnk <= _MNK_ONE or mnk >= _MNK_SMALL or _parallel.get_num_threads() == 1:
-        return np.matmul(a, b)
-    if n >= k:
-        step = max(1, _MNK_ONE // max(1, m * k))
-        out = array_module(a).empty((m, n), np.result_type(a, b))
-        for j in range(0, n, step):
-            np.matmul(a, b[:, j:j + step], out=out[:, j:j + step])
-        return out
-    step = max(1, _MNK_ONE // max(1, m * n))
-    out = np.matmul(a[:, :step], b[:step])
-    for j in range(step, k, step):
-        out += np.matmul(a[:, j:j + step], b[j:j + step])
-    return out
-
-
 def _columns(x, k, s, p, d, outc=1):
     """im2col in the batch layout: x (N, C, *S) -> columns (C*prod(k), N*prod(grid)), the images side by side,
     so that one GEMM covers the batch (N GEMMs are slow when an image has few output positions, and the
@@ -352,7 +328,7 @@ def _conv(x, w, b, s, p, d, g, keep=True):
     for n0 in range(0, max(n, 1), nb):
         cols, osz, grid = _columns(x[n0:n0 + nb], k, s, p, d, o)
         if g == 1:
-            y = _mm(w.reshape(o, -1), cols)
+            y = np.matmul(w.reshape(o, -1), cols)
         else:
             y = np.matmul(w.reshape(g, o // g, -1), cols.reshape(g, -1, cols.shape[-1]))
         y = y.reshape((o, -1) + grid)
@@ -376,7 +352,7 @@ def _conv_weight(x, y, ws, s, p, d, g, cols=None, grid=None):
             cv[(Ellipsis, slice(osz[i], None)) + (slice(None),) * (nd - 1 - i)] = 0
     yb = _batched(y, grid)
     if g == 1:
-        gw = _mm(yb, cols.T)
+        gw = np.matmul(yb, cols.T)
     else:
         gw = np.matmul(yb.reshape(g, o // g, -1), cols.reshape(g, -1, cols.shape[-1]).swapaxes(1, 2))
     return gw.reshape(ws)
@@ -399,7 +375,7 @@ def _conv_transpose(y, w, out_sz, s, p, d, g):
             return _conv(y, wt[(Ellipsis,) + (slice(None, None, -1),) * nd], None, s, tuple(pads), d, g, False)[0]
     yb = _batched(y, tuple(osz))
     if g == 1:
-        cols = _mm(w.reshape(o, -1).T, yb)
+        cols = np.matmul(w.reshape(o, -1).T, yb)
     else:
         cols = np.matmul(w.reshape(g, o // g, -1).swapaxes(1, 2), yb.reshape(g, o // g, -1))
     return _col2im(cols, (n, cg * g) + tuple(out_sz), k, s, p, d, osz, batch=True)
