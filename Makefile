@@ -42,7 +42,8 @@ BACKEND_TESTS := tests/oracle/test_ops_*.py tests/oracle/test_double_backward.py
 	tests/oracle/test_padding_modules.py tests/oracle/test_losses2.py tests/oracle/test_ctc.py \
 	tests/oracle/test_embedding_bag.py tests/oracle/test_linalg_*.py tests/oracle/test_complex*.py \
 	tests/oracle/test_fft.py tests/oracle/test_special_ns.py tests/oracle/test_distributions2.py \
-	tests/oracle/test_parametrize.py tests/oracle/test_loose_ends12.py tests/oracle/test_last_names12.py
+	tests/oracle/test_parametrize.py tests/oracle/test_loose_ends12.py tests/oracle/test_last_names12.py \
+	tests/oracle/test_speed_paths_*.py
 
 test: $(STAMP)
 	@$(MAKE) --no-print-directory lines
