@@ -3,7 +3,7 @@ import hookgrad
 from . import constraints
 from ..nn.functional import binary_cross_entropy_with_logits
 from .exp_family import ExponentialFamily
-from .utils import _BinaryProbsLogits, broadcast_all, _Number, _one_of_probs_logits
+from .utils import _BinaryProbsLogits, broadcast_all, _expand_probs_logits, _Number, _one_of_probs_logits
 
 __all__ = ["Bernoulli"]
 
@@ -30,12 +30,7 @@ class Bernoulli(_BinaryProbsLogits, ExponentialFamily):
     def expand(self, batch_shape, _instance=None):
         new = self._get_checked_instance(Bernoulli, _instance)
         batch_shape = hookgrad.Size(batch_shape)
-        if "probs" in self.__dict__:
-            new.probs = self.probs.expand(batch_shape)
-            new._param = new.probs
-        if "logits" in self.__dict__:
-            new.logits = self.logits.expand(batch_shape)
-            new._param = new.logits
+        _expand_probs_logits(self, new, batch_shape)
         super(Bernoulli, new).__init__(batch_shape, validate_args=False)
         new._validate_args = self._validate_args
         return new

@@ -3,7 +3,7 @@ import hookgrad
 from . import constraints
 from ._samplers import binomial
 from .distribution import Distribution
-from .utils import _BinaryProbsLogits, broadcast_all, _one_of_probs_logits
+from .utils import _BinaryProbsLogits, broadcast_all, _expand_probs_logits, _one_of_probs_logits
 
 __all__ = ["Binomial"]
 
@@ -35,12 +35,7 @@ class Binomial(_BinaryProbsLogits, Distribution):
         new = self._get_checked_instance(Binomial, _instance)
         batch_shape = hookgrad.Size(batch_shape)
         new.total_count = self.total_count.expand(batch_shape)
-        if "probs" in self.__dict__:
-            new.probs = self.probs.expand(batch_shape)
-            new._param = new.probs
-        if "logits" in self.__dict__:
-            new.logits = self.logits.expand(batch_shape)
-            new._param = new.logits
+        _expand_probs_logits(self, new, batch_shape)
         super(Binomial, new).__init__(batch_shape, validate_args=False)
         new._validate_args = self._validate_args
         return new

@@ -2,7 +2,7 @@
 import hookgrad
 from . import constraints
 from .distribution import Distribution
-from .utils import _BinaryProbsLogits, broadcast_all, _Number, _one_of_probs_logits
+from .utils import _BinaryProbsLogits, broadcast_all, _expand_probs_logits, _Number, _one_of_probs_logits
 from ..nn.functional import binary_cross_entropy_with_logits
 
 __all__ = ["Geometric"]
@@ -38,10 +38,7 @@ class Geometric(_BinaryProbsLogits, Distribution):
     def expand(self, batch_shape, _instance=None):
         new = self._get_checked_instance(Geometric, _instance)
         batch_shape = hookgrad.Size(batch_shape)
-        if "probs" in self.__dict__:
-            new.probs = self.probs.expand(batch_shape)
-        if "logits" in self.__dict__:
-            new.logits = self.logits.expand(batch_shape)
+        _expand_probs_logits(self, new, batch_shape)
         super(Geometric, new).__init__(batch_shape, validate_args=False)
         new._validate_args = self._validate_args
         return new

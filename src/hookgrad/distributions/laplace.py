@@ -2,12 +2,12 @@
 import hookgrad
 from . import constraints
 from .distribution import Distribution
-from .utils import _Number, broadcast_all
+from .utils import _LocScale
 
 __all__ = ["Laplace"]
 
 
-class Laplace(Distribution):
+class Laplace(_LocScale, Distribution):
     """Laplace distribution with location ``loc`` and scale ``scale``."""
     arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
     support = constraints.real
@@ -28,23 +28,6 @@ class Laplace(Distribution):
     @property
     def stddev(self):
         return (2 ** 0.5) * self.scale
-
-    def __init__(self, loc, scale, validate_args=None):
-        self.loc, self.scale = broadcast_all(loc, scale)
-        if isinstance(loc, _Number) and isinstance(scale, _Number):
-            batch_shape = hookgrad.Size()
-        else:
-            batch_shape = self.loc.size()
-        super().__init__(batch_shape, validate_args=validate_args)
-
-    def expand(self, batch_shape, _instance=None):
-        new = self._get_checked_instance(Laplace, _instance)
-        batch_shape = hookgrad.Size(batch_shape)
-        new.loc = self.loc.expand(batch_shape)
-        new.scale = self.scale.expand(batch_shape)
-        super(Laplace, new).__init__(batch_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
 
     def rsample(self, sample_shape=hookgrad.Size()):
         shape = self._extended_shape(sample_shape)

@@ -4,12 +4,12 @@ import math
 import hookgrad
 from . import constraints
 from .exp_family import ExponentialFamily
-from .utils import _Number, _standard_normal, broadcast_all
+from .utils import _LocScale, _Number, _standard_normal
 
 __all__ = ["Normal"]
 
 
-class Normal(ExponentialFamily):
+class Normal(_LocScale, ExponentialFamily):
     """Normal distribution with mean ``loc`` and standard deviation ``scale`` (floats or tensors)."""
     arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
     support = constraints.real
@@ -31,23 +31,6 @@ class Normal(ExponentialFamily):
     @property
     def variance(self):
         return self.stddev.pow(2)
-
-    def __init__(self, loc, scale, validate_args=None):
-        self.loc, self.scale = broadcast_all(loc, scale)
-        if isinstance(loc, _Number) and isinstance(scale, _Number):
-            batch_shape = hookgrad.Size()
-        else:
-            batch_shape = self.loc.size()
-        super().__init__(batch_shape, validate_args=validate_args)
-
-    def expand(self, batch_shape, _instance=None):
-        new = self._get_checked_instance(Normal, _instance)
-        batch_shape = hookgrad.Size(batch_shape)
-        new.loc = self.loc.expand(batch_shape)
-        new.scale = self.scale.expand(batch_shape)
-        super(Normal, new).__init__(batch_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
 
     def sample(self, sample_shape=hookgrad.Size()):
         shape = self._extended_shape(sample_shape)

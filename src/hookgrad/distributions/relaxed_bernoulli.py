@@ -4,7 +4,7 @@ from . import constraints
 from .distribution import Distribution
 from .transformed_distribution import TransformedDistribution
 from .transforms import SigmoidTransform
-from .utils import _BinaryProbsLogits, broadcast_all, clamp_probs, _Number, _one_of_probs_logits
+from .utils import _BinaryProbsLogits, broadcast_all, clamp_probs, _expand_probs_logits, _Number, _one_of_probs_logits
 
 __all__ = ["LogitRelaxedBernoulli", "RelaxedBernoulli"]
 
@@ -31,12 +31,7 @@ class LogitRelaxedBernoulli(_BinaryProbsLogits, Distribution):
         new = self._get_checked_instance(LogitRelaxedBernoulli, _instance)
         batch_shape = hookgrad.Size(batch_shape)
         new.temperature = self.temperature
-        if "probs" in self.__dict__:
-            new.probs = self.probs.expand(batch_shape)
-            new._param = new.probs
-        if "logits" in self.__dict__:
-            new.logits = self.logits.expand(batch_shape)
-            new._param = new.logits
+        _expand_probs_logits(self, new, batch_shape)
         super(LogitRelaxedBernoulli, new).__init__(batch_shape, validate_args=False)
         new._validate_args = self._validate_args
         return new

@@ -88,6 +88,40 @@ def _one_of_probs_logits(probs, logits):
         raise ValueError("Either `probs` or `logits` must be specified, but not both.")
 
 
+def _expand_probs_logits(src, new, shape):
+    """For ``expand``: into ``new``, whichever of ``probs`` and ``logits`` ``src`` holds, expanded to ``shape``
+    (and ``_param``, the parameter given, where the class keeps one)."""
+    for name in ("probs", "logits"):
+        if name in src.__dict__:
+            setattr(new, name, getattr(src, name).expand(shape))
+            if "_param" in src.__dict__:
+                new._param = getattr(new, name)
+
+
+class _LocScale:
+    """``loc`` and ``scale`` broadcast together, and ``expand`` of both: the constructor and ``expand`` that
+    Normal, Laplace and Cauchy share (PyTorch writes them in each class). The class that lists this mixin
+    first is the one ``expand`` checks a subclass against, as PyTorch's per-class ``expand`` does."""
+
+    def __init__(self, loc, scale, validate_args=None):
+        self.loc, self.scale = broadcast_all(loc, scale)
+        if isinstance(loc, _Number) and isinstance(scale, _Number):
+            batch_shape = hookgrad.Size()
+        else:
+            batch_shape = self.loc.size()
+        super().__init__(batch_shape, validate_args=validate_args)
+
+    def expand(self, batch_shape, _instance=None):
+        cls = next(c for c in type(self).__mro__ if _LocScale in c.__bases__)
+        new = self._get_checked_instance(cls, _instance)
+        batch_shape = hookgrad.Size(batch_shape)
+        new.loc = self.loc.expand(batch_shape)
+        new.scale = self.scale.expand(batch_shape)
+        super(_LocScale, new).__init__(batch_shape, validate_args=False)
+        new._validate_args = self._validate_args
+        return new
+
+
 class _BinaryProbsLogits:
     """``probs`` and ``logits`` of the distributions of one success probability (Bernoulli, Binomial, Geometric,
     LogitRelaxedBernoulli): the one not given is derived on first read (PyTorch writes the pair in each class)."""
