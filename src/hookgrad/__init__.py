@@ -160,7 +160,7 @@ from ._tensor import (FloatTensor, DoubleTensor, HalfTensor, LongTensor, IntTens
                       ByteTensor, BoolTensor, UntypedStorage, TypedStorage, is_storage, typename,
                       set_default_tensor_type)
 # load-time modules
-from . import futures, jit, multiprocessing, hub, __future__
+from . import futures, jit, multiprocessing, hub, __future__, distributed
 from .futures import _CFuture as Future
 # torch.ops, missing names, checkpoint
 from . import ops  # PyTorch's operator namespace (torch.ops.aten); hookgrad's own ops are .primitives

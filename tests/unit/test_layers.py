@@ -17,7 +17,7 @@ ROOT = "hookgrad"
 LAYERS = (
     # 0: leaves: dtypes, errors and warnings, the array module seam, layouts, the one hook-storage pattern
     ("_dtype", "_errors", "_warnings", "_array", "_layout", "_malloc", "_coverage_names", "version", "_parallel", "_jit",
-     "torch_version", "__future__", "utils.hooks"),
+     "torch_version", "__future__", "utils.hooks", "_progress"),
     # 1: the Tensor (its state and hook registration) and how it prints; knows nothing of autograd
     ("_tensor", "_printing", "types"),
     # 2: autograd's core: grad mode, saved tensors, nodes, the engine, views and rebase, custom Functions
@@ -46,7 +46,7 @@ LAYERS = (
     # above the primitives, built on the ops: the torch.autograd namespace (backward, grad, functional,
     #    gradcheck), nn, optim, utils, serialization, the namespaces of missing names, PyTorch's load-time modules
     ("autograd", "nn", "optim", "utils", "serialization", "_weights_only_unpickler", "_misc", "_nn_functions",
-     "futures", "jit", "hub", "overrides", "multiprocessing", "backends", "cpu", "cuda", "primitives.linalg_ns",
+     "futures", "distributed", "jit", "hub", "overrides", "multiprocessing", "backends", "cpu", "cuda", "primitives.linalg_ns",
      "primitives.special_ns", "primitives.fft", "primitives.signal", "_missing"),
     # the top: hookgrad itself (the flat namespace, ""), the namespace glue (torch._C, torch.ops, the torch
     #    alias) and the clients of the public API, which import hookgrad as their users do

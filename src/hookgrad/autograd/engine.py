@@ -29,6 +29,7 @@ from .saved import _hooks_tls
 from .op_hooks import _op_hooks, run_backward_op_hooks
 from .formulas import TENSORS, ARRAYS
 from . import anomaly_mode as _anomaly
+from .. import _progress
 
 
 class _TLS(threading.local):
@@ -174,7 +175,10 @@ class _GraphTask:
         pop = heapq.heappop
         push = heapq.heappush
         pending = first         # a node ready to run next without a trip through the heap (chains)
+        comms = _progress.pending   # non-blocking collectives (DDP) advance between nodes while there are any
         while pending is not None or ready:
+            if comms:
+                _progress.poll()
             if pending is not None:
                 fn = pending
                 pending = None

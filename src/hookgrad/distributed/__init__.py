@@ -1,0 +1,12 @@
+"""torch.distributed over MPI: process groups, collectives (blocking and async), DDP's GradBucket and the
+communication hooks (``algorithms``), the launcher (``python -m hookgrad.distributed.run``).
+
+The transport is MPI (mpi4py + MPICH, the ``distributed`` extra), imported when init_process_group runs.
+"""
+from .distributed_c10d import *  # noqa: F401,F403
+from .distributed_c10d import (__all__ as _c10d_all, DistError, DistBackendError, DistNetworkError,  # noqa: F401
+                               DistStoreError, _all_gather_base, _reduce_scatter_base)
+from ._grad_bucket import GradBucket
+from ._mpi import Work as _Work  # noqa: F401
+
+__all__ = list(_c10d_all) + ["GradBucket", "DistError", "DistBackendError", "DistNetworkError", "DistStoreError"]

@@ -1,0 +1,474 @@
+"""The transport: process groups over MPI (mpi4py + MPICH), every collective non-blocking underneath.
+
+One mechanism for every collective (:class:`Work`): a collective is a chain of MPI requests, advanced by
+``poll()``. The first link of every collective is a *fingerprint* exchange (an Iallgather of a few integers:
+sequence number, kind, element count, dtype, root), so that ranks calling different collectives, or one rank
+skipping one, get an error that names what each rank called instead of a deadlock or a truncated message.
+Blocking calls and ``Work.wait`` poll until done, within the group's deadline (``timeout=`` of
+init_process_group, default 60 s), and check on the way that the peers are still alive: a rank that died or
+raised ends the others with an error naming that rank, the collective and its label (DDP labels its buckets
+with :func:`label`). While a collective is outstanding it sits in ``hookgrad._progress.pending``: the autograd
+engine advances it between nodes, which is how DDP overlaps communication with backward.
+
+MPI is imported on first use (``init_process_group``); ``import hookgrad.distributed`` never initialises it.
+"""
+import contextlib
+import os
+import pickle
+import sys
+import threading
+import time
+
+import numpy as np
+
+from .. import _progress
+from ..futures import _CFuture
+
+DEFAULT_TIMEOUT = 60.0
+
+_MPI = None
+
+
+def mpi():
+    """mpi4py's MPI module, imported (and MPI initialised) on first use."""
+    global _MPI
+    if _MPI is None:
+        try:
+            import mpi4py
+        except ImportError:
+            raise RuntimeError("hookgrad.distributed runs on MPI: install the distributed extra "
+                               "(pip install 'hookgrad[distributed]': mpi4py and mpich)") from None
+        mpi4py.rc.finalize = True
+        from mpi4py import MPI
+        _MPI = MPI
+    return _MPI
+
+
+class DistError(RuntimeError):
+    """torch.distributed.DistError: an error of the distributed package."""
+
+
+class DistBackendError(DistError):
+    """torch.distributed.DistBackendError: the transport failed (a peer died, a deadline passed, ranks called
+    different collectives)."""
+
+
+class DistNetworkError(DistError):
+    pass
+
+
+class DistStoreError(DistError):
+    pass
+
+
+# ------------------------------------------------------------------------------------------------
+# what collectives are called while a label is set (DDP: "bucket 2 of iteration 5")
+
+_tls = threading.local()
+
+
+@contextlib.contextmanager
+def label(text):
+    """Collectives started inside carry ``text`` in their errors."""
+    old = getattr(_tls, "label", None)
+    _tls.label = text
+    try:
+        yield
+    finally:
+        _tls.label = old
+
+
+# ------------------------------------------------------------------------------------------------
+# reductions
+
+SUM, AVG, PRODUCT, MIN, MAX, BAND, BOR, BXOR = "sum", "avg", "product", "min", "max", "band", "bor", "bxor"
+_NP_REDUCE = {SUM: np.add, AVG: np.add, PRODUCT: np.multiply, MIN: np.minimum, MAX: np.maximum,
+              BAND: np.bitwise_and, BOR: np.bitwise_or, BXOR: np.bitwise_xor}
+_KINDS = ("barrier", "all_reduce", "broadcast", "all_gather", "reduce_scatter", "reduce", "gather", "scatter",
+          "all_to_all", "object", "ddp")
+_DTYPES = {}
+_NATIVE = {"float32", "float64", "int8", "int16", "int32", "int64", "uint8", "complex64", "complex128"}
+_user_ops = {}
+
+
+def _dtype_code(dt):
+    return _DTYPES.setdefault(dt.str, len(_DTYPES) + 1)
+
+
+def _mpi_op(op, dtype):
+    """(MPI op, MPI datatype, element count factor) for reducing ``dtype`` with ``op``: MPI's own where it has
+    the type and the op, else a Python reduction over the bytes (float16, bfloat16, bool)."""
+    MPI = mpi()
+    name = dtype.name
+    if name in _NATIVE and not (op in (BAND, BOR, BXOR) and dtype.kind in "fc") \
+            and not (op in (MIN, MAX) and dtype.kind == "c"):
+        return {SUM: MPI.SUM, AVG: MPI.SUM, PRODUCT: MPI.PROD, MIN: MPI.MIN, MAX: MPI.MAX, BAND: MPI.BAND,
+                BOR: MPI.BOR, BXOR: MPI.BXOR}[op], None
+    key = (op, dtype.str)
+    user = _user_ops.get(key)
+    if user is None:
+        ufunc = _NP_REDUCE[op]
+        if dtype == np.bool_:
+            ufunc = {SUM: np.logical_or, AVG: np.logical_or, PRODUCT: np.logical_and, MIN: np.logical_and,
+                     MAX: np.logical_or}.get(op, ufunc)
+
+        def reduce(inbuf, inoutbuf, datatype, ufunc=ufunc, dtype=dtype):
+            a = np.frombuffer(inbuf, dtype)
+            b = np.frombuffer(inoutbuf, dtype)
+            ufunc(a, b, out=b)
+        user = _user_ops[key] = MPI.Op.Create(reduce, commute=True)
+    return user, MPI.BYTE
+
+
+def _buf(a, datatype=None):
+    """An mpi4py buffer spec for the contiguous array ``a`` (as bytes where MPI lacks the type)."""
+    if datatype is not None or a.dtype.name not in _NATIVE and a.dtype != np.bool_:
+        return [a.view(np.uint8).reshape(-1) if a.size else np.empty(0, np.uint8), mpi().BYTE]
+    return a
+
+
+# ------------------------------------------------------------------------------------------------
+# process groups
+
+class ProcessGroup:
+    """A group of ranks and its MPI communicator: what torch.distributed.ProcessGroup is for one backend."""
+
+    def __init__(self, comm, ranks, timeout, name, peers):
+        self._comm = comm
+        self._ranks = list(ranks)           # global rank of each group rank
+        self._timeout = timeout
+        self._name = name
+        self._seq = 0
+        self._peers = peers                 # global rank -> (host, pid), for liveness checks
+        self._broken = None
+        self._tag = 0
+
+    def rank(self):
+        return self._comm.Get_rank()
+
+    def size(self):
+        return self._comm.Get_size()
+
+    def name(self):
+        return "mpi"
+
+    def group_name(self):
+        return self._name
+
+    @property
+    def group_name_(self):
+        return self._name
+
+    def _global(self, group_rank):
+        return self._ranks[group_rank]
+
+    def __repr__(self):
+        return f"<hookgrad.distributed.ProcessGroup {self._name} ranks={self._ranks}>"
+
+    # ---- starting collectives
+    def _start(self, kind, count, dtype, root, links, outputs, finish=None):
+        """A collective: the fingerprint exchange, then ``links`` (callables that start an MPI request,
+        in order), then ``finish()``; the Work's result is ``outputs``."""
+        if self._broken is not None:
+            raise DistBackendError(f"hookgrad: the process group {self._name} is unusable after an earlier "
+                                   f"error: {self._broken}")
+        self._seq += 1
+        fp = np.array([self._seq, _KINDS.index(kind), count, dtype, root], np.int64)
+        work = Work(self, kind, self._seq, fp, links, outputs, finish)
+        work._advance()
+        if not work._done:
+            _progress.pending.append(work)
+        return work
+
+    def _p2p(self, kind, start, outputs, peer):
+        work = Work(self, kind, None, None, [start], outputs, None)
+        work._peer = peer
+        work._advance()
+        if not work._done:
+            _progress.pending.append(work)
+        return work
+
+
+class Work:
+    """torch.distributed.Work: a collective under way. ``wait()`` blocks (within the group's deadline) and
+    returns True; ``is_completed()``; ``get_future()`` is a Future holding the output tensors."""
+
+    def __init__(self, group, kind, seq, fingerprint, links, outputs, finish):
+        self._group = group
+        self._kind = kind
+        self._seq = seq
+        self._label = getattr(_tls, "label", None)
+        self._fp = fingerprint
+        self._links = list(links)
+        self._outputs = outputs
+        self._finish = finish
+        self._req = None
+        self._done = False
+        self._error = None
+        self._future = None
+        self._peer = None
+        self._source = -1
+        self._started = time.monotonic()
+        if fingerprint is not None:
+            comm = group._comm
+            self._all = np.empty((comm.Get_size(), fingerprint.size), np.int64)
+            self._links.insert(0, lambda: comm.Iallgather(self._fp, self._all))
+
+    # ---- progress
+    def _advance(self):
+        """Start links until one is under way; finish when none is left."""
+        MPI = mpi()
+        while True:
+            if self._req is not None:
+                status = MPI.Status()
+                if not self._req.Test(status):
+                    return False
+                if self._peer is not None and self._peer < 0:
+                    self._source = self._group._global(status.Get_source())
+                self._req = None
+                if self._fp is not None and self._all is not None:
+                    self._check_fingerprints()
+            if not self._links:
+                break
+            self._req = self._links.pop(0)()
+        if self._finish is not None:
+            self._finish()
+        self._complete(None)
+        return True
+
+    def poll(self):
+        """One step of progress (``_progress``): True once done. An error ends this work and the group."""
+        try:
+            return self._advance()
+        except DistBackendError as e:
+            self._fail(e)
+            return True
+        except Exception as e:  # noqa: BLE001  (MPI's errors become the work's: PyTorch's DistBackendError)
+            self._fail(DistBackendError(f"{self._what()}: {type(e).__name__}: {e}"))
+            return True
+
+    def _check_fingerprints(self):
+        all_, self._all = self._all, None
+        if (all_ == all_[0]).all():
+            return
+        calls = "; ".join(f"rank {self._group._global(r)} called {self._describe(row)}"
+                          for r, row in enumerate(all_))
+        raise DistBackendError(f"hookgrad: ranks called different collectives on the process group "
+                               f"{self._group._name}: {calls}")
+
+    def _describe(self, row):
+        seq, kind, count, dtype, root = (int(v) for v in row)
+        dtypes = {c: s for s, c in _DTYPES.items()}
+        what = f"{_KINDS[kind]} #{seq} ({count} elements of {np.dtype(dtypes[dtype]) if dtype in dtypes else '?'}"
+        return what + (f", root {root})" if root >= 0 else ")")
+
+    def _what(self):
+        rank = self._group._global(self._group.rank())
+        text = f"[rank {rank}] {self._kind}"
+        if self._seq is not None:
+            text += f" #{self._seq}"
+        if self._label:
+            text += f" ({self._label})"
+        return text
+
+    def _fail(self, error):
+        if self._group._broken is None:
+            self._group._broken = str(error)
+        self._links = []
+        self._req = None
+        self._complete(error)
+
+    def _complete(self, error):
+        self._done = True
+        self._error = error
+        fut = self._future
+        if fut is not None and not fut.done():
+            if error is None:
+                fut.set_result(self._outputs)
+            else:
+                fut.set_exception(error)
+
+    # ---- torch.distributed.Work
+    def is_completed(self):
+        if not self._done:
+            _progress.poll()
+        return self._done
+
+    def is_success(self):
+        return self._done and self._error is None
+
+    def exception(self):
+        return self._error
+
+    def source_rank(self):
+        if self._kind != "recv":
+            raise RuntimeError("source_rank() is only available for recv and recv_anysource")
+        return self._source
+
+    def result(self):
+        self.wait()
+        return self._outputs
+
+    def wait(self, timeout=None):
+        """Block until done; raise its error (a deadline passed, a peer died, ranks disagreed)."""
+        if not self._done:
+            limit = self._group._timeout if timeout is None else _seconds(timeout)
+            _wait_until(lambda: self._done, self._started + limit, self)
+        if self._error is not None:
+            raise self._error
+        return True
+
+    def get_future(self):
+        if self._future is None:
+            self._future = _CFuture()
+            if self._done:
+                self._complete(self._error)
+        return self._future
+
+    def synchronize(self):
+        self.wait()
+
+    def __repr__(self):
+        return f"<hookgrad.distributed.Work {self._what()} {'done' if self._done else 'pending'}>"
+
+
+def _seconds(timeout):
+    return timeout.total_seconds() if hasattr(timeout, "total_seconds") else float(timeout)
+
+
+def _wait_until(done, deadline, work):
+    """Poll all outstanding work until ``done()``; past the deadline, or when a peer has gone, fail ``work``
+    (and its group) with an error naming the rank, the collective and its label."""
+    check = time.monotonic() + 0.2
+    spins = 0
+    while True:
+        _progress.poll()
+        if done():
+            return
+        now = time.monotonic()
+        if now >= check:
+            check = now + 0.2
+            gone = _dead_peers(work._group)
+            if gone:
+                work._fail(DistBackendError(
+                    f"{work._what()}: rank {', '.join(map(str, gone))} of the job has exited (died or raised) "
+                    f"while this rank waited for it; the job cannot go on"))
+                _progress.pending[:] = [w for w in _progress.pending if w is not work]
+                return
+        if now >= deadline:
+            waited = now - work._started
+            work._fail(DistBackendError(
+                f"{work._what()}: timed out after {waited:.1f} s (the process group's timeout) waiting for the "
+                f"other ranks; one of them may be stuck, or may have skipped this collective"))
+            _progress.pending[:] = [w for w in _progress.pending if w is not work]
+            return
+        spins += 1
+        if spins > 200:
+            time.sleep(0.0002 if spins < 5000 else 0.002)
+
+
+def _dead_peers(group):
+    """Global ranks of this group whose process (on this host) has exited."""
+    host = _HOST
+    gone = []
+    for r in group._ranks:
+        peer = group._peers.get(r)
+        if peer is None or peer[0] != host or peer[1] == os.getpid():
+            continue
+        if not _alive(peer[1]):
+            gone.append(r)
+    return gone
+
+
+def _alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return True
+
+
+_HOST = os.uname().nodename if hasattr(os, "uname") else "localhost"
+
+
+# ------------------------------------------------------------------------------------------------
+# the world
+
+class World:
+    """The state init_process_group creates: the default group, the groups made since, this process's rank."""
+
+    def __init__(self, timeout):
+        MPI = mpi()
+        comm = MPI.COMM_WORLD.Dup()
+        comm.Set_errhandler(MPI.ERRORS_RETURN)
+        self.rank = comm.Get_rank()
+        self.size = comm.Get_size()
+        peers = comm.allgather((_HOST, os.getpid()))
+        self.peers = dict(enumerate(peers))
+        self.default = ProcessGroup(comm, range(self.size), timeout, "0", self.peers)
+        self.groups = {self.default: list(range(self.size))}
+        self.count = 1
+        if self.size > 1:
+            _install_excepthook()
+
+    def new_group(self, ranks, timeout):
+        """A group of ``ranks`` (global); every rank of the default group calls this, as in PyTorch. Non-members
+        get None."""
+        MPI = mpi()
+        parent = self.default._comm
+        ranks = sorted(ranks) if ranks is not None else list(range(self.size))
+        member = self.rank in ranks
+        comm = parent.Split(0 if member else MPI.UNDEFINED, ranks.index(self.rank) if member else 0)
+        name = str(self.count)
+        self.count += 1
+        if not member:
+            return None
+        comm.Set_errhandler(MPI.ERRORS_RETURN)
+        group = ProcessGroup(comm, ranks, timeout, name, self.peers)
+        self.groups[group] = ranks
+        return group
+
+    def destroy(self):
+        for group in list(self.groups):
+            with contextlib.suppress(Exception):
+                group._comm.Free()
+        self.groups.clear()
+
+
+_hook_installed = False
+
+
+def _install_excepthook():
+    """A rank that dies of an uncaught exception leaves at once (no MPI_Finalize, which would wait for peers
+    that wait for it): the others see it gone and end with an error naming it."""
+    global _hook_installed
+    if _hook_installed:
+        return
+    _hook_installed = True
+    previous = sys.excepthook
+
+    def hook(kind, value, tb):
+        try:
+            previous(kind, value, tb)
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(1)
+    sys.excepthook = hook
+
+
+def dumps(obj):
+    return np.frombuffer(pickle.dumps(obj), np.uint8)
+
+
+def loads(arr):
+    return pickle.loads(arr.tobytes())
+
+
+__all__ = ["ProcessGroup", "Work", "World", "label", "DistError", "DistBackendError"]

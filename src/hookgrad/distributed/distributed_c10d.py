@@ -1,0 +1,765 @@
+"""torch.distributed's functions (distributed_c10d): the default process group and the collectives, over MPI.
+
+Every collective works on the tensors' own arrays in place, as PyTorch's do, and returns None, or a
+:class:`Work` with ``async_op=True``. Ranks (``src``, ``dst``) are global ranks, ``group_src``/``group_dst``
+ranks within the group. The backend is MPI whatever the name asked for: "mpi", "gloo" or none (a script
+written for gloo runs unchanged); the ranks come from the MPI launcher (``mpiexec -n N`` or
+``python -m hookgrad.distributed.run``).
+"""
+import enum
+from datetime import timedelta
+
+import numpy as np
+
+from . import _mpi
+from ._mpi import ProcessGroup, Work, DistBackendError
+
+__all__ = ["Backend", "ReduceOp", "group", "GroupMember", "P2POp", "Work", "ProcessGroup", "is_available",
+           "is_initialized", "is_mpi_available", "is_gloo_available", "is_nccl_available", "is_torchelastic_launched",
+           "init_process_group", "destroy_process_group", "get_rank", "get_world_size", "get_backend", "new_group",
+           "get_process_group_ranks", "get_group_rank", "get_global_rank", "barrier", "monitored_barrier",
+           "all_reduce", "broadcast", "reduce", "all_gather", "all_gather_into_tensor", "reduce_scatter",
+           "reduce_scatter_tensor", "gather", "scatter", "all_to_all", "all_to_all_single", "send", "recv", "isend",
+           "irecv", "batch_isend_irecv", "all_gather_object", "broadcast_object_list", "gather_object",
+           "scatter_object_list", "get_node_local_rank", "default_pg_timeout"]
+
+default_pg_timeout = timedelta(seconds=_mpi.DEFAULT_TIMEOUT)
+
+
+class Backend(str):
+    """A backend name. hookgrad has one transport, MPI, which serves every name that runs on the CPU."""
+    UNDEFINED = "undefined"
+    GLOO = "gloo"
+    NCCL = "nccl"
+    UCC = "ucc"
+    MPI = "mpi"
+    XCCL = "xccl"
+    backend_list = [UNDEFINED, GLOO, NCCL, XCCL, UCC, MPI]
+    default_device_backend_map = {"cpu": GLOO}
+
+    def __new__(cls, name):
+        if not isinstance(name, str):
+            raise ValueError(f"Backend constructor parameter must be string-ish, but got: {type(name)}")
+        value = getattr(Backend, name.upper(), Backend.UNDEFINED)
+        if value == Backend.UNDEFINED:
+            value = name.lower()
+        return super().__new__(cls, value)
+
+
+class _RedOpType(enum.Enum):
+    SUM = 0
+    AVG = 1
+    PRODUCT = 2
+    MIN = 3
+    MAX = 4
+    BAND = 5
+    BOR = 6
+    BXOR = 7
+    PREMUL_SUM = 8
+    UNUSED = 9
+
+
+_RedOpType.__name__ = _RedOpType.__qualname__ = "RedOpType"
+
+
+class ReduceOp:
+    """torch.distributed.ReduceOp: SUM, AVG, PRODUCT, MIN, MAX, BAND, BOR, BXOR."""
+    RedOpType = _RedOpType
+    SUM = _RedOpType.SUM
+    AVG = _RedOpType.AVG
+    PRODUCT = _RedOpType.PRODUCT
+    MIN = _RedOpType.MIN
+    MAX = _RedOpType.MAX
+    BAND = _RedOpType.BAND
+    BOR = _RedOpType.BOR
+    BXOR = _RedOpType.BXOR
+    PREMUL_SUM = _RedOpType.PREMUL_SUM
+    UNUSED = _RedOpType.UNUSED
+
+
+_OPS = {_RedOpType.SUM: _mpi.SUM, _RedOpType.AVG: _mpi.AVG, _RedOpType.PRODUCT: _mpi.PRODUCT,
+        _RedOpType.MIN: _mpi.MIN, _RedOpType.MAX: _mpi.MAX, _RedOpType.BAND: _mpi.BAND, _RedOpType.BOR: _mpi.BOR,
+        _RedOpType.BXOR: _mpi.BXOR}
+
+
+class _WorldMeta(type):
+    @property
+    def WORLD(cls):
+        return _world.default if _world is not None else None
+
+
+class group(metaclass=_WorldMeta):
+    """``group.WORLD``: the default process group (None before init_process_group)."""
+
+
+class GroupMember(metaclass=_WorldMeta):
+    NON_GROUP_MEMBER = -100
+
+
+_world = None
+
+
+# ------------------------------------------------------------------------------------------------
+# the default group
+
+def is_available():
+    """True: hookgrad.distributed exists (it needs mpi4py to run: see is_mpi_available)."""
+    return True
+
+
+def is_mpi_available():
+    import importlib.util
+    return importlib.util.find_spec("mpi4py") is not None
+
+
+def is_gloo_available():
+    """A gloo script runs unchanged: the name is served by the MPI transport."""
+    return is_mpi_available()
+
+
+def is_nccl_available():
+    return False
+
+
+def is_initialized():
+    return _world is not None
+
+
+def is_torchelastic_launched():
+    import os
+    return os.getenv("TORCHELASTIC_RUN_ID") is not None
+
+
+def _check_timeout(timeout):
+    if timeout is None:
+        return _mpi.DEFAULT_TIMEOUT
+    if not isinstance(timeout, timedelta):
+        raise TypeError(f"Expected timeout argument to be of type datetime.timedelta, got {timeout}")
+    return timeout.total_seconds()
+
+
+def init_process_group(backend=None, init_method=None, timeout=None, world_size=-1, rank=-1, store=None,
+                       group_name="", pg_options=None, device_id=None):
+    """Join the job's default process group: every rank the MPI launcher started. ``world_size`` and
+    ``rank``, when given, must be MPI's."""
+    global _world
+    if _world is not None:
+        raise ValueError("trying to initialize the default process group twice!")
+    if backend is not None and Backend(backend) in (Backend.NCCL, Backend.XCCL):
+        raise RuntimeError(f"Distributed package doesn't have {Backend(backend).upper()} built in (hookgrad runs "
+                           f"on the CPU: use backend='gloo' or 'mpi')")
+    seconds = _check_timeout(timeout)
+    world = _mpi.World(seconds)
+    for name, asked, got in (("world_size", world_size, world.size), ("rank", rank, world.rank)):
+        if asked is not None and asked != -1 and int(asked) != got:
+            world.destroy()
+            raise ValueError(
+                f"hookgrad: init_process_group({name}={asked}) but MPI started this process as {name} {got}: "
+                f"hookgrad's ranks are MPI's. Launch the job with `mpiexec -n N python script.py` or "
+                f"`python -m hookgrad.distributed.run --nproc-per-node N script.py`")
+    _world = world
+
+
+def destroy_process_group(group=None):
+    """Destroy ``group``, or every group and the default one (after which init_process_group may run again)."""
+    global _world
+    if _world is None:
+        raise ValueError("Default process group has not been initialized, please make sure to call "
+                         "init_process_group.")
+    if group is None or group is _world.default:
+        _world.destroy()
+        _world = None
+    else:
+        _world.groups.pop(group, None)
+        group._comm.Free()
+
+
+def _default():
+    if _world is None:
+        raise ValueError("Default process group has not been initialized, please make sure to call "
+                         "init_process_group.")
+    return _world.default
+
+
+def _group(group):
+    if group is None or group is GroupMember.WORLD:
+        return _default()
+    if not isinstance(group, ProcessGroup):
+        raise TypeError(f"hookgrad: expected a ProcessGroup, got {type(group).__name__}")
+    _default()
+    return group
+
+
+def get_rank(group=None):
+    """This process's rank in ``group`` (-1 when it is not a member)."""
+    g = _group(group)
+    return g.rank()
+
+
+def get_world_size(group=None):
+    return _group(group).size()
+
+
+def get_backend(group=None):
+    _group(group)
+    return Backend.MPI
+
+
+def get_node_local_rank(fallback_rank=None):
+    import os
+    for name in ("LOCAL_RANK", "MPI_LOCALRANKID"):
+        if name in os.environ:
+            return int(os.environ[name])
+    if fallback_rank is not None:
+        return int(fallback_rank)
+    raise RuntimeError("LOCAL_RANK is not in the environment. Consider passing fallback_rank to allow "
+                       "`get_node_local_rank` to work, assuming you are not running in a multi-device context "
+                       "and want the code to run locally instead.")
+
+
+def new_group(ranks=None, timeout=None, backend=None, pg_options=None, use_local_synchronization=False,
+              group_desc=None, device_id=None):
+    """A process group of the global ``ranks`` (all by default). Every rank calls it, members or not, as in
+    PyTorch; a non-member gets GroupMember.NON_GROUP_MEMBER."""
+    _default()
+    if ranks is not None:
+        ranks = [int(r) for r in ranks]
+        if len(set(ranks)) != len(ranks):
+            raise ValueError(f"hookgrad: new_group got a rank twice: {ranks}")
+        for r in ranks:
+            if not 0 <= r < _world.size:
+                raise ValueError(f"Invalid rank {r}: the world has {_world.size} ranks")
+    seconds = _world.default._timeout if timeout is None else _check_timeout(timeout)
+    made = _world.new_group(ranks, seconds)
+    return GroupMember.NON_GROUP_MEMBER if made is None else made
+
+
+def get_process_group_ranks(group):
+    return list(_group(group)._ranks)
+
+
+def get_group_rank(group, global_rank):
+    ranks = _group(group)._ranks
+    if global_rank not in ranks:
+        raise ValueError(f"Global rank {global_rank} is not part of group {group}")
+    return ranks.index(global_rank)
+
+
+def get_global_rank(group, group_rank):
+    ranks = _group(group)._ranks
+    if not 0 <= group_rank < len(ranks):
+        raise ValueError(f"Group rank {group_rank} is not part of group {group}")
+    return ranks[group_rank]
+
+
+# ------------------------------------------------------------------------------------------------
+# arguments
+
+def _array(tensor, name="tensor"):
+    """The contiguous array a collective reads and writes in place."""
+    from .._tensor import Tensor
+    if not isinstance(tensor, Tensor):
+        raise TypeError(f"Invalid function argument. Expected parameter `{name}` of type torch.Tensor\n"
+                        f"             but got {type(tensor)} instead.")
+    a = tensor._data
+    if not isinstance(a, np.ndarray):
+        a = np.asarray(a)
+    if not a.flags.c_contiguous:
+        raise ValueError("Tensors must be contiguous")
+    return a
+
+
+def _arrays(tensors, name):
+    from .._tensor import Tensor
+    if not isinstance(tensors, (list, tuple)) or not all(isinstance(t, Tensor) for t in tensors):
+        raise TypeError(f"Invalid function argument. Expected parameter `{name}` of type List[torch.Tensor]\n"
+                        f"             but got {type(tensors)} with elements of type "
+                        f"{[type(t) for t in tensors] if isinstance(tensors, (list, tuple)) else ''}.")
+    return [_array(t, name) for t in tensors]
+
+
+def _same(a, b, what):
+    if a.dtype != b.dtype:
+        raise ValueError(f"Invalid usage of tensors with different dtypes: found {a.dtype} and {b.dtype} ({what})")
+    if a.size != b.size:
+        raise ValueError(f"hookgrad: {what}: expected {b.size} elements, got {a.size}")
+
+
+def _op(op):
+    if isinstance(op, ReduceOp):
+        op = op.op
+    key = _OPS.get(op)
+    if key is None:
+        raise ValueError(f"Invalid ``op``. Expected ``op`` to be of type ``torch.distributed.ReduceOp``, but got "
+                         f"{op!r}.")
+    return key
+
+
+def _root(g, rank, group_rank, name):
+    """The group rank of a root given as a global ``rank`` or as ``group_rank``."""
+    if group_rank is not None:
+        if rank is not None:
+            raise ValueError(f"Can not specify both {name} and group_{name}")
+        if not 0 <= group_rank < g.size():
+            raise ValueError(f"Group rank {group_rank} is not part of group {g}")
+        return group_rank
+    if rank is None:
+        rank = 0
+    if rank not in g._ranks:
+        raise ValueError(f"Global rank {rank} is not part of group {g}")
+    return g._ranks.index(rank)
+
+
+def _bump(*tensors):
+    for t in tensors:
+        t._vc[0] += 1
+
+
+def _done(work, async_op):
+    if async_op:
+        return work
+    work.wait()
+    return None
+
+
+def _member(group):
+    return group is not GroupMember.NON_GROUP_MEMBER
+
+
+# ------------------------------------------------------------------------------------------------
+# collectives
+
+def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op=False):
+    """Reduce ``tensor`` over the group, in place on every rank."""
+    if not _member(group):
+        return None
+    g = _group(group)
+    a = _array(tensor)
+    key = _op(op)
+    if a.dtype.kind == "c" and key not in (_mpi.SUM, _mpi.AVG, _mpi.PRODUCT):
+        raise ValueError(f"all_reduce does not support {op} on complex tensors")
+    mop, bytes_ = _mpi._mpi_op(key, a.dtype)
+    comm = g._comm
+    MPI = _mpi.mpi()
+
+    def finish():
+        if key == _mpi.AVG:
+            if a.dtype.kind in "iub":
+                raise ValueError("hookgrad: all_reduce with ReduceOp.AVG needs a floating-point tensor")
+            np.divide(a, g.size(), out=a, casting="unsafe")
+        _bump(tensor)
+    work = g._start("all_reduce", a.size, _mpi._dtype_code(a.dtype), -1,
+                    [lambda: comm.Iallreduce(MPI.IN_PLACE, _mpi._buf(a, bytes_), mop)], [tensor], finish)
+    return _done(work, async_op)
+
+
+def broadcast(tensor, src=None, group=None, async_op=False, group_src=None):
+    """Copy ``tensor`` of rank ``src`` into ``tensor`` on every rank."""
+    if not _member(group):
+        return None
+    g = _group(group)
+    a = _array(tensor)
+    root = _root(g, src, group_src, "src")
+    comm = g._comm
+    work = g._start("broadcast", a.size, _mpi._dtype_code(a.dtype), root,
+                    [lambda: comm.Ibcast(_mpi._buf(a), root)], [tensor], lambda: _bump(tensor))
+    return _done(work, async_op)
+
+
+def reduce(tensor, dst=None, op=ReduceOp.SUM, group=None, async_op=False, group_dst=None):
+    """Reduce ``tensor`` into rank ``dst``'s (the others' are unchanged)."""
+    if not _member(group):
+        return None
+    g = _group(group)
+    a = _array(tensor)
+    root = _root(g, dst, group_dst, "dst")
+    key = _op(op)
+    mop, bytes_ = _mpi._mpi_op(key, a.dtype)
+    comm = g._comm
+    MPI = _mpi.mpi()
+    me = g.rank() == root
+
+    def start():
+        buf = _mpi._buf(a, bytes_)
+        return comm.Ireduce(MPI.IN_PLACE if me else buf, buf if me else None, mop, root)
+
+    def finish():
+        if me:
+            if key == _mpi.AVG:
+                np.divide(a, g.size(), out=a, casting="unsafe")
+            _bump(tensor)
+    work = g._start("reduce", a.size, _mpi._dtype_code(a.dtype), root, [start], [tensor], finish)
+    return _done(work, async_op)
+
+
+def all_gather(tensor_list, tensor, group=None, async_op=False):
+    """Every rank's ``tensor``, into ``tensor_list`` (one per rank) on every rank."""
+    if not _member(group):
+        return None
+    g = _group(group)
+    a = _array(tensor)
+    outs = _arrays(tensor_list, "tensor_list")
+    if len(outs) != g.size():
+        raise ValueError(f"hookgrad: all_gather: tensor_list has {len(outs)} tensors, the group has {g.size()} "
+                         f"ranks")
+    for o in outs:
+        _same(o, a, "all_gather output")
+    recv = np.empty((g.size(),) + a.shape, a.dtype)
+    comm = g._comm
+
+    def finish():
+        for o, r, t in zip(outs, recv, tensor_list):
+            o[...] = r.reshape(o.shape)
+            _bump(t)
+    work = g._start("all_gather", a.size, _mpi._dtype_code(a.dtype), -1,
+                    [lambda: comm.Iallgather(_mpi._buf(np.ascontiguousarray(a)), _mpi._buf(recv))],
+                    list(tensor_list), finish)
+    return _done(work, async_op)
+
+
+def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op=False):
+    """Every rank's ``input_tensor``, concatenated (or stacked) in rank order into ``output_tensor``."""
+    if not _member(group):
+        return None
+    g = _group(group)
+    a = _array(input_tensor, "input_tensor")
+    out = _array(output_tensor, "output_tensor")
+    if out.dtype != a.dtype:
+        raise ValueError(f"Invalid usage of tensors with different dtypes: found {out.dtype} and {a.dtype}")
+    if out.size != a.size * g.size():
+        raise ValueError(f"output tensor size must be equal to world_size times input tensor size (hookgrad: "
+                         f"{out.size} elements for {g.size()} x {a.size})")
+    comm = g._comm
+    work = g._start("all_gather", a.size, _mpi._dtype_code(a.dtype), -1,
+                    [lambda: comm.Iallgather(_mpi._buf(a), _mpi._buf(out))], [output_tensor],
+                    lambda: _bump(output_tensor))
+    return _done(work, async_op)
+
+
+_all_gather_base = all_gather_into_tensor
+
+
+def reduce_scatter(output, input_list, op=ReduceOp.SUM, group=None, async_op=False):
+    """Reduce the ranks' ``input_list``s elementwise; rank i gets entry i into ``output``."""
+    if not _member(group):
+        return None
+    g = _group(group)
+    ins = _arrays(input_list, "input_list")
+    if len(ins) != g.size():
+        raise ValueError(f"hookgrad: reduce_scatter: input_list has {len(ins)} tensors, the group has "
+                         f"{g.size()} ranks")
+    out = _array(output, "output")
+    for i in ins:
+        _same(i, out, "reduce_scatter input")
+    send = np.concatenate([i.reshape(-1) for i in ins]) if out.size else np.empty(0, out.dtype)
+    return _reduce_scatter(g, send, out, output, op, async_op)
+
+
+def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, async_op=False):
+    """Reduce ``input`` (the group's outputs concatenated) over the ranks; rank i gets chunk i."""
+    if not _member(group):
+        return None
+    g = _group(group)
+    out = _array(output, "output")
+    a = _array(input, "input")
+    if a.dtype != out.dtype:
+        raise ValueError(f"Invalid usage of tensors with different dtypes: found {a.dtype} and {out.dtype}")
+    if a.size != out.size * g.size():
+        raise ValueError(f"input tensor must be the same size as output size times world size (hookgrad: "
+                         f"{a.size} elements for {g.size()} x {out.size})")
+    return _reduce_scatter(g, a.reshape(-1), out, output, op, async_op)
+
+
+_reduce_scatter_base = reduce_scatter_tensor
+
+
+def _reduce_scatter(g, send, out, output, op, async_op):
+    key = _op(op)
+    mop, bytes_ = _mpi._mpi_op(key, out.dtype)
+    comm = g._comm
+
+    def finish():
+        if key == _mpi.AVG:
+            np.divide(out, g.size(), out=out, casting="unsafe")
+        _bump(output)
+    work = g._start("reduce_scatter", out.size, _mpi._dtype_code(out.dtype), -1,
+                    [lambda: comm.Ireduce_scatter_block(_mpi._buf(send, bytes_), _mpi._buf(out, bytes_), mop)],
+                    [output], finish)
+    return _done(work, async_op)
+
+
+def gather(tensor, gather_list=None, dst=None, group=None, async_op=False, group_dst=None):
+    """Every rank's ``tensor`` into ``gather_list`` on rank ``dst`` (None elsewhere)."""
+    if not _member(group):
+        return None
+    g = _group(group)
+    a = _array(tensor)
+    root = _root(g, dst, group_dst, "dst")
+    me = g.rank() == root
+    if me:
+        if gather_list is None or len(gather_list) != g.size():
+            raise ValueError("Argument ``gather_list`` must be specified on destination rank.")
+        outs = _arrays(gather_list, "gather_list")
+        for o in outs:
+            _same(o, a, "gather output")
+    elif gather_list:
+        raise ValueError("Argument ``gather_list`` must NOT be specified on non-destination ranks.")
+    recv = np.empty((g.size(),) + a.shape, a.dtype) if me else None
+    comm = g._comm
+
+    def finish():
+        if me:
+            for o, r, t in zip(outs, recv, gather_list):
+                o[...] = r.reshape(o.shape)
+                _bump(t)
+    work = g._start("gather", a.size, _mpi._dtype_code(a.dtype), root,
+                    [lambda: comm.Igather(_mpi._buf(a), _mpi._buf(recv) if me else None, root)],
+                    list(gather_list or []), finish)
+    return _done(work, async_op)
+
+
+def scatter(tensor, scatter_list=None, src=None, group=None, async_op=False, group_src=None):
+    """Entry i of rank ``src``'s ``scatter_list`` into rank i's ``tensor``."""
+    if not _member(group):
+        return None
+    g = _group(group)
+    a = _array(tensor)
+    root = _root(g, src, group_src, "src")
+    me = g.rank() == root
+    if me:
+        if scatter_list is None or len(scatter_list) != g.size():
+            raise ValueError("Argument ``scatter_list`` must be specified on source rank.")
+        ins = _arrays(scatter_list, "scatter_list")
+        for i in ins:
+            _same(i, a, "scatter input")
+        send = np.concatenate([i.reshape(-1) for i in ins])
+    elif scatter_list:
+        raise ValueError("Argument ``scatter_list`` must NOT be specified on non-source ranks.")
+    comm = g._comm
+    work = g._start("scatter", a.size, _mpi._dtype_code(a.dtype), root,
+                    [lambda: comm.Iscatter(_mpi._buf(send) if me else None, _mpi._buf(a), root)], [tensor],
+                    lambda: _bump(tensor))
+    return _done(work, async_op)
+
+
+def all_to_all(output_tensor_list, input_tensor_list, group=None, async_op=False):
+    """Rank i's input j goes to rank j's output i."""
+    if not _member(group):
+        return None
+    g = _group(group)
+    ins = _arrays(input_tensor_list, "input_tensor_list")
+    outs = _arrays(output_tensor_list, "output_tensor_list")
+    if len(ins) != g.size() or len(outs) != g.size():
+        raise ValueError(f"hookgrad: all_to_all needs one input and one output tensor per rank ({g.size()})")
+    dtypes = {x.dtype for x in ins + outs}
+    if len(dtypes) > 1:
+        raise ValueError(f"Invalid usage of tensors with different dtypes: found {sorted(map(str, dtypes))}")
+    send = np.concatenate([i.reshape(-1) for i in ins]) if ins else np.empty(0)
+    recv = np.empty(sum(o.size for o in outs), send.dtype)
+    return _all_to_all(g, send, [i.size for i in ins], recv, [o.size for o in outs], outs, output_tensor_list,
+                       async_op)
+
+
+def all_to_all_single(output, input, output_split_sizes=None, input_split_sizes=None, group=None,
+                      async_op=False):
+    """``input``, split along dim 0 (evenly or by ``input_split_sizes``), one piece to each rank; the pieces
+    received, in rank order, into ``output``."""
+    if not _member(group):
+        return None
+    g = _group(group)
+    a = _array(input, "input")
+    out = _array(output, "output")
+    n = g.size()
+    row_in = a[0].size if a.ndim and a.shape[0] else (a.size // max(a.shape[0], 1) if a.ndim else 1)
+    row_out = out[0].size if out.ndim and out.shape[0] else row_in
+
+    def counts(splits, arr, row, what):
+        if not splits:
+            if arr.shape[0] % n:
+                raise ValueError(f"hookgrad: all_to_all_single: the {what} tensor's dim 0 ({arr.shape[0]}) is "
+                                 f"not divisible by the group size ({n})")
+            return [arr.shape[0] // n * row] * n
+        if len(splits) != n or sum(splits) != arr.shape[0]:
+            raise ValueError(f"hookgrad: all_to_all_single: {what}_split_sizes {list(splits)} must have {n} "
+                             f"entries summing to {arr.shape[0]}")
+        return [int(s) * row for s in splits]
+    return _all_to_all(g, a.reshape(-1), counts(input_split_sizes, a, row_in, "input"), out.reshape(-1),
+                       counts(output_split_sizes, out, row_out, "output"), None, [output], async_op)
+
+
+def _all_to_all(g, send, scounts, recv, rcounts, outs, tensors, async_op):
+    comm = g._comm
+    sdispl = np.concatenate([[0], np.cumsum(scounts)[:-1]]).astype(int).tolist()
+    rdispl = np.concatenate([[0], np.cumsum(rcounts)[:-1]]).astype(int).tolist()
+    bytes_ = send.dtype.name not in _mpi._NATIVE
+    k = send.itemsize if bytes_ else 1
+    sb = _mpi._buf(send)
+    rb = _mpi._buf(recv)
+    spec_s = [sb[0], ([c * k for c in scounts], [d * k for d in sdispl]), sb[1]] if bytes_ else \
+        [send, (scounts, sdispl)]
+    spec_r = [rb[0], ([c * k for c in rcounts], [d * k for d in rdispl]), rb[1]] if bytes_ else \
+        [recv, (rcounts, rdispl)]
+
+    def finish():
+        if outs is not None:
+            for o, c, d in zip(outs, rcounts, rdispl):
+                o.reshape(-1)[...] = recv[d:d + c]
+        _bump(*tensors)
+    work = g._start("all_to_all", int(send.size), _mpi._dtype_code(send.dtype), -1,
+                    [lambda: comm.Ialltoallv(spec_s, spec_r)], list(tensors), finish)
+    return _done(work, async_op)
+
+
+def barrier(group=None, async_op=False, device_ids=None):
+    """Wait until every rank of the group has reached the barrier."""
+    if not _member(group):
+        return None
+    g = _group(group)
+    work = g._start("barrier", 0, 0, -1, [], [], None)
+    return _done(work, async_op)
+
+
+def monitored_barrier(group=None, timeout=None, wait_all_ranks=False):
+    """A barrier within ``timeout``; past it, the error names the ranks that did not arrive (those alive)."""
+    g = _group(group)
+    work = g._start("barrier", 0, 0, -1, [], [], None)
+    work.wait(timeout)
+
+
+# ------------------------------------------------------------------------------------------------
+# point to point
+
+_TAG_LIMIT = 32767
+
+
+def _p2p_peer(g, rank, group_rank, name):
+    if rank is None and group_rank is None:
+        return None
+    r = _root(g, rank, group_rank, name)
+    if r == g.rank():
+        raise ValueError(f"Invalid {name} rank: {name} must not be the same as the rank of the current process.")
+    return r
+
+
+def isend(tensor, dst=None, group=None, tag=0, group_dst=None):
+    """Send ``tensor`` to rank ``dst``; returns a Work."""
+    g = _group(group)
+    a = _array(tensor)
+    peer = _p2p_peer(g, dst, group_dst, "dst")
+    if peer is None:
+        raise ValueError("hookgrad: isend needs dst")
+    comm = g._comm
+    return g._p2p("send", lambda: comm.Isend(_mpi._buf(a), peer, tag % _TAG_LIMIT), [tensor], peer)
+
+
+def irecv(tensor, src=None, group=None, tag=0, group_src=None):
+    """Receive into ``tensor`` from rank ``src`` (any rank when None); returns a Work (source_rank())."""
+    g = _group(group)
+    a = _array(tensor)
+    peer = _p2p_peer(g, src, group_src, "src")
+    comm = g._comm
+    MPI = _mpi.mpi()
+    work = g._p2p("recv", lambda: comm.Irecv(_mpi._buf(a), MPI.ANY_SOURCE if peer is None else peer,
+                                             tag % _TAG_LIMIT), [tensor], -1)
+    if peer is not None:
+        work._source = g._global(peer)
+    _bump(tensor)
+    return work
+
+
+def send(tensor, dst=None, group=None, tag=0, group_dst=None):
+    isend(tensor, dst, group, tag, group_dst).wait()
+
+
+def recv(tensor, src=None, group=None, tag=0, group_src=None):
+    """Receive into ``tensor``; returns the sender's rank."""
+    work = irecv(tensor, src, group, tag, group_src)
+    work.wait()
+    return work._source
+
+
+class P2POp:
+    """One point-to-point operation for batch_isend_irecv: ``op`` is isend or irecv."""
+
+    def __init__(self, op, tensor, peer=None, group=None, tag=0, group_peer=None):
+        if op not in (isend, irecv):
+            raise ValueError("Invalid ``op``. Expected ``op`` to be of type ``torch.distributed.isend`` or "
+                             "``torch.distributed.irecv``.")
+        self.op, self.tensor, self.peer, self.group, self.tag, self.group_peer = op, tensor, peer, group, tag, \
+            group_peer
+
+
+def batch_isend_irecv(p2p_op_list):
+    """Start every operation of the list; one Work each."""
+    if not isinstance(p2p_op_list, list) or not all(isinstance(p, P2POp) for p in p2p_op_list):
+        raise ValueError("Invalid ``p2p_op_list``. Each op is expected to to be of type "
+                         "``torch.distributed.P2POp``.")
+    return [p.op(p.tensor, p.peer, p.group, p.tag) for p in p2p_op_list]
+
+
+# ------------------------------------------------------------------------------------------------
+# objects (pickled)
+
+def _exchange_objects(g, obj):
+    """Every rank's ``obj``, in group rank order."""
+    mine = _mpi.dumps(obj)
+    sizes = np.zeros(g.size(), np.int64)
+    comm = g._comm
+    g._start("object", 1, 0, -1, [lambda: comm.Iallgather(np.array([mine.size], np.int64), sizes)], [],
+             None).wait()
+    buf = np.empty(int(sizes.sum()), np.uint8)
+    displ = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(int).tolist()
+    g._start("object", int(sizes.sum()), 0, -1,
+             [lambda: comm.Iallgatherv(mine, [buf, (sizes.astype(int).tolist(), displ)])], [], None).wait()
+    return [_mpi.loads(buf[d:d + int(s)]) for d, s in zip(displ, sizes)]
+
+
+def all_gather_object(object_list, obj, group=None):
+    """Every rank's picklable ``obj`` into ``object_list`` (one entry per rank)."""
+    if not _member(group):
+        return
+    g = _group(group)
+    if len(object_list) != g.size():
+        raise ValueError(f"hookgrad: all_gather_object: object_list has {len(object_list)} entries, the group "
+                         f"has {g.size()} ranks")
+    object_list[:] = _exchange_objects(g, obj)
+
+
+def broadcast_object_list(object_list, src=None, group=None, device=None, group_src=None):
+    """Rank ``src``'s ``object_list`` entries into every rank's list."""
+    if not _member(group):
+        return
+    g = _group(group)
+    root = _root(g, src, group_src, "src")
+    got = _exchange_objects(g, list(object_list) if g.rank() == root else None)[root]
+    object_list[:] = got
+
+
+def gather_object(obj, object_gather_list=None, dst=None, group=None, group_dst=None):
+    if not _member(group):
+        return
+    g = _group(group)
+    root = _root(g, dst, group_dst, "dst")
+    got = _exchange_objects(g, obj)
+    if g.rank() == root:
+        if object_gather_list is None or len(object_gather_list) != g.size():
+            raise ValueError("Argument ``object_gather_list`` must be specified on destination rank.")
+        object_gather_list[:] = got
+
+
+def scatter_object_list(scatter_object_output_list, scatter_object_input_list=None, src=None, group=None,
+                        group_src=None):
+    if not _member(group):
+        return
+    g = _group(group)
+    root = _root(g, src, group_src, "src")
+    if not isinstance(scatter_object_output_list, list) or len(scatter_object_output_list) < 1:
+        raise ValueError("Expected argument scatter_object_output_list to be a list of size at least 1.")
+    got = _exchange_objects(g, list(scatter_object_input_list) if g.rank() == root else None)[root]
+    scatter_object_output_list[0] = got[g.rank()]
+
+
+DistError = _mpi.DistError
+DistBackendError = DistBackendError
+DistNetworkError = _mpi.DistNetworkError
+DistStoreError = _mpi.DistStoreError
