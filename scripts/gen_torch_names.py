@@ -51,7 +51,7 @@ RULES = [
      "non-goal: TorchScript, graph capture and dispatcher internals"),
     (r".*", r"^(complex(32|64|128)?|cfloat|cdouble|chalf|view_as_complex.*|view_as_real.*|polar|"
             r"is_complex|ComplexFloatStorage|ComplexDoubleStorage)$", "non-goal: complex tensors"),
-    (r".*", r"^(float8_.*|float4_.*|u?int[1-7]|uint(16|32|64)|bits.*|bfloat16|BFloat16.*)$",
+    (r".*", r"^(float8_.*|float4_.*|u?int[1-7]|uint(16|32|64)|bits.*|BFloat16.*)$",
      "non-goal: dtypes NumPy has no arithmetic for"),
     (r".*", r"^(nested|jagged|.*nested.*|is_nested|NestedIOFunction)$", "non-goal: nested tensors"),
     (r".*", r"^(distributed|DistributedSampler|DistributedDataParallel|.*[Dd]istributed.*)$",

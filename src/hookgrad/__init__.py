@@ -18,6 +18,7 @@ from ._dtype import (dtype, bool_ as bool, uint8, int8, int16, int32, int64, flo
 from ._dtype import float16 as half, float32 as float, float64 as double, int64 as long, int32 as int, \
     int16 as short, uint8 as byte, int8 as char
 from ._dtype import complex64, complex128, complex64 as cfloat, complex128 as cdouble
+from ._dtype import bfloat16
 from ._tensor import Tensor, Size, device
 from ._printing import set_printoptions
 from .autograd.grad_mode import no_grad, enable_grad, set_grad_enabled, inference_mode, is_grad_enabled, \

@@ -282,7 +282,7 @@ def _finish(data, dtype, requires_grad, device=None, xp=None):
             data = data.astype(dt.np)
     t = Tensor._make(data)
     if requires_grad:
-        if data.dtype.kind not in "fc":
+        if data.dtype.kind not in "fcV":        # V: bfloat16
             raise RuntimeError("Only Tensors of floating point and complex dtype can require gradients")
         t._requires_grad = True
     if _state.inference:

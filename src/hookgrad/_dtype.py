@@ -63,6 +63,41 @@ _SCALAR_NAMES = {"bool": "Bool", "uint8": "Byte", "int8": "Char", "int16": "Shor
 IS_COMPLEX = frozenset((complex64, complex128, complex64.np, complex128.np))
 _NP_TO_DT = {d.np: d for d in ALL + COMPLEX}
 _NAMES = {d.name: d for d in ALL + COMPLEX}
+
+
+class _BFloat16(dtype):
+    """torch.bfloat16. NumPy has no bfloat16: the ml_dtypes package (the ``distributed`` extra) supplies its array
+    type, imported when an array of it is first needed (``.np``), so that ``import hookgrad`` does not load it."""
+    __slots__ = ()
+
+    def __init__(self):
+        self.name, self._cat, self._rank, self._legacy = "bfloat16", 2, 6, "BFloat16Tensor"
+        self.is_floating_point, self.is_complex, self.is_signed, self.itemsize = True, False, True, 2
+
+    @property
+    def np(self):
+        return _bf16_np() if _BF16_NP is None else _BF16_NP
+
+
+_BF16_NP = None
+
+
+def _bf16_np():
+    """ml_dtypes' bfloat16 as a NumPy dtype (imported once; an array of it then maps back to ``bfloat16``)."""
+    global _BF16_NP
+    try:
+        import ml_dtypes
+    except ImportError:
+        raise ModuleNotFoundError("hookgrad: torch.bfloat16 needs the ml_dtypes package (NumPy has no bfloat16): "
+                                  "pip install ml_dtypes (or hookgrad[distributed])", name="ml_dtypes") from None
+    _BF16_NP = np.dtype(ml_dtypes.bfloat16)
+    _NP_TO_DT[_BF16_NP] = bfloat16
+    return _BF16_NP
+
+
+# float16 and bfloat16 share a rank: promoting one with the other gives float32 (_promote_pair)
+bfloat16 = _BFloat16()
+_NAMES["bfloat16"] = bfloat16
 _NAMES.update({"bool": bool_, "half": float16, "float": float32, "double": float64,
                "long": int64, "int": int32, "short": int16, "byte": uint8, "char": int8,
                "cfloat": complex64, "cdouble": complex128})
@@ -90,6 +125,8 @@ def from_numpy_dtype(npdt):
     try:
         return _NP_TO_DT[np.dtype(npdt)]
     except KeyError:
+        if _BF16_NP is None and np.dtype(npdt).name == "bfloat16":     # an ml_dtypes array before any bf16 tensor
+            return _NP_TO_DT[bfloat16.np]
         raise TypeError(f"can't convert np.ndarray of type numpy.{np.dtype(npdt)}. The only supported types are: "
                         "float64, float32, float16, complex64, complex128, int64, int32, int16, int8, uint8, "
                         "and bool.") from None
@@ -128,6 +165,8 @@ def _promote_pair(a, b):
         if a is uint8 or b is uint8:
             other = b if a is uint8 else a
             return int16 if other is int8 else other
+    elif a._rank == b._rank:        # float16 with bfloat16
+        return float32
     return a if a._rank > b._rank else b
 
 
@@ -197,14 +236,21 @@ class finfo:
         if not d.is_floating_point:
             raise TypeError("torch.finfo() requires a floating point input type. Use torch.iinfo to handle "
                             "'torch.finfo'")
-        f = np.finfo(d.np)
+        if d is bfloat16:
+            npdt = d.np             # raises the clear error when ml_dtypes is missing
+            import ml_dtypes
+            f = ml_dtypes.finfo(npdt)
+            res = 0.01          # 10 ** -precision (ml_dtypes rounds it to bfloat16: 0.0100098)
+        else:
+            f = np.finfo(d.np)
+            res = f.resolution
         self.dtype = d.name
         self.bits = f.bits
         self.eps = float(f.eps)
         self.max = float(f.max)
         self.min = float(f.min)
         self.tiny = self.smallest_normal = float(f.tiny)
-        self.resolution = float(f.resolution)
+        self.resolution = float(res)
 
     def __repr__(self):
         return (f"finfo(resolution={self.resolution:g}, min={self.min:g}, max={self.max:g}, eps={self.eps:g}, "

@@ -174,6 +174,8 @@ def _tensor_str(arr, indent):
     if arr.size == 0:
         return "[]"
     summarize = arr.size > PRINT_OPTS.threshold
+    if arr.dtype.kind == "V":
+        arr = arr.astype(np.float32)     # bfloat16 (ml_dtypes): its exact float32 widening
     fmt = (_ComplexFormatter if arr.dtype.kind == "c" else _Formatter)(_summarized_data(arr) if summarize else arr)
     if arr.dtype.kind == "f":
         arr = arr.astype(np.float64)     # format exact float64 widenings, as torch's tolist() does

@@ -20,6 +20,11 @@ def poll():
             pending.remove(item)
             raise
         if done:
-            del pending[i]
+            # NOTE: the item's completion may have run callbacks that polled (a then-callback that waits on
+            # another collective, as PyTorch's PowerSGD hook does) and changed the list under us
+            if i < len(pending) and pending[i] is item:
+                del pending[i]
+            elif item in pending:
+                pending.remove(item)
         else:
             i += 1

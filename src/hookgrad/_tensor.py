@@ -216,7 +216,7 @@ class Tensor:
         return self._vc[0]
 
     def is_floating_point(self):
-        return self._data.dtype.kind == "f"
+        return self._data.dtype.kind in "fV"        # V: bfloat16 (ml_dtypes), the one non-NumPy dtype
 
     def is_complex(self):
         return self._data.dtype.kind == "c"
@@ -313,7 +313,7 @@ class Tensor:
             raise RuntimeError("you can only change requires_grad flags of leaf variables. If you want to use a "
                                "computed variable in a subgraph that doesn't require differentiation use "
                                "var_no_grad = var.detach().")
-        if requires_grad and self._data.dtype.kind not in "fc":
+        if requires_grad and self._data.dtype.kind not in "fcV":
             raise RuntimeError("only Tensors of floating point dtype can require gradients")
         self._requires_grad = requires_grad
         return self
@@ -527,7 +527,7 @@ def _set_requires_grad(t, value):
             msg += (" If you want to use a computed variable in a subgraph that doesn't require differentiation use "
                     "var_no_grad = var.detach().")
         raise RuntimeError(msg)
-    if value and t._data.dtype.kind not in "fc":
+    if value and t._data.dtype.kind not in "fcV":
         raise RuntimeError("only Tensors of floating point and complex dtype can require gradients")
     t._requires_grad = value
 

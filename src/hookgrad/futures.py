@@ -9,6 +9,8 @@ import threading
 import traceback
 from typing import Generic, TypeVar
 
+from . import _progress
+
 __all__ = ["Future", "collect_all", "wait_all"]
 
 T = TypeVar("T")
@@ -61,6 +63,13 @@ class _CFuture:
 
     def wait(self):
         """Block until the future is completed; return its value or raise its exception."""
+        # NOTE: a future chained (then) on a collective completes only when someone advances MPI: drive the
+        # outstanding work (a Work's wait has the deadline and peer checks) instead of sleeping on the condition
+        while self._result is _PENDING and _progress.pending:
+            item = _progress.pending[0]
+            if hasattr(item, "wait"):
+                item.wait()
+            _progress.poll()
         with self._cond:
             while self._result is _PENDING:
                 self._cond.wait()

@@ -10,6 +10,7 @@ Several checks share one launch: starting 2 processes costs ~2-4 s.
 """
 import os
 import pickle
+import signal
 import socket
 import subprocess
 import sys
@@ -45,7 +46,7 @@ class Result:
         return self.ranks[r]
 
 
-def launch(tmp_path, code, n=2, timeout=180, env=None, check=True):
+def launch(tmp_path, code, n=2, timeout=90, env=None, check=True):
     """Run ``code`` on ``n`` ranks; the per-rank reports (None for a rank that reported nothing)."""
     script = tmp_path / "worker.py"
     script.write_text(PRELUDE + textwrap.dedent(code))
@@ -53,13 +54,20 @@ def launch(tmp_path, code, n=2, timeout=180, env=None, check=True):
     out.mkdir(exist_ok=True)
     e = dict(os.environ, HG_OUT=str(out), HG_PORT=str(free_port()), OMP_NUM_THREADS="1", PYTHONUNBUFFERED="1")
     e.update(env or {})
-    p = subprocess.run([sys.executable, "-m", "hookgrad.distributed.run", "--nproc-per-node", str(n), str(script)],
-                       env=e, capture_output=True, text=True, timeout=timeout, cwd=str(tmp_path))
+    p = subprocess.Popen([sys.executable, "-m", "hookgrad.distributed.run", "--nproc-per-node", str(n), str(script)],
+                         env=e, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=str(tmp_path),
+                         start_new_session=True)
+    try:
+        text, _ = p.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)        # the launcher, mpiexec and every rank
+        text, _ = p.communicate()
+        raise AssertionError(f"the {n}-rank job did not end within {timeout} s:\n{text[-6000:]}") from None
     ranks = []
     for r in range(n):
         f = out / f"rank{r}.pkl"
         ranks.append(pickle.loads(f.read_bytes()) if f.exists() else None)
-    res = Result(p.returncode, p.stdout + p.stderr, ranks)
+    res = Result(p.returncode, text, ranks)
     if check and p.returncode != 0:
         raise AssertionError(f"the {n}-rank job failed (exit {p.returncode}):\n{res.output[-6000:]}")
     return res

@@ -73,7 +73,7 @@ def _make_grads(outputs, grad_outputs, is_grads_batched=False):
                 if out._data.size != 1:
                     raise RuntimeError("grad can be implicitly created only for scalar outputs "
                                        f"(hookgrad: output {i} has shape {tuple(out.shape)}; pass a gradient of that shape)")
-                if out._data.dtype.kind != "f":
+                if out._data.dtype.kind not in "fV":      # V: bfloat16
                     raise RuntimeError(f"grad can be implicitly created only for real scalar outputs but got {out.dtype}")
                 g = Tensor._make(array_module(out._data).ones(out._data.shape, out._data.dtype))
             res.append(g)

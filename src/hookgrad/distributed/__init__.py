@@ -7,6 +7,12 @@ from .distributed_c10d import *  # noqa: F401,F403
 from .distributed_c10d import (__all__ as _c10d_all, DistError, DistBackendError, DistNetworkError,  # noqa: F401
                                DistStoreError, _all_gather_base, _reduce_scatter_base)
 from ._grad_bucket import GradBucket
+from ._reducer import (BuiltinCommHookType, Logger, Reducer, DEFAULT_FIRST_BUCKET_BYTES as _DEFAULT_FIRST_BUCKET_BYTES,
+                       compute_bucket_assignment_by_size as _compute_bucket_assignment_by_size,
+                       verify_params_across_processes as _verify_params_across_processes,
+                       broadcast_coalesced as _broadcast_coalesced)
 from ._mpi import Work as _Work  # noqa: F401
+from . import constants  # noqa: F401,E402  (torch.distributed.constants, as torch exposes it)
 
-__all__ = list(_c10d_all) + ["GradBucket", "DistError", "DistBackendError", "DistNetworkError", "DistStoreError"]
+__all__ = list(_c10d_all) + ["GradBucket", "BuiltinCommHookType", "Logger", "Reducer", "DistError", "DistBackendError",
+                             "DistNetworkError", "DistStoreError"]

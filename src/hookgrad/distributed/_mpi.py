@@ -12,12 +12,15 @@ engine advances it between nodes, which is how DDP overlaps communication with b
 
 MPI is imported on first use (``init_process_group``); ``import hookgrad.distributed`` never initialises it.
 """
+import atexit
+import collections
 import contextlib
 import os
 import pickle
 import sys
 import threading
 import time
+import zlib
 
 import numpy as np
 
@@ -85,14 +88,18 @@ SUM, AVG, PRODUCT, MIN, MAX, BAND, BOR, BXOR = "sum", "avg", "product", "min", "
 _NP_REDUCE = {SUM: np.add, AVG: np.add, PRODUCT: np.multiply, MIN: np.minimum, MAX: np.maximum,
               BAND: np.bitwise_and, BOR: np.bitwise_or, BXOR: np.bitwise_xor}
 _KINDS = ("barrier", "all_reduce", "broadcast", "all_gather", "reduce_scatter", "reduce", "gather", "scatter",
-          "all_to_all", "object", "ddp")
-_DTYPES = {}
+          "all_to_all", "object", "ddp", "exit (destroy_process_group or the end of the script)")
 _NATIVE = {"float32", "float64", "int8", "int16", "int32", "int64", "uint8", "complex64", "complex128"}
 _user_ops = {}
 
 
 def _dtype_code(dt):
-    return _DTYPES.setdefault(dt.str, len(_DTYPES) + 1)
+    """The same integer on every rank for the same dtype: its name's first 8 bytes."""
+    return int.from_bytes(dt.name.encode()[:8], "little")
+
+
+def _dtype_name(code):
+    return code.to_bytes(8, "little").rstrip(b"\0").decode(errors="replace") if code > 0 else "?"
 
 
 def _mpi_op(op, dtype):
@@ -141,7 +148,11 @@ class ProcessGroup:
         self._seq = 0
         self._peers = peers                 # global rank -> (host, pid), for liveness checks
         self._broken = None
-        self._tag = 0
+        # NOTE: MPI matches a group's collectives in the order each rank issues them, and a work issues its
+        # requests one after the other (the fingerprint, then the data): the works that have requests left to
+        # issue wait their turn here, first in first out, so every rank issues the same sequence. A work whose
+        # requests are all issued leaves the queue; later works go on while its data moves (no blocking).
+        self._issuing = collections.deque()
 
     def rank(self):
         return self._comm.Get_rank()
@@ -173,18 +184,19 @@ class ProcessGroup:
             raise DistBackendError(f"hookgrad: the process group {self._name} is unusable after an earlier "
                                    f"error: {self._broken}")
         self._seq += 1
-        fp = np.array([self._seq, _KINDS.index(kind), count, dtype, root], np.int64)
+        label = getattr(_tls, "label", None)
+        fp = np.array([self._seq, _KINDS.index(kind), count, dtype, root,
+                       zlib.crc32(label.encode()) if label else 0], np.int64)
         work = Work(self, kind, self._seq, fp, links, outputs, finish)
-        work._advance()
-        if not work._done:
+        self._issuing.append(work)
+        if not work.poll():
             _progress.pending.append(work)
         return work
 
     def _p2p(self, kind, start, outputs, peer):
         work = Work(self, kind, None, None, [start], outputs, None)
         work._peer = peer
-        work._advance()
-        if not work._done:
+        if not work.poll():
             _progress.pending.append(work)
         return work
 
@@ -230,6 +242,12 @@ class Work:
                     self._check_fingerprints()
             if not self._links:
                 break
+            issuing = self._group._issuing
+            if self._seq is not None:
+                if issuing[0] is not self:
+                    return False            # an earlier collective of the group has requests to issue first
+                if len(self._links) == 1:
+                    issuing.popleft()
             self._req = self._links.pop(0)()
         if self._finish is not None:
             self._finish()
@@ -253,14 +271,18 @@ class Work:
             return
         calls = "; ".join(f"rank {self._group._global(r)} called {self._describe(row)}"
                           for r, row in enumerate(all_))
-        raise DistBackendError(f"hookgrad: ranks called different collectives on the process group "
+        raise DistBackendError(f"{self._what()}: ranks called different collectives on the process group "
                                f"{self._group._name}: {calls}")
 
     def _describe(self, row):
-        seq, kind, count, dtype, root = (int(v) for v in row)
-        dtypes = {c: s for s, c in _DTYPES.items()}
-        what = f"{_KINDS[kind]} #{seq} ({count} elements of {np.dtype(dtypes[dtype]) if dtype in dtypes else '?'}"
-        return what + (f", root {root})" if root >= 0 else ")")
+        seq, kind, count, dtype, root, label = (int(v) for v in row)
+        what = f"{_KINDS[kind] if 0 <= kind < len(_KINDS) else '?'} #{seq}"
+        if count >= 0 and dtype:
+            what += f" ({count} elements of {_dtype_name(dtype)}"
+            what += f", root {root})" if root >= 0 else ")"
+        if label:
+            what += f" [label {label:08x}]"
+        return what
 
     def _what(self):
         rank = self._group._global(self._group.rank())
@@ -274,6 +296,8 @@ class Work:
     def _fail(self, error):
         if self._group._broken is None:
             self._group._broken = str(error)
+        if self in self._group._issuing:
+            self._group._issuing.remove(self)
         self._links = []
         self._req = None
         self._complete(error)
@@ -416,6 +440,10 @@ class World:
         self.count = 1
         if self.size > 1:
             _install_excepthook()
+            _exit.world = self
+            if not _exit.registered:
+                _exit.registered = True
+                atexit.register(_at_exit)
 
     def new_group(self, ranks, timeout):
         """A group of ``ranks`` (global); every rank of the default group calls this, as in PyTorch. Non-members
@@ -434,7 +462,24 @@ class World:
         self.groups[group] = ranks
         return group
 
+    def leave(self):
+        """Leave the job together: a barrier of every rank (within the deadline, checking the peers). It fails
+        when a rank has gone, or waits in another collective (the error names it), and then the process
+        must not call MPI_Finalize, which would wait for the ranks that are gone."""
+        if self.size == 1 or not _exit.clean:
+            return
+        try:
+            if any(g._broken for g in self.groups) or _dead_peers(self.default):
+                raise DistBackendError("a peer has gone")
+            self.default._start("exit (destroy_process_group or the end of the script)", 0, 0, -1, [], [],
+                                None).wait()
+        except DistBackendError:
+            _exit.clean = False
+
     def destroy(self):
+        self.leave()
+        if _exit.world is self:
+            _exit.world = None
         for group in list(self.groups):
             with contextlib.suppress(Exception):
                 group._comm.Free()
@@ -461,6 +506,22 @@ def _install_excepthook():
             sys.stderr.flush()
             os._exit(1)
     sys.excepthook = hook
+
+
+class _exit:
+    """How the process leaves MPI: with MPI_Finalize when every rank left together, else at once."""
+    world = None            # the world still initialised, left at exit
+    clean = True
+    registered = False
+
+
+def _at_exit():
+    if _exit.world is not None:
+        _exit.world.leave()
+    if not _exit.clean:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(1)
 
 
 def dumps(obj):

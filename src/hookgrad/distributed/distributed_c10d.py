@@ -255,8 +255,9 @@ def get_global_rank(group, group_rank):
 # ------------------------------------------------------------------------------------------------
 # arguments
 
-def _array(tensor, name="tensor"):
-    """The contiguous array a collective reads and writes in place."""
+def _array(tensor, name="tensor", write=True):
+    """The contiguous array a collective reads and writes in place: the tensor's own, or for a non-contiguous
+    tensor a copy that :func:`_bump` writes back when the collective completes (as gloo accepts them)."""
     from .._tensor import Tensor
     if not isinstance(tensor, Tensor):
         raise TypeError(f"Invalid function argument. Expected parameter `{name}` of type torch.Tensor\n"
@@ -264,9 +265,17 @@ def _array(tensor, name="tensor"):
     a = tensor._data
     if not isinstance(a, np.ndarray):
         a = np.asarray(a)
+    if not a.flags.writeable and write:
+        raise RuntimeError(f"hookgrad: the collective writes `{name}` in place, but its memory is shared read-only "
+                           f"(an expanded tensor?): pass a tensor of its own, e.g. {name}.clone()")
     if not a.flags.c_contiguous:
-        raise ValueError("Tensors must be contiguous")
+        a = np.ascontiguousarray(a)
+        if write:
+            _copies[id(tensor)] = a
     return a
+
+
+_copies = {}        # id(tensor) -> the contiguous copy a collective works on
 
 
 def _arrays(tensors, name):
@@ -286,12 +295,10 @@ def _same(a, b, what):
 
 
 def _op(op):
-    if isinstance(op, ReduceOp):
-        op = op.op
-    key = _OPS.get(op)
+    key = _OPS.get(op) if isinstance(op, _RedOpType) else None
     if key is None:
-        raise ValueError(f"Invalid ``op``. Expected ``op`` to be of type ``torch.distributed.ReduceOp``, but got "
-                         f"{op!r}.")
+        raise TypeError(f"(): incompatible function arguments: expected op to be a torch.distributed.ReduceOp "
+                        f"(ReduceOp.SUM, AVG, PRODUCT, MIN, MAX, BAND, BOR, BXOR), got {op!r}")
     return key
 
 
@@ -306,12 +313,18 @@ def _root(g, rank, group_rank, name):
     if rank is None:
         rank = 0
     if rank not in g._ranks:
+        if g is _world.default:
+            raise RuntimeError(f"ProcessGroupMPI: invalid root rank: {rank} (the world has {g.size()} ranks)")
         raise ValueError(f"Global rank {rank} is not part of group {g}")
     return g._ranks.index(rank)
 
 
 def _bump(*tensors):
+    """The tensors a collective wrote: write back the contiguous copies, count the in-place change."""
     for t in tensors:
+        c = _copies.pop(id(t), None) if _copies else None
+        if c is not None:
+            t._data[...] = c
         t._vc[0] += 1
 
 
@@ -397,11 +410,11 @@ def all_gather(tensor_list, tensor, group=None, async_op=False):
     if not _member(group):
         return None
     g = _group(group)
-    a = _array(tensor)
+    a = _array(tensor, write=False)
     outs = _arrays(tensor_list, "tensor_list")
     if len(outs) != g.size():
-        raise ValueError(f"hookgrad: all_gather: tensor_list has {len(outs)} tensors, the group has {g.size()} "
-                         f"ranks")
+        raise RuntimeError(f"ProcessGroupMPI::allgather: invalid output tensor list at index 0 (expected length "
+                           f"{g.size()}, got {len(outs)})")
     for o in outs:
         _same(o, a, "all_gather output")
     recv = np.empty((g.size(),) + a.shape, a.dtype)
@@ -422,7 +435,7 @@ def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op=Fal
     if not _member(group):
         return None
     g = _group(group)
-    a = _array(input_tensor, "input_tensor")
+    a = _array(input_tensor, "input_tensor", write=False)
     out = _array(output_tensor, "output_tensor")
     if out.dtype != a.dtype:
         raise ValueError(f"Invalid usage of tensors with different dtypes: found {out.dtype} and {a.dtype}")
@@ -446,8 +459,8 @@ def reduce_scatter(output, input_list, op=ReduceOp.SUM, group=None, async_op=Fal
     g = _group(group)
     ins = _arrays(input_list, "input_list")
     if len(ins) != g.size():
-        raise ValueError(f"hookgrad: reduce_scatter: input_list has {len(ins)} tensors, the group has "
-                         f"{g.size()} ranks")
+        raise RuntimeError(f"ProcessGroupMPI::reduce_scatter: invalid input tensor list (expected length "
+                           f"{g.size()}, got {len(ins)})")
     out = _array(output, "output")
     for i in ins:
         _same(i, out, "reduce_scatter input")
@@ -461,7 +474,7 @@ def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, async_op=F
         return None
     g = _group(group)
     out = _array(output, "output")
-    a = _array(input, "input")
+    a = _array(input, "input", write=False)
     if a.dtype != out.dtype:
         raise ValueError(f"Invalid usage of tensors with different dtypes: found {a.dtype} and {out.dtype}")
     if a.size != out.size * g.size():
@@ -550,7 +563,8 @@ def all_to_all(output_tensor_list, input_tensor_list, group=None, async_op=False
     ins = _arrays(input_tensor_list, "input_tensor_list")
     outs = _arrays(output_tensor_list, "output_tensor_list")
     if len(ins) != g.size() or len(outs) != g.size():
-        raise ValueError(f"hookgrad: all_to_all needs one input and one output tensor per rank ({g.size()})")
+        raise RuntimeError(f"ProcessGroupMPI::alltoall: expected {g.size()} input and output tensors (one per "
+                           f"rank), got {len(ins)} and {len(outs)}")
     dtypes = {x.dtype for x in ins + outs}
     if len(dtypes) > 1:
         raise ValueError(f"Invalid usage of tensors with different dtypes: found {sorted(map(str, dtypes))}")
@@ -567,7 +581,7 @@ def all_to_all_single(output, input, output_split_sizes=None, input_split_sizes=
     if not _member(group):
         return None
     g = _group(group)
-    a = _array(input, "input")
+    a = _array(input, "input", write=False)
     out = _array(output, "output")
     n = g.size()
     row_in = a[0].size if a.ndim and a.shape[0] else (a.size // max(a.shape[0], 1) if a.ndim else 1)
@@ -605,7 +619,7 @@ def _all_to_all(g, send, scounts, recv, rcounts, outs, tensors, async_op):
             for o, c, d in zip(outs, rcounts, rdispl):
                 o.reshape(-1)[...] = recv[d:d + c]
         _bump(*tensors)
-    work = g._start("all_to_all", int(send.size), _mpi._dtype_code(send.dtype), -1,
+    work = g._start("all_to_all", -1, _mpi._dtype_code(send.dtype), -1,       # the counts may differ by rank
                     [lambda: comm.Ialltoallv(spec_s, spec_r)], list(tensors), finish)
     return _done(work, async_op)
 

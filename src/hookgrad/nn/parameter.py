@@ -140,7 +140,7 @@ class UninitializedTensorMixin:
         return Tensor._make(self.__dict__["_lazy_data"]).size(dim)
 
     def is_floating_point(self):
-        return self.__dict__["_lazy_data"].dtype.kind == "f"
+        return self.__dict__["_lazy_data"].dtype.kind in "fV"
 
     # methods that check something else before they read the array: PyTorch's ValueError comes first
     def _refuse(name):

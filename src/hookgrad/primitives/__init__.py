@@ -85,7 +85,7 @@ _METHODS = {
     "expand_as": S.expand_as, "sum_to_size": S.sum_to_size, "permute": S.permute, "transpose": S.transpose,
     "swapaxes": S.transpose, "swapdims": S.transpose, "t": S.t, "squeeze": S.squeeze, "unsqueeze": S.unsqueeze,
     "contiguous": S.contiguous, "clone": S.clone, "to": S.to, "float": S.float_, "double": S.double,
-    "half": S.half, "long": S.long, "int": S.int_, "short": S.short, "char": S.char, "byte": S.byte,
+    "half": S.half, "bfloat16": S.bfloat16, "long": S.long, "int": S.int_, "short": S.short, "char": S.char, "byte": S.byte,
     "bool": S.bool_, "cpu": S.cpu, "cuda": S.cuda, "type_as": S.type_as, "flip": S.flip, "fliplr": S.fliplr,
     "flipud": S.flipud, "roll": S.roll, "repeat": S.repeat, "tile": S.tile, "movedim": S.movedim,
     "moveaxis": S.movedim, "view_as": lambda s, o: S.view(s, o.shape), "reshape_as": lambda s, o: S.reshape(s, o.shape),

@@ -52,6 +52,8 @@ def binary(cls, a, b, float_only=False, **params):
                     dt = D.result_type_of([a, b])
                     if float_only and not dt.is_floating_point and not dt.is_complex:
                         dt = D.get_default_dtype()
+                    elif dt is D.bfloat16:
+                        a, b = _bf16_operands(a, b)
                     params["dt"] = dt.np
                 return cls.apply(a, b, **params)
             dt = _scalar_result(a, b, float_only)
@@ -72,6 +74,17 @@ def binary(cls, a, b, float_only=False, **params):
     raise TypeError(f"unsupported operand types {type(a).__name__} and {type(b).__name__}")
 
 
+def _bf16_operands(a, b):
+    """A bfloat16 result from a bfloat16 tensor and an integer or wider one: ml_dtypes' ufunc loops refuse an
+    int32/int64 input, so that operand (which has no gradient when it is an integer) is cast first."""
+    bf = D.bfloat16.np
+    if a._data.dtype != bf and a._data.dtype.kind in "iu":
+        a = a.to(D.bfloat16)
+    if b._data.dtype != bf and b._data.dtype.kind in "iu":
+        b = b.to(D.bfloat16)
+    return a, b
+
+
 def _scalar_result(t, s, float_only):
     tdt = t._data.dtype
     k = tdt.kind
@@ -82,12 +95,12 @@ def _scalar_result(t, s, float_only):
     elif isinstance(s, (int, np.integer)):
         res = tdt if k != "b" else np.dtype(np.int64)
     elif isinstance(s, (float, np.floating)):
-        res = tdt if k == "f" or k == "c" else D.get_default_dtype().np
+        res = tdt if k == "f" or k == "c" or k == "V" else D.get_default_dtype().np     # V: bfloat16
     elif isinstance(s, (complex, np.complexfloating)):
         res = D.result_type_of((t,), (complex(s),)).np
     else:
         raise TypeError(f"unsupported operand type {type(s).__name__} for a tensor operation")
-    if float_only and res.kind != "f" and res.kind != "c":
+    if float_only and res.kind != "f" and res.kind != "c" and res.kind != "V":
         res = D.get_default_dtype().np
     return res
 

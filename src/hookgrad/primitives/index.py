@@ -309,7 +309,7 @@ def _float_test(npfn, fill):
     def fn(input):
         a = input._data
         xp = array_module(a)
-        return Tensor._make(xp.asarray(npfn(a)) if a.dtype.kind == "f" else xp.full(a.shape, fill))
+        return Tensor._make(xp.asarray(npfn(a)) if a.dtype.kind in "fV" else xp.full(a.shape, fill))
     fn.__name__ = fn.__qualname__ = npfn.__name__
     return fn
 

@@ -31,9 +31,19 @@ def _restore(g, in_shape, dims, keepdim):
 def _sum_dtype(x, dtype):
     if dtype is not None:
         return D.to_dtype(dtype).np
-    if x.dtype.kind in "biu":
-        return np.dtype(np.int64)
+    if x.dtype.kind in "biuV":
+        return np.dtype(np.int64) if x.dtype.kind != "V" else x.dtype     # V: bfloat16
     return None
+
+
+def _accumulated(r, dt):
+    """A bfloat16 sum or mean, accumulated in float32 as PyTorch's kernels do, then rounded once (``r`` is the
+    float32 result, ``dt`` the dtype asked for); any other result as it is."""
+    return r.astype(dt) if dt is not None and dt.kind == "V" else r
+
+
+def _acc(dt):
+    return np.float32 if dt is not None and dt.kind == "V" else dt
 
 
 class Sum(Node, name="SumBackward0"):
@@ -44,9 +54,12 @@ class Sum(Node, name="SumBackward0"):
 
     def forward(self, x):
         self.in_shape = x.shape
+        dt = self.dt
+        if dt is not None and dt.kind == "V":       # bfloat16
+            return array_module(x).asarray(_accumulated(x.sum(axis=self.dims, keepdims=self.keepdim, dtype=_acc(dt)), dt))
         if self.dims is None:
-            return array_module(x).asarray(x.sum(dtype=self.dt))
-        return array_module(x).asarray(x.sum(axis=self.dims, keepdims=self.keepdim, dtype=self.dt))
+            return array_module(x).asarray(x.sum(dtype=dt))
+        return array_module(x).asarray(x.sum(axis=self.dims, keepdims=self.keepdim, dtype=dt))
 
     def backward(self, g, F=TENSORS):
         dims = self.dims if self.dims is not None else ()
@@ -78,15 +91,21 @@ class Mean(Node, name="MeanBackward0"):
 
     def forward(self, x):
         self.in_shape = x.shape
+        dt = self.dt
+        if x.dtype.kind == "V" or (dt is not None and dt.kind == "V"):     # bfloat16: accumulated in float32
+            dt = dt or x.dtype
+            self.n = x.size if self.dims is None else int(np.prod([x.shape[d] for d in self.dims]))
+            return array_module(x).asarray(x.mean(axis=self.dims, keepdims=self.keepdim, dtype=np.float32)
+                                           ).astype(dt)
         if self.dims is None:
             self.n = x.size
-            return array_module(x).asarray(x.mean(dtype=self.dt)).astype(self.dt or x.dtype, copy=False)
+            return array_module(x).asarray(x.mean(dtype=dt)).astype(dt or x.dtype, copy=False)
         n = 1
         for d in self.dims:
             n *= x.shape[d]
         self.n = n
-        return array_module(x).asarray(x.mean(axis=self.dims, keepdims=self.keepdim, dtype=self.dt)).astype(
-            self.dt or x.dtype, copy=False)
+        return array_module(x).asarray(x.mean(axis=self.dims, keepdims=self.keepdim, dtype=dt)).astype(
+            dt or x.dtype, copy=False)
 
     def backward(self, g, F=TENSORS):
         dims = self.dims if self.dims is not None else ()
@@ -102,7 +121,7 @@ class MeanDim(Mean, name="MeanBackward1"):
 def mean(input, dim=None, keepdim=False, *, dtype=None, axis=None):
     if axis is not None:
         dim = axis
-    if input._data.dtype.kind not in "fc" and dtype is None:
+    if input._data.dtype.kind not in "fcV" and dtype is None:
         raise RuntimeError("mean(): could not infer output dtype. Input dtype must be either a floating point or "
                            f"complex dtype. Got: {_legacy_short(input.dtype)}")
     dt = D.to_dtype(dtype).np if dtype is not None else None

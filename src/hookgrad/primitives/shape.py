@@ -487,6 +487,7 @@ def _caster(dt_name):
 float_ = _caster("float32")
 double = _caster("float64")
 half = _caster("float16")
+bfloat16 = _caster("bfloat16")
 long = _caster("int64")
 int_ = _caster("int32")
 short = _caster("int16")

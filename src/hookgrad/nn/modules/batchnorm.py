@@ -8,6 +8,7 @@ from ..._tensor import Tensor
 from ..._array import default_module
 from .module import Module
 from .lazy import LazyModuleMixin
+from ._sync_batchnorm import SyncBatchNorm as sync_batch_norm
 
 __all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "LazyBatchNorm1d", "LazyBatchNorm2d", "LazyBatchNorm3d",
            "SyncBatchNorm"]
@@ -81,6 +82,12 @@ class _NormBase(Module):
 class _BatchNorm(_NormBase):
     def forward(self, input):
         self._check_input_dim(input)
+        running_mean, running_var, bn_training, eaf = self._step_stats()
+        return F.batch_norm(input, running_mean, running_var, self.weight, self.bias, bn_training, eaf, self.eps)
+
+    def _step_stats(self):
+        """One forward's (running_mean, running_var, bn_training, exponential average factor), after counting
+        the batch in ``num_batches_tracked`` (PyTorch's _BatchNorm.forward preamble)."""
         eaf = 0.0 if self.momentum is None else self.momentum
         if self.training and self.track_running_stats and self.num_batches_tracked is not None:
             nbt = self.num_batches_tracked
@@ -89,8 +96,7 @@ class _BatchNorm(_NormBase):
             eaf = 1.0 / float(nbt._data) if self.momentum is None else self.momentum
         bn_training = True if self.training else (self.running_mean is None and self.running_var is None)
         use_buf = not self.training or self.track_running_stats
-        return F.batch_norm(input, self.running_mean if use_buf else None, self.running_var if use_buf else None,
-                            self.weight, self.bias, bn_training, eaf, self.eps)
+        return (self.running_mean if use_buf else None, self.running_var if use_buf else None, bn_training, eaf)
 
 
 class BatchNorm1d(_BatchNorm):
@@ -123,19 +129,21 @@ class BatchNorm3d(_BatchNorm):
                                f"(hookgrad: in {self!r}, input of shape {list(input.shape)})")
 
 
-def _process_group_size(process_group):
-    """The world size SyncBatchNorm synchronises over, or 1 when not distributed.
-    NOTE: the seam for issue 14's process groups: hookgrad has no torch.distributed yet, so this is 1."""
+def _sync_group(process_group):
+    """(the process group SyncBatchNorm synchronises over, its size), or (None, 1) when not distributed."""
     import sys
-    dist = sys.modules.get("hookgrad.distributed")
-    if dist is None or not getattr(dist, "is_available", lambda: False)() or not dist.is_initialized():
-        return 1
-    return dist.get_world_size(process_group or dist.group.WORLD)
+    dist = sys.modules.get("hookgrad.distributed")     # no process group can exist before it is imported
+    if dist is None or not dist.is_available() or not dist.is_initialized():
+        return None, 1
+    group = process_group if process_group else dist.group.WORLD
+    return group, dist.get_world_size(group)
 
 
 class SyncBatchNorm(_BatchNorm):
-    """Batch norm whose statistics are synchronised over a process group in distributed training; on one
-    process (hookgrad today) it is BatchNorm over any input of at least 2 dims."""
+    """Batch norm whose training statistics are those of the whole batch over every rank of ``process_group``
+    (the default group when None): mean and variance are all-gathered in forward, the input gradient's sums
+    all-reduced in backward. In eval mode, or on one process, it is BatchNorm over any input of at least 2 dims.
+    NOTE: unlike PyTorch, CPU tensors are accepted (hookgrad's process groups run on MPI, on the CPU)."""
 
     def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True, track_running_stats=True,
                  process_group=None, device=None, dtype=None, *, bias=True):
@@ -146,13 +154,21 @@ class SyncBatchNorm(_BatchNorm):
         if input.dim() < 2:
             raise ValueError(f"expected at least 2D input (got {input.dim()}D input)")
 
-    def forward(self, input):
-        self._check_input_dim(input)
+    def _check_non_zero_input_channels(self, input):
         if input.size(1) == 0:
             raise ValueError("SyncBatchNorm number of input channels should be non-zero")
-        if self.training and _process_group_size(self.process_group) > 1:
-            raise NotImplementedError("hookgrad: SyncBatchNorm across processes needs torch.distributed (issue 14)")
-        return _BatchNorm.forward(self, input)
+
+    def forward(self, input):
+        self._check_input_dim(input)
+        self._check_non_zero_input_channels(input)
+        running_mean, running_var, bn_training, eaf = self._step_stats()
+        world_size = 1
+        if bn_training and self.training:       # eval mode never synchronises
+            process_group, world_size = _sync_group(self.process_group)
+        if world_size <= 1:
+            return F.batch_norm(input, running_mean, running_var, self.weight, self.bias, bn_training, eaf, self.eps)
+        return sync_batch_norm.apply(input, self.weight, self.bias, running_mean, running_var, self.eps, eaf,
+                                     process_group, world_size)
 
     @classmethod
     def convert_sync_batchnorm(cls, module, process_group=None):

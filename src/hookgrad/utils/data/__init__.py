@@ -4,10 +4,12 @@ from .dataset import (Dataset, IterableDataset, TensorDataset, StackDataset, Sub
 from .sampler import (Sampler, SequentialSampler, RandomSampler, SubsetRandomSampler, WeightedRandomSampler,
                       BatchSampler)
 from .dataloader import DataLoader, default_collate, default_convert, get_worker_info
+from .distributed import DistributedSampler
 
 __all__ = ["Dataset", "IterableDataset", "TensorDataset", "Subset", "ConcatDataset", "random_split", "Sampler",
            "SequentialSampler", "RandomSampler", "SubsetRandomSampler", "WeightedRandomSampler", "BatchSampler",
-           "DataLoader", "default_collate", "default_convert", "StackDataset", "ChainDataset", "get_worker_info"]
+           "DataLoader", "default_collate", "default_convert", "StackDataset", "ChainDataset", "get_worker_info",
+           "DistributedSampler"]
 
 
 # a torch name hookgrad lacks raises _missing.NotImplementedName (an AttributeError)

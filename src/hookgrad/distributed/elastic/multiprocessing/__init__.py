@@ -1,0 +1,1 @@
+"""torch.distributed.elastic.multiprocessing: only ``errors`` (hookgrad's launcher is MPI's mpiexec)."""
