@@ -267,7 +267,10 @@ class Work:
 
     def _check_fingerprints(self):
         all_, self._all = self._all, None
-        if (all_ == all_[0]).all():
+        # the label (DDP's bucket and iteration) counts where every rank has one: Join's shadow collectives
+        # of a rank that ran out of data pair with labelled ones
+        same = all_ == all_[0]
+        if same[:, :5].all() and (same[:, 5].all() or not all_[:, 5].all()):
             return
         calls = "; ".join(f"rank {self._group._global(r)} called {self._describe(row)}"
                           for r, row in enumerate(all_))
@@ -336,8 +339,13 @@ class Work:
     def wait(self, timeout=None):
         """Block until done; raise its error (a deadline passed, a peer died, ranks disagreed)."""
         if not self._done:
-            limit = self._group._timeout if timeout is None else _seconds(timeout)
-            _wait_until(lambda: self._done, self._started + limit, self)
+            try:
+                wait_for(lambda: self._done, self._group, self._what(), self._started,
+                         None if timeout is None else _seconds(timeout))
+            except DistBackendError as e:
+                self._fail(e)
+                if self in _progress.pending:
+                    _progress.pending.remove(self)
         if self._error is not None:
             raise self._error
         return True
@@ -360,9 +368,12 @@ def _seconds(timeout):
     return timeout.total_seconds() if hasattr(timeout, "total_seconds") else float(timeout)
 
 
-def _wait_until(done, deadline, work):
-    """Poll all outstanding work until ``done()``; past the deadline, or when a peer has gone, fail ``work``
-    (and its group) with an error naming the rank, the collective and its label."""
+def wait_for(done, group, what, started=None, limit=None):
+    """Poll all outstanding work until ``done()``. Past the deadline (``limit`` seconds, by default the group's
+    timeout, from ``started``), or when a peer has gone, raise DistBackendError naming this rank, ``what`` it
+    waited in, and the rank gone."""
+    start = time.monotonic() if started is None else started
+    deadline = start + (group._timeout if limit is None else limit)
     check = time.monotonic() + 0.2
     spins = 0
     while True:
@@ -372,20 +383,14 @@ def _wait_until(done, deadline, work):
         now = time.monotonic()
         if now >= check:
             check = now + 0.2
-            gone = _dead_peers(work._group)
+            gone = _dead_peers(group)
             if gone:
-                work._fail(DistBackendError(
-                    f"{work._what()}: rank {', '.join(map(str, gone))} of the job has exited (died or raised) "
-                    f"while this rank waited for it; the job cannot go on"))
-                _progress.pending[:] = [w for w in _progress.pending if w is not work]
-                return
+                raise DistBackendError(f"{what}: rank {', '.join(map(str, gone))} of the job has exited (died or "
+                                       f"raised) while this rank waited for it; the job cannot go on")
         if now >= deadline:
-            waited = now - work._started
-            work._fail(DistBackendError(
-                f"{work._what()}: timed out after {waited:.1f} s (the process group's timeout) waiting for the "
-                f"other ranks; one of them may be stuck, or may have skipped this collective"))
-            _progress.pending[:] = [w for w in _progress.pending if w is not work]
-            return
+            raise DistBackendError(f"{what}: timed out after {now - start:.1f} s (the process group's timeout) "
+                                   f"waiting for the other ranks; one of them may be stuck, or may have skipped "
+                                   f"this collective")
         spins += 1
         if spins > 200:
             time.sleep(0.0002 if spins < 5000 else 0.002)

@@ -13,7 +13,6 @@ import weakref
 
 import numpy as np
 
-from .. import _progress
 from .._array import array_module
 from . import _mpi
 from ._grad_bucket import GradBucket
@@ -771,32 +770,9 @@ def _hook_name(hook):
 
 
 def _wait_future(fut, group, what):
-    """Wait for ``fut`` while advancing the outstanding collectives (MPI makes no progress by itself), within
-    the group's deadline; a rank that has gone ends the wait with an error naming it."""
-    if fut.done():
-        return
-    start = time.monotonic()
-    check = start + 0.2
-    spins = 0
-    while not fut.done():
-        _progress.poll()
-        if fut.done():
-            break
-        now = time.monotonic()
-        if now >= check:
-            check = now + 0.2
-            gone = _mpi._dead_peers(group)
-            if gone:
-                raise _mpi.DistBackendError(f"[rank {group._global(group.rank())}] {what}: rank "
-                                            f"{', '.join(map(str, gone))} of the job has exited (died or raised) while "
-                                            f"this rank waited for it; the job cannot go on")
-        if now - start >= group._timeout:
-            raise _mpi.DistBackendError(f"[rank {group._global(group.rank())}] {what}: timed out after "
-                                        f"{now - start:.1f} s (the process group's timeout) waiting for the other "
-                                        f"ranks")
-        spins += 1
-        if spins > 200:
-            time.sleep(0.0002 if spins < 5000 else 0.002)
+    """Wait for ``fut`` while advancing the outstanding collectives, within the group's deadline."""
+    if not fut.done():
+        _mpi.wait_for(fut.done, group, f"[rank {group._global(group.rank())}] {what}")
 
 
 def _builtin_allreduce(process_group, bucket):
