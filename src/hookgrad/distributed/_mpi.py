@@ -90,12 +90,25 @@ _NP_REDUCE = {SUM: np.add, AVG: np.add, PRODUCT: np.multiply, MIN: np.minimum, M
 _KINDS = ("barrier", "all_reduce", "broadcast", "all_gather", "reduce_scatter", "reduce", "gather", "scatter",
           "all_to_all", "object", "ddp", "exit (destroy_process_group or the end of the script)")
 _NATIVE = {"float32", "float64", "int8", "int16", "int32", "int64", "uint8", "complex64", "complex128"}
+_NATIVE_CODES = {int.from_bytes(n.encode()[:8], "little") for n in _NATIVE}
 _user_ops = {}
 
 
+_CODES = {}
+
+
 def _dtype_code(dt):
-    """The same integer on every rank for the same dtype: its name's first 8 bytes."""
-    return int.from_bytes(dt.name.encode()[:8], "little")
+    """The same integer on every rank for the same dtype: its name's first 8 bytes (cached: a dtype's name
+    costs microseconds)."""
+    code = _CODES.get(dt)
+    if code is None:
+        code = _CODES[dt] = int.from_bytes(dt.name.encode()[:8], "little")
+    return code
+
+
+def _native(dt):
+    """Whether MPI has the type (else the data travels as bytes)."""
+    return _CODES.get(dt) in _NATIVE_CODES or _dtype_code(dt) in _NATIVE_CODES
 
 
 def _dtype_name(code):
@@ -106,8 +119,7 @@ def _mpi_op(op, dtype):
     """(MPI op, MPI datatype, element count factor) for reducing ``dtype`` with ``op``: MPI's own where it has
     the type and the op, else a Python reduction over the bytes (float16, bfloat16, bool)."""
     MPI = mpi()
-    name = dtype.name
-    if name in _NATIVE and not (op in (BAND, BOR, BXOR) and dtype.kind in "fc") \
+    if _native(dtype) and not (op in (BAND, BOR, BXOR) and dtype.kind in "fc") \
             and not (op in (MIN, MAX) and dtype.kind == "c"):
         return {SUM: MPI.SUM, AVG: MPI.SUM, PRODUCT: MPI.PROD, MIN: MPI.MIN, MAX: MPI.MAX, BAND: MPI.BAND,
                 BOR: MPI.BOR, BXOR: MPI.BXOR}[op], None
@@ -129,7 +141,7 @@ def _mpi_op(op, dtype):
 
 def _buf(a, datatype=None):
     """An mpi4py buffer spec for the contiguous array ``a`` (as bytes where MPI lacks the type)."""
-    if datatype is not None or a.dtype.name not in _NATIVE and a.dtype != np.bool_:
+    if datatype is not None or not _native(a.dtype) and a.dtype != np.bool_:
         return [a.view(np.uint8).reshape(-1) if a.size else np.empty(0, np.uint8), mpi().BYTE]
     return a
 
@@ -185,9 +197,8 @@ class ProcessGroup:
                                    f"error: {self._broken}")
         self._seq += 1
         label = getattr(_tls, "label", None)
-        fp = np.array([self._seq, _KINDS.index(kind), count, dtype, root,
-                       zlib.crc32(label.encode()) if label else 0], np.int64)
-        work = Work(self, kind, self._seq, fp, links, outputs, finish)
+        fp = [self._seq, _KINDS.index(kind), count, dtype, root, zlib.crc32(label.encode()) if label else 0]
+        work = Work(self, kind, self._seq, np.array(fp + [-v for v in fp], np.int64), links, outputs, finish)
         self._issuing.append(work)
         if not work.poll():
             _progress.pending.append(work)
@@ -222,21 +233,24 @@ class Work:
         self._source = -1
         self._started = time.monotonic()
         if fingerprint is not None:
-            comm = group._comm
-            self._all = np.empty((comm.Get_size(), fingerprint.size), np.int64)
-            self._links.insert(0, lambda: comm.Iallgather(self._fp, self._all))
+            # one small Iallreduce (MAX) of the fingerprint and its negation: every rank learns the largest
+            # and the smallest value of each field, equal when all ranks called the same collective
+            self._all = fingerprint
+            self._fp_own = fingerprint[:fingerprint.size // 2].tolist()
+            self._links.insert(0, lambda: group._comm.Iallreduce(_MPI.IN_PLACE, fingerprint, _MPI.MAX))
 
     # ---- progress
     def _advance(self):
         """Start links until one is under way; finish when none is left."""
-        MPI = mpi()
         while True:
             if self._req is not None:
-                status = MPI.Status()
-                if not self._req.Test(status):
-                    return False
-                if self._peer is not None and self._peer < 0:
+                if self._peer is not None and self._peer < 0:      # a receive from any rank: who sent it
+                    status = mpi().Status()
+                    if not self._req.Test(status):
+                        return False
                     self._source = self._group._global(status.Get_source())
+                elif not self._req.Test():
+                    return False
                 self._req = None
                 if self._fp is not None and self._all is not None:
                     self._check_fingerprints()
@@ -266,14 +280,17 @@ class Work:
             return True
 
     def _check_fingerprints(self):
-        all_, self._all = self._all, None
-        # the label (DDP's bucket and iteration) counts where every rank has one: Join's shadow collectives
-        # of a rank that ran out of data pair with labelled ones
-        same = all_ == all_[0]
-        if same[:, :5].all() and (same[:, 5].all() or not all_[:, 5].all()):
+        v = self._all.tolist()
+        self._all = None
+        n = len(v) // 2
+        same = [v[k] == -v[n + k] for k in range(n)]         # max == min
+        # the label (DDP's bucket and iteration) counts where every rank has one (min > 0): Join's shadow
+        # collectives of a rank that ran out of data pair with labelled ones
+        if all(same[:5]) and (same[5] or v[n + 5] == 0):
             return
-        calls = "; ".join(f"rank {self._group._global(r)} called {self._describe(row)}"
-                          for r, row in enumerate(all_))
+        # every rank saw the mismatch (the reduction is the same everywhere): they exchange what they called
+        rows = self._group._comm.allgather(self._fp_own)
+        calls = "; ".join(f"rank {self._group._global(r)} called {self._describe(row)}" for r, row in enumerate(rows))
         raise DistBackendError(f"{self._what()}: ranks called different collectives on the process group "
                                f"{self._group._name}: {calls}")
 

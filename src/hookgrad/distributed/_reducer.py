@@ -255,7 +255,9 @@ class Reducer:
         self.forward_work = None        # (Work, use_static_world_size) from Join
         self.has_marked_unused = False
         self.unused = []
-        self.ready = set()
+        self.ready = bytearray(len(self.params))     # 1: the parameter's gradient is in its bucket this iteration
+        self.plain = False              # this backward: no find_unused, no static graph (the fast path)
+        self.rebuilding = False         # this backward records the gradient-ready order for the rebuild
         self.ready_order = []
         self.rebuilt = []               # parameter indices in gradient-ready order (iteration 1)
         self.has_rebuilt = False
@@ -385,7 +387,9 @@ class Reducer:
         if self.static_graph:
             self.hooks_left = list(self.hooks_triggered)
         self.has_marked_unused = False
-        self.ready = set()
+        self.ready = bytearray(len(self.params))
+        self.plain = not self.static_graph and not self.find_unused
+        self.rebuilding = self.should_rebuild_buckets()
         if self.dynamic_graph_find_unused():
             self.unused = []
             self.search_unused_parameters(outputs)
@@ -419,6 +423,15 @@ class Reducer:
         if not self.first_hook_called:
             self.first_hook_called = True
             self.num_bwd_calls += 1
+        if self.plain:
+            # the common case, without the branches of find_unused and static_graph below
+            if not self.expect_hooks:
+                return
+            self.ready_order.append(index)
+            if self.rebuilding:
+                self.rebuilt.append(index)
+            self.mark_variable_ready(index)
+            return
         if self.dynamic_graph_find_unused() or self.static_graph_first_iteration():
             if self.params[index]._grad is not None:
                 self.local_used[index] = 1
@@ -445,12 +458,14 @@ class Reducer:
         self.mark_variable_ready(index)
 
     def mark_variable_ready(self, index):
-        if index in self.ready:
+        ready = self.ready
+        if ready[index]:
             self._marked_twice(index)
-        self.ready.add(index)
+        ready[index] = 1
         self.require_finalize = True
         bucket, j = self.locators[index]
-        self.set_divide_factor()
+        if self.div_factor == _UNSET_DIV_FACTOR:
+            self.set_divide_factor()
         self.mark_variable_ready_dense(bucket, j)
         bucket.pending -= 1
         if bucket.pending == 0:
@@ -476,7 +491,7 @@ class Reducer:
                 np.divide(view, self.div_factor, out=view)
             return
         if self.comm_hook is None:
-            np.multiply(g, 1.0 / self.div_factor, out=view, casting="unsafe")
+            np.multiply(g, 1.0 / self.div_factor, out=view)
         else:
             np.copyto(view, g)
         if self.grad_as_view:
@@ -681,7 +696,7 @@ class Reducer:
     def ensure_prior_reduction_finished(self):
         if not self.require_finalize:
             return
-        unmarked = [i for i in range(len(self.params)) if i not in self.ready]
+        unmarked = [i for i in range(len(self.params)) if not self.ready[i]]
         base = ("Expected to have finished reduction in the prior iteration before starting a new one. This error "
                 "indicates that your module has parameters that were not used in producing loss. ")
         outputs = "making sure all `forward` function outputs participate in calculating loss. "
@@ -748,11 +763,22 @@ class Reducer:
 
 
 class _AutogradHook:
-    """The post-accumulate-grad hook of parameter ``index`` (holds the reducer weakly: DDP owns it)."""
+    """DistributedDataParallel's post-accumulate-grad hook on parameter ``index``: its reducer marks the
+    parameter's gradient ready (holds the reducer weakly: DDP owns it). It reads as the bound method
+    ``reducer.autograd_hook``: ``__self__`` is the Reducer (``ddp.reducer``) and ``__name__`` its method's
+    name, so listings of a parameter's hooks (``Tensor.hooks()``, tools.registry) can tell it is DDP's."""
     __slots__ = ("reducer", "index")
 
     def __init__(self, reducer, index):
         self.reducer, self.index = reducer, index
+
+    @property
+    def __self__(self):
+        return self.reducer()
+
+    @property
+    def __name__(self):
+        return "autograd_hook"
 
     def __call__(self, param):
         r = self.reducer()

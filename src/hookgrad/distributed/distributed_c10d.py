@@ -11,6 +11,7 @@ from datetime import timedelta
 
 import numpy as np
 
+from .._tensor import Tensor
 from . import _mpi
 from ._mpi import ProcessGroup, Work, DistBackendError
 
@@ -258,14 +259,16 @@ def get_global_rank(group, group_rank):
 def _array(tensor, name="tensor", write=True):
     """The contiguous array a collective reads and writes in place: the tensor's own, or for a non-contiguous
     tensor a copy that :func:`_bump` writes back when the collective completes (as gloo accepts them)."""
-    from .._tensor import Tensor
     if not isinstance(tensor, Tensor):
         raise TypeError(f"Invalid function argument. Expected parameter `{name}` of type torch.Tensor\n"
                         f"             but got {type(tensor)} instead.")
     a = tensor._data
-    if not isinstance(a, np.ndarray):
+    if type(a) is not np.ndarray:
         a = np.asarray(a)
-    if not a.flags.writeable and write:
+    flags = a.flags
+    if flags.c_contiguous and (flags.writeable or not write):
+        return a
+    if not flags.writeable and write:
         raise RuntimeError(f"hookgrad: the collective writes `{name}` in place, but its memory is shared read-only "
                            f"(an expanded tensor?): pass a tensor of its own, e.g. {name}.clone()")
     if not a.flags.c_contiguous:
@@ -279,7 +282,6 @@ _copies = {}        # id(tensor) -> the contiguous copy a collective works on
 
 
 def _arrays(tensors, name):
-    from .._tensor import Tensor
     if not isinstance(tensors, (list, tuple)) or not all(isinstance(t, Tensor) for t in tensors):
         raise TypeError(f"Invalid function argument. Expected parameter `{name}` of type List[torch.Tensor]\n"
                         f"             but got {type(tensors)} with elements of type "
@@ -605,7 +607,7 @@ def _all_to_all(g, send, scounts, recv, rcounts, outs, tensors, async_op):
     comm = g._comm
     sdispl = np.concatenate([[0], np.cumsum(scounts)[:-1]]).astype(int).tolist()
     rdispl = np.concatenate([[0], np.cumsum(rcounts)[:-1]]).astype(int).tolist()
-    bytes_ = send.dtype.name not in _mpi._NATIVE
+    bytes_ = not _mpi._native(send.dtype)
     k = send.itemsize if bytes_ else 1
     sb = _mpi._buf(send)
     rb = _mpi._buf(recv)

@@ -7,8 +7,12 @@
 
 Built only on the public hook API: ``Module.register_*``, the global ``register_module_*`` hooks,
 ``Tensor.register_hook`` / ``register_post_accumulate_grad_hook``, ``Node.register_hook`` /
-``register_prehook``, ``autograd.graph.register_multi_grad_hook``, and the listings ``Module.hooks()``,
-``Tensor.hooks()``, ``global_module_hooks()``.
+``register_prehook``, ``autograd.graph.register_multi_grad_hook``, ``DistributedDataParallel.register_comm_hook``,
+and the listings ``Module.hooks()``, ``Tensor.hooks()``, ``global_module_hooks()``, ``ddp._comm_hooks``.
+
+DistributedDataParallel: the comm hook (kind ``"comm"``) and DDP's own gradient-ready hooks on its parameters
+(kind ``"post_accumulate_grad"``, ``by="DistributedDataParallel"``; hooks whose ``__self__`` is
+``ddp.reducer``) are listed under the DDP module, with the parameters' paths.
 """
 import contextlib
 import functools
@@ -18,12 +22,14 @@ import weakref
 
 from .. import Tensor
 from ..autograd.graph import Node, register_multi_grad_hook
+from ..distributed import Reducer
 from ..nn.modules import module as _m
+from ..nn.parallel import DistributedDataParallel
 from ..utils.hooks import hook_name
 from .paths import module_paths
 
 __all__ = ["HookRecord", "HookRegistry", "default_registry", "register", "handle_ids", "is_global", "listing",
-           "norm_kind"]
+           "norm_kind", "ddp_reducer_of", "comm_hook_of"]
 
 # kind -> (method name, accepted options) per target type; options are passed through unchanged
 _MODULE_KINDS = {
@@ -109,6 +115,28 @@ def listing(owner):
     return None
 
 
+def ddp_reducer_of(hook):
+    """The DDP Reducer a hook belongs to (DDP's gradient-ready hooks read as ``reducer.autograd_hook``:
+    their ``__self__`` is ``ddp.reducer``), or None for any other hook."""
+    r = getattr(hook, "__self__", None)
+    return r if isinstance(r, Reducer) else None
+
+
+def comm_hook_of(ddp):
+    """The comm hook in effect on a DDP model: the first of ``ddp._comm_hooks`` (PyTorch appends a hook there
+    before the reducer refuses a second one), or None."""
+    hooks = getattr(ddp, "_comm_hooks", None)
+    return hooks[0][0] if hooks else None
+
+
+def _comm_error(what, rec):
+    return RuntimeError(
+        f"{what}(): the communication hook {rec.name} of DistributedDataParallel {rec.path or '<root>'!r} cannot "
+        f"be {'disabled' if what == 'disable' else 'removed'}: DistributedDataParallel.register_comm_hook returns no "
+        "handle and PyTorch has no way to unregister a comm hook (it stays for the life of the DDP model); pass "
+        "kind= to select the other hooks")
+
+
 def norm_kind(kind):
     """A listing's hook kind as the registry names it (``backward_pre`` -> ``full_backward_pre``)."""
     return "full_backward_pre" if kind == "backward_pre" else kind
@@ -118,14 +146,21 @@ class HookRecord:
     """One hook: ``kind``, ``path`` (module path, parameter name, node name or ``"<global>"``), ``hook``
     (the user's callable), ``tag``, ``fired`` (times it ran; None when unknown: a hook registered without
     the registry), ``where`` (``file:line`` of the registration), ``owner`` (the module, tensor, node,
-    tensors or ``"global"``; None once garbage-collected), ``enabled``, ``removed`` and ``active``."""
+    tensors or ``"global"``; None once garbage-collected), ``enabled``, ``removed`` and ``active``.
+    ``by``: ``"DistributedDataParallel"`` for the hooks DDP registers itself (None for the user's).
+    A ``"comm"`` record's owner is the DistributedDataParallel module; ``registered`` is the callable
+    registered (the counting wrapper for a registry hook); it has no handle (PyTorch gives none)."""
 
-    __slots__ = ("kind", "path", "hook", "tag", "fired", "skipped", "where", "enabled", "handle", "id",
-                 "_owner", "__weakref__")
+    __slots__ = ("kind", "path", "hook", "tag", "fired", "skipped", "where", "enabled", "handle", "id", "by",
+                 "registered", "_owner", "_on", "__weakref__")
 
-    def __init__(self, kind, owner, hook, *, path=None, tag=None, fired=None, where=None, handle=None, id=None):
+    def __init__(self, kind, owner, hook, *, path=None, tag=None, fired=None, where=None, handle=None, id=None,
+                 by=None, on=None, registered=None):
         self.kind = kind
         self._owner = _ref(owner) if not isinstance(owner, (str, tuple)) else (lambda: owner)
+        self._on = None if on is None else _ref(on)     # the tensor the hook sits on, when not the owner
+        self.by = by
+        self.registered = hook if registered is None and kind == "comm" else registered
         self.hook = hook
         self.path = path
         self.tag = tag
@@ -148,9 +183,11 @@ class HookRecord:
     @property
     def removed(self):
         """True once the hook is no longer registered (whoever removed it)."""
+        if self.kind == "comm":
+            return comm_hook_of(self.owner) is not self.registered
         if self.handle is not None:
             return not _handle_alive(self.handle)
-        infos = listing(self.owner)
+        infos = listing(self.owner if self._on is None else self._on())
         return infos is None or all(i.id != self.id for i in infos)
 
     @property
@@ -248,8 +285,13 @@ class HookRegistry:
         (node, node_pre) or a list of tensors (multi_grad). ``options`` (prepend, with_kwargs, always_call,
         mode) go to the underlying ``register_*`` unchanged.
 
-        The hook is wrapped (``functools.wraps``: its name shows in PyTorch's error messages) to count
-        its firings; it returns what the hook returns, or None while the hook is disabled.
+        A DistributedDataParallel target also takes the kind ``"comm"``: ``register(ddp, "comm", hook,
+        state=state)`` calls ``ddp.register_comm_hook(state, wrapped_hook)`` and returns None, as PyTorch does
+        (a comm hook cannot be removed, disabled or registered inside :meth:`scope`).
+
+        The hook is wrapped (``functools.wraps``: its name shows in PyTorch's error messages, and its
+        signature and annotations, which DDP checks, are the hook's) to count its firings; it returns what
+        the hook returns, or None while the hook is disabled.
         """
         target = self._resolve(target)
         kind = _ALIASES.get(kind, kind)
@@ -257,6 +299,11 @@ class HookRegistry:
             raise TypeError(f"hook must be callable, got {type(hook).__name__}")
         if is_global(target):
             kinds, reg = _GLOBAL_KINDS, lambda name: getattr(_m, name)
+        elif isinstance(target, DistributedDataParallel):
+            kinds = dict(_MODULE_KINDS, comm="register_comm_hook")
+            state = options.pop("state", None) if kind == "comm" else None
+            reg = (lambda name: lambda h, **o: target.register_comm_hook(state, h, **o)) if kind == "comm" else \
+                (lambda name: getattr(target, name))
         elif isinstance(target, _m.Module):
             kinds, reg = _MODULE_KINDS, lambda name: getattr(target, name)
         elif isinstance(target, Tensor):
@@ -272,6 +319,10 @@ class HookRegistry:
         if kind not in kinds:
             raise ValueError(f"register(): unknown hook kind {kind!r} for a {type(target).__name__} target "
                              f"(hook {hook_name(hook)}); expected one of {sorted(kinds)}")
+        if kind == "comm" and self._scopes:
+            raise RuntimeError(f"register(): the communication hook {hook_name(hook)} cannot be registered inside "
+                               "registry.scope(): a comm hook cannot be removed on exit (PyTorch has no way to "
+                               "unregister it)")
         rec = HookRecord(kind, target, hook, path=self.path_of(target), tag=tag, fired=0, where=_user_where())
         rec_ref = weakref.ref(rec)
 
@@ -288,8 +339,11 @@ class HookRegistry:
         if getattr(hook, "__torch_unserializable__", False):
             counted.__torch_unserializable__ = True
         handle = reg(kinds[kind])(counted, **options)
-        rec.handle = handle
-        rec.id = getattr(handle, "id", None)
+        if kind == "comm":
+            rec.registered = counted
+        else:
+            rec.handle = handle
+            rec.id = getattr(handle, "id", None)
         self._records.append(rec)
         for bucket in self._scopes:
             bucket.append(rec)
@@ -347,7 +401,11 @@ class HookRegistry:
         then (``direct=True``, no ``tag``) the hooks registered directly with ``register_*`` on the owners
         (the model's modules and parameters, the global module hooks): their ``fired`` is None (unknown).
         ``recurse=True`` with a module owner includes its submodules and their parameters.
-        ``removed=True`` also lists registry hooks that were removed."""
+        ``removed=True`` also lists registry hooks that were removed.
+
+        A DistributedDataParallel owner also lists its comm hook (kind ``"comm"``, from ``ddp._comm_hooks``) and
+        the gradient-ready hooks DDP put on its parameters (``by="DistributedDataParallel"``, path
+        ``"module.fc1.weight"``); they are listed under the DDP module, not under the parameters."""
         owner = self._resolve(owner)
         kind = _ALIASES.get(kind, kind)
         ids = self._owner_set(owner, recurse)
@@ -358,13 +416,37 @@ class HookRegistry:
             known = {i for r in self._records if r.handle is not None for i in handle_ids(r.handle)}
             owners = self._direct_owners(owner) if ids is None else \
                 [o for o in (*owner.modules(), *owner.parameters())]
+            ddps = [o for o in owners if isinstance(o, DistributedDataParallel)]
+            listed = {id(d.reducer) for d in ddps}
             for o in owners:
                 for info in listing(o):
                     k = norm_kind(info.kind)
                     if info.id in known or (kind is not None and k != kind):
                         continue
+                    reducer = ddp_reducer_of(info.hook)
+                    if reducer is not None and id(reducer) in listed:
+                        continue                # listed under its DDP module below
                     out.append(HookRecord(k, o, getattr(info.hook, "hook", info.hook), path=self.path_of(o),
-                                          id=info.id))
+                                          id=info.id, by=None if reducer is None else "DistributedDataParallel"))
+            for d in ddps:
+                out.extend(self._ddp_hooks(d, kind))
+        return out
+
+    def _ddp_hooks(self, ddp, kind):
+        """A DistributedDataParallel's comm hook (registered directly) and DDP's own gradient-ready hooks."""
+        out = []
+        prefix = self._module_path(ddp)
+        if kind in (None, "comm"):
+            hook = comm_hook_of(ddp)
+            if hook is not None and all(r.registered is not hook for r in self._records if r.kind == "comm"):
+                out.append(HookRecord("comm", ddp, hook, path=prefix))
+        if kind in (None, "post_accumulate_grad"):
+            for name, p in ddp.named_parameters():
+                for info in p.hooks():
+                    if info.kind == "post_accumulate_grad" and ddp_reducer_of(info.hook) is ddp.reducer:
+                        path = f"{prefix}.{name}" if prefix else name
+                        out.append(HookRecord("post_accumulate_grad", ddp, info.hook, path=path, id=info.id,
+                                              by="DistributedDataParallel", on=p))
         return out
 
     # ---- disabling, enabling, removing ----
@@ -385,6 +467,9 @@ class HookRegistry:
         Returns how many were disabled."""
         recs = self._select("disable", tag, owner, kind, recurse)
         for r in recs:
+            if r.kind == "comm":
+                raise _comm_error("disable", r)
+        for r in recs:
             r.enabled = False
         return len(recs)
 
@@ -399,6 +484,9 @@ class HookRegistry:
         """Remove the matching registry hooks (arguments as :meth:`disable`). Returns how many."""
         recs = self._select("remove", tag, owner, kind, recurse)
         for r in recs:
+            if r.kind == "comm":
+                raise _comm_error("remove", r)
+        for r in recs:
             r.remove()
         return len(recs)
 
@@ -406,10 +494,10 @@ class HookRegistry:
         """Remove every hook this registry registered, and (when it knows the model) every hook
         registered directly on the model's modules (``Module.remove_hooks(recurse=True)``). Returns how
         many were removed. Tensor hooks registered directly on parameters stay (there is no public way
-        to remove a hook without its handle)."""
+        to remove a hook without its handle), and so does a DDP comm hook (PyTorch cannot remove one)."""
         n = 0
         for r in self._records:
-            if not r.removed:
+            if not r.removed and r.kind != "comm":
                 r.remove()
                 n += 1
         if self.model is not None:
@@ -434,8 +522,9 @@ class HookRegistry:
         rows = [("kind", "path", "hook", "tag", "fired", "state", "where")]
         for r in self.hooks(owner, tag, removed=removed):
             path = r.path if r.path is not None else type(r.owner).__name__
+            where = r.where or (f"<{r.by}>" if r.by else "")
             rows.append((r.kind, path or "<root>", r.name, "" if r.tag is None else str(r.tag),
-                         "?" if r.fired is None else str(r.fired), r.state, r.where or ""))
+                         "?" if r.fired is None else str(r.fired), r.state, where))
         widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
         lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in rows]
         lines.insert(1, "  ".join("-" * w for w in widths))

@@ -20,6 +20,10 @@ How it observes (a plain client of the public hook API; see docs/tools/why.md):
   temporarily sets each module's ``forward`` instance attribute to a thin wrapper (and restores it on
   exit): a call of the wrapper that is not the forward of a ``module(...)`` call in progress is a
   direct call. ``watch(model, detect_direct=False)`` leaves ``forward`` alone.
+- DistributedDataParallel (a DDP model, or one inside the model): each forward of the DDP module records
+  whether it ran inside ``no_sync()`` (``ddp.require_backward_grad_sync``) and, through the prehook on its
+  output's ``grad_fn``, whether the backward reached it and whether a comm hook was registered then
+  (``ddp._comm_hooks``); calls of ``ddp.module`` beyond the DDP's own forwards bypassed DDP.
 """
 import threading
 from collections import namedtuple
@@ -27,9 +31,11 @@ from collections import namedtuple
 from .. import Tensor
 from ..autograd.grad_mode import is_grad_enabled
 from ..nn.modules import module as _m
+from ..nn.parallel import DistributedDataParallel
 from .threadstate import thread_list
 from .paths import module_paths
-from .registry import HookRecord, HookRegistry, handle_ids, is_global, listing, norm_kind, default_registry
+from .registry import (HookRecord, HookRegistry, handle_ids, is_global, listing, norm_kind, default_registry,
+                       ddp_reducer_of, comm_hook_of)
 
 __all__ = ["watch", "Watch", "Finding", "REASONS"]
 
@@ -47,6 +53,14 @@ REASONS = {
                       "grad, so no backward hook could fire",
     "backward_not_reached": "the backward never reached {target}: backward was not called, or {target} did "
                             "not contribute to the tensor backward was called on",
+    "comm_registered_late": "the communication hook was registered on DistributedDataParallel {module!r} after "
+                            "the backward(s) watched had run, too late for them: it runs from the next backward on "
+                            "(PyTorch requires register_comm_hook before the first backward)",
+    "no_sync": "every forward of DistributedDataParallel {module!r} ran inside no_sync(): the backward only "
+               "accumulated the gradients locally, with no communication, so no comm hook ran",
+    "ddp_bypassed": "the forward bypassed DistributedDataParallel {module!r}: its wrapped module was called "
+                    "directly ({inner}(...)), so the backward did no communication and no comm hook ran; call "
+                    "the DDP model itself",
     "unknown": "the hook did not fire, and none of the known reasons applies",
 }
 
@@ -54,7 +68,7 @@ _FORWARD = ("forward_pre", "forward")
 _MODULE_BACKWARD = ("full_backward_pre", "full_backward", "backward")
 _TENSOR = ("grad", "post_accumulate_grad", "multi_grad")
 _NODE = ("node", "node_pre")
-_WATCHED = _FORWARD + _MODULE_BACKWARD + _TENSOR + _NODE
+_WATCHED = _FORWARD + _MODULE_BACKWARD + _TENSOR + _NODE + ("comm",)
 
 
 class Finding(namedtuple("Finding", "record reason")):
@@ -76,6 +90,15 @@ def _make_finding(record, reason, **fmt):
     f = Finding(record, reason)
     f.message = REASONS[reason].format(**fmt) if fmt or "{" not in REASONS[reason] else REASONS[reason]
     return f
+
+
+class _DDPObs:
+    """What the watch saw of one DistributedDataParallel: forwards with grad on inside / outside no_sync, and
+    backwards that reached a synchronised forward's output with / without a comm hook registered."""
+    __slots__ = ("synced", "nosync", "reached_hook", "reached_no_hook")
+
+    def __init__(self):
+        self.synced = self.nosync = self.reached_hook = self.reached_no_hook = 0
 
 
 class _Obs:
@@ -149,6 +172,23 @@ class Watch:
                 o.reached += 1
             for node in nodes.values():
                 self._node_handles.append(node.register_prehook(reached))
+        if id(module) in self._ddp_obs:
+            self._observe_ddp(module, nodes.values())
+
+    def _observe_ddp(self, ddp, nodes):
+        d = self._ddp_obs[id(ddp)]
+        if not ddp.require_backward_grad_sync:
+            d.nosync += 1
+            return
+        d.synced += 1
+
+        def reached(grad_outputs):
+            if comm_hook_of(ddp) is None:
+                d.reached_no_hook += 1
+            else:
+                d.reached_hook += 1
+        for node in nodes:
+            self._node_handles.append(node.register_prehook(reached))
 
     def _wrap_forward(self, module):
         inner = module.forward          # bound method, or an instance attribute set by the user
@@ -168,12 +208,13 @@ class Watch:
     def __enter__(self):
         self._paths = module_paths(self.model)
         self._obs = {i: _Obs() for i in self._paths}
+        self._ddp_obs = {id(m): _DDPObs() for m in self.model.modules() if isinstance(m, DistributedDataParallel)}
         self._param_owner = {}
         for name, mod in self.model.named_modules():
             for pname, p in mod.named_parameters(recurse=False, remove_duplicate=False):
                 self._param_owner.setdefault(id(p), (mod, f"{name}.{pname}" if name else pname))
         self._entry = {id(r): (r.fired, r.removed) for r in self.registry.records()}
-        self._direct_entry = {h.id: h for h in self._direct_hooks()}
+        self._direct_entry = {h.id: h for h in self._direct_hooks() if h.kind != "comm"}
         self._handles = [_m.register_module_forward_pre_hook(self._pre),
                          _m.register_module_forward_hook(self._post, always_call=True)]
         if self.detect_direct:
@@ -206,11 +247,14 @@ class Watch:
         out = []
         for owner in (*self.model.modules(), *self.model.parameters()):
             for info in listing(owner):
-                if info.id not in known:
+                if info.id not in known and ddp_reducer_of(info.hook) is None:     # not DDP's own hooks
                     path = self._paths.get(id(owner)) if isinstance(owner, _m.Module) \
                         else self._param_owner.get(id(owner), (None, None))[1]
                     out.append(HookRecord(norm_kind(info.kind), owner, getattr(info.hook, "hook", info.hook),
                                           path=path, id=info.id))
+            hook = comm_hook_of(owner) if id(owner) in self._ddp_obs else None
+            if hook is not None and all(r.registered is not hook for r in self.registry.records()):
+                out.append(HookRecord("comm", owner, hook, path=self._paths[id(owner)]))
         return out
 
     def _module_of(self, rec):
@@ -274,6 +318,8 @@ class Watch:
             return _make_finding(rec, "removed")
         if not rec.enabled:
             return _make_finding(rec, "disabled")
+        if kind == "comm":
+            return self._explain_comm(rec, fired)
         if is_global(rec.owner):
             ran = any(o.calls for o in self._obs.values())
             if not ran:
@@ -302,6 +348,28 @@ class Watch:
             target = f"module {path!r}" if kind in _MODULE_BACKWARD else f"parameter {rec.path!r}"
             return _make_finding(rec, "backward_not_reached", target=target)
         return _make_finding(rec, "unknown") if fired is not None else None
+
+    def _explain_comm(self, rec, fired):
+        """A DDP comm hook that did not fire (``fired`` 0), or one registered directly (None: reported only
+        when no backward could have run it)."""
+        ddp = rec.owner
+        d = self._ddp_obs[id(ddp)]
+        path = self._paths[id(ddp)] or "<root>"
+        if d.reached_hook:
+            return _make_finding(rec, "unknown") if fired is not None else None
+        if d.reached_no_hook:
+            return _make_finding(rec, "comm_registered_late", module=path)
+        if d.synced:
+            return _make_finding(rec, "backward_not_reached", target=f"the output of DistributedDataParallel {path!r}")
+        if d.nosync:
+            return _make_finding(rec, "no_sync", module=path)
+        o, inner = self._obs[id(ddp)], self._obs.get(id(ddp.module))
+        if inner is not None and inner.calls + inner.direct > o.calls + o.direct:
+            return _make_finding(rec, "ddp_bypassed", module=path,
+                                 inner=f"{self._paths[id(ddp)]}.module" if self._paths[id(ddp)] else "model.module")
+        if o.calls + o.direct:
+            return _make_finding(rec, "grad_mode_off", module=path)
+        return _make_finding(rec, "never_executed", module=path)
 
     # ---- results ----
     def report(self):
