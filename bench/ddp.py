@@ -9,8 +9,9 @@ taking turns. Rows:
 - weak scaling: 2 processes, each doing the single-process batch. Efficiency = time of a step in 1 process
   (no DDP) / time of a step in 2 processes with DDP (1.0: perfect; the ratio column is hookgrad's efficiency
   over PyTorch's, higher is better here);
-- overlap: how much of the allreduce time backward hid (``_get_ddp_logging_data``: overlap / comm time), and
-  the DDP step against allreduce-after-backward (one flat all_reduce once backward is done), hookgrad only;
+- overlap (small buckets, so that there is something to overlap): how much of the allreduce time backward hid
+  (``_get_ddp_logging_data``: overlap / comm time), and the DDP step against allreduce-after-backward (one
+  flat all_reduce once backward is done), hookgrad only (target: ratio <= 1);
 - bookkeeping: DDP on 1 process minus the plain step, per step, against the target 2 us per parameter plus
   30 us per bucket.
 """
@@ -149,12 +150,18 @@ def job_pair(steps):
         step_t, _ = make_step(torch, name, torch.nn.parallel.DistributedDataParallel)
         step_h, ddp = make_step(hookgrad, name, hookgrad.nn.parallel.DistributedDataParallel)
         step_a, _ = make_step(hookgrad, name, after=_flat_allreduce(hookgrad, hd))
+        # overlap needs more than one bucket: small buckets (the last layers' gradients go first)
+        step_o, small = make_step(hookgrad, name, lambda m: hookgrad.nn.parallel.DistributedDataParallel(
+            m, bucket_cap_mb=0.25))
         ddp_t = timed(step_t, steps, td.barrier)
         ddp_h = timed(step_h, steps, hd.barrier)
         after_h = timed(step_a, steps, hd.barrier)
-        log = ddp._get_ddp_logging_data()
+        small_h = timed(step_o, steps, hd.barrier)
+        log = small._get_ddp_logging_data()
         out[name] = {"ddp2_torch": ddp_t, "ddp2_hookgrad": ddp_h, "after2_hookgrad": after_h,
-                     "comm": log.get("avg_backward_comm_time", 0), "overlap": log.get("avg_backward_compute_comm_overlap_time", 0),
+                     "small2_hookgrad": small_h, "small_buckets": len(small.reducer.buckets),
+                     "comm": log.get("avg_backward_comm_time", 0),
+                     "overlap": log.get("avg_backward_compute_comm_overlap_time", 0),
                      "compute": log.get("avg_backward_compute_time", 0)}
     td.destroy_process_group()
     return out
@@ -194,13 +201,13 @@ def main(steps):
         eh = s["plain_hookgrad"] / p["ddp2_hookgrad"]
         print(f"  {name:68s} {et:8.2f} {eh:9.2f} {eh / et:6.2f}   (steps: torch {_us(s['plain_torch'])} -> "
               f"{_us(p['ddp2_torch'])}, hookgrad {_us(s['plain_hookgrad'])} -> {_us(p['ddp2_hookgrad'])})")
-    print(f"\n{'overlap (hookgrad, 2 processes)':50s} {'hidden':>8s} {'DDP step':>10s} {'after-backward':>15s} "
-          f"{'ratio':>6s}")
+    print(f"\n{'overlap (hookgrad, 2 processes, bucket_cap_mb=0.25)':52s} {'buckets':>7s} {'hidden':>7s} "
+          f"{'DDP step':>9s} {'after-backward':>15s} {'ratio':>6s}")
     for name in WORKLOADS:
         p = pair[name]
         hidden = p["overlap"] / p["comm"] if p["comm"] else 0.0
-        print(f"  {name:48s} {hidden:8.0%} {_us(p['ddp2_hookgrad']):>10s} {_us(p['after2_hookgrad']):>15s} "
-              f"{p['ddp2_hookgrad'] / p['after2_hookgrad']:6.2f}")
+        print(f"  {name:50s} {p['small_buckets']:7d} {hidden:7.0%} {_us(p['small2_hookgrad']):>9s} "
+              f"{_us(p['after2_hookgrad']):>15s} {p['small2_hookgrad'] / p['after2_hookgrad']:6.2f}")
     print(f"\n{'bookkeeping (hookgrad DDP on 1 process - plain step)':58s} {'params':>6s} {'buckets':>7s} "
           f"{'per step':>9s} {'target':>8s} {'ratio':>6s}")
     for name in WORKLOADS:

@@ -88,10 +88,12 @@ hddp(hg.tensor(xs[0])).sum().backward()
 errs["still_fires"] = crec.fired == len(hcalls) and len(hcalls) > errs["after"][2]
 errs["twice"] = err(lambda: reg.register(hddp, "comm", make_hook(hg, hdist, [])))
 errs["twice_torch"] = err(lambda: tddp.register_comm_hook(None, make_hook(torch, tdist, [])))
+errs["listed_after_twice"] = [(r.name, r.tag, r.state) for r in reg.hooks(owner=hddp, kind="comm")]
 def bad(state, bucket: int): pass
 def bad_t(state, bucket: int): pass
 errs["annotation"] = err(lambda: reg.register(hg.nn.parallel.DistributedDataParallel(net(hg)), "comm", bad))
-errs["annotation_torch"] = err(lambda: torch.nn.parallel.DistributedDataParallel(net(torch)).register_comm_hook(None, bad_t))
+errs["annotation_torch"] = err(lambda: torch.nn.parallel.DistributedDataParallel(net(torch)).register_comm_hook(
+    None, bad_t))
 errs["unknown_kind"] = err(lambda: reg.register(hddp.module, "comm", bad))
 def in_scope():
     with reg.scope():
@@ -179,6 +181,7 @@ def test_ddp_tools(tmp_path):
         assert "cannot be disabled" in e["disable"][1]
         assert e["remove_all"] == 0 and e["after"][:2] == ("active", True) and e["still_fires"]
         assert e["twice"] == e["twice_torch"]
+        assert e["listed_after_twice"] == [("mean_hook", "mean", "active")]     # the refused one is not listed
         assert e["annotation"] == e["annotation_torch"]
         assert e["unknown_kind"][0] == "ValueError" and "'comm'" in e["unknown_kind"][1]
         assert e["scope"][0] == "RuntimeError" and "scope" in e["scope"][1], e["scope"]

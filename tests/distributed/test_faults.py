@@ -88,3 +88,38 @@ def test_stuck_rank_hits_the_deadline(tmp_path):
     err = res[0]
     assert err["type"] == "DistBackendError" and "timed out after" in err["msg"], err
     assert "hook call 3" in err["msg"] and "step 0" in err["msg"]
+
+
+DDP_KILL = r'''
+import os, signal
+import hookgrad as torch, hookgrad.distributed as dist
+from datetime import timedelta
+dist.init_process_group("mpi", timeout=timedelta(seconds=20))
+AT = int(os.environ["HG_AT"])
+torch.manual_seed(0)
+net = torch.nn.Sequential(*[torch.nn.Linear(64, 64) for _ in range(6)])
+ddp = torch.nn.parallel.DistributedDataParallel(net, bucket_cap_mb=0.02)     # several buckets
+step = [0]
+def die(module, grad_in, grad_out):
+    if RANK == 1 and step[0] == AT:
+        os.kill(os.getpid(), signal.SIGKILL)      # mid-backward: the later layers' buckets are under way
+net[2].register_full_backward_hook(die)
+try:
+    for step[0] in range(5):
+        ddp(torch.randn(8, 64)).sum().backward()
+    report({"ok": True})
+except Exception as e:
+    report({"type": type(e).__name__, "msg": str(e), "buckets": len(ddp.reducer.buckets)})
+'''
+
+
+@pytest.mark.parametrize("at", [0, 2])
+def test_rank_killed_mid_ddp_backward(tmp_path, at):
+    t = time.monotonic()
+    res = launch(tmp_path, DDP_KILL, env={"HG_AT": str(at)}, check=False, timeout=60)
+    err = res[0]
+    assert err is not None and err["type"] == "DistBackendError", res.output
+    assert err["buckets"] > 1 or at == 0       # iteration 1 has one bucket, as in PyTorch
+    assert "rank 1" in err["msg"] and f"of iteration {at + 1}" in err["msg"] and "DDP bucket" in err["msg"], err
+    assert "was killed by signal SIGKILL" in res.output
+    assert time.monotonic() - t < 30

@@ -13,6 +13,15 @@ from ._reducer import (BuiltinCommHookType, Logger, Reducer, DEFAULT_FIRST_BUCKE
                        broadcast_coalesced as _broadcast_coalesced)
 from ._mpi import Work as _Work  # noqa: F401
 from . import constants  # noqa: F401,E402  (torch.distributed.constants, as torch exposes it)
+from .distributed_c10d import breakpoint  # noqa: F401,A004  (rank-only pdb: torch.distributed.breakpoint)
+from ._store import Store, HashStore, PrefixStore, QueueEmptyError
+import logging as _logging
+
+log = _logging.getLogger(__name__)
+RankType = int                      # torch's is int | SymInt; hookgrad has no symbolic shapes
+
+set_debug_level_from_env()          # TORCH_DISTRIBUTED_DEBUG, read at import as PyTorch does
 
 __all__ = list(_c10d_all) + ["GradBucket", "BuiltinCommHookType", "Logger", "Reducer", "DistError", "DistBackendError",
-                             "DistNetworkError", "DistStoreError"]
+                             "DistNetworkError", "DistStoreError", "Store", "HashStore", "PrefixStore",
+                             "QueueEmptyError", "breakpoint", "RankType"]

@@ -6,12 +6,19 @@ ranks within the group. The backend is MPI whatever the name asked for: "mpi", "
 written for gloo runs unchanged); the ranks come from the MPI launcher (``mpiexec -n N`` or
 ``python -m hookgrad.distributed.run``).
 """
+import contextlib
 import enum
+import hashlib
+import logging
+import os
+import threading
+import warnings
 from datetime import timedelta
+from typing import NewType
 
 import numpy as np
 
-from .._tensor import Tensor
+from .._tensor import Tensor, device as _device
 from . import _mpi
 from ._mpi import ProcessGroup, Work, DistBackendError
 
@@ -22,7 +29,17 @@ __all__ = ["Backend", "ReduceOp", "group", "GroupMember", "P2POp", "Work", "Proc
            "all_reduce", "broadcast", "reduce", "all_gather", "all_gather_into_tensor", "reduce_scatter",
            "reduce_scatter_tensor", "gather", "scatter", "all_to_all", "all_to_all_single", "send", "recv", "isend",
            "irecv", "batch_isend_irecv", "all_gather_object", "broadcast_object_list", "gather_object",
-           "scatter_object_list", "get_node_local_rank", "default_pg_timeout"]
+           "scatter_object_list", "get_node_local_rank", "default_pg_timeout",
+           # the rest of torch.distributed's namespace (see "backends, debug level, subgroups" and below)
+           "BackendConfig", "GroupName", "DebugLevel", "get_debug_level", "set_debug_level",
+           "set_debug_level_from_env", "supports_complex", "reduce_op", "is_ucc_available", "is_xccl_available",
+           "is_backend_available", "get_backend_config", "get_default_backend_for_device", "get_pg_count",
+           "new_subgroups", "new_subgroups_by_enumeration", "split_group", "shrink_group", "all_reduce_coalesced",
+           "all_gather_single", "all_gather_coalesced", "reduce_scatter_single", "send_object_list",
+           "recv_object_list", "record_comm"]
+
+logger = logging.getLogger(__name__)
+GroupName = NewType("GroupName", str)
 
 default_pg_timeout = timedelta(seconds=_mpi.DEFAULT_TIMEOUT)
 
@@ -36,7 +53,10 @@ class Backend(str):
     MPI = "mpi"
     XCCL = "xccl"
     backend_list = [UNDEFINED, GLOO, NCCL, XCCL, UCC, MPI]
-    default_device_backend_map = {"cpu": GLOO}
+    # PyTorch's tables (get_default_backend_for_device, BackendConfig); hookgrad itself runs on the CPU
+    default_device_backend_map = {"cpu": GLOO, "cuda": NCCL, "xpu": XCCL, "mps": GLOO}
+    backend_capability = {GLOO: ["cpu", "cuda"], NCCL: ["cuda"], XCCL: ["xpu"], UCC: ["cpu", "cuda"],
+                          MPI: ["cpu", "cuda"]}
 
     def __new__(cls, name):
         if not isinstance(name, str):
@@ -45,6 +65,41 @@ class Backend(str):
         if value == Backend.UNDEFINED:
             value = name.lower()
         return super().__new__(cls, value)
+
+
+class BackendConfig:
+    """torch.distributed.BackendConfig: the device -> backend map a backend string stands for ("gloo",
+    "cpu:gloo,cuda:nccl"); ``str()`` writes it as "device:backend" pairs."""
+
+    def __init__(self, backend):
+        self.device_backend_map = {}
+        backend = str(backend)
+        if backend == Backend.UNDEFINED:
+            self.device_backend_map["cpu"] = Backend(Backend.default_device_backend_map["cpu"])
+        elif backend.lower() in Backend.backend_list:
+            self.device_backend_map = dict.fromkeys(Backend.backend_capability[backend.lower()], Backend(backend))
+        elif ":" in backend.lower():
+            message = (f"The custom backend string argument is invalid: {backend}.\n                Custom backend "
+                       f"string is an experimental feature where the backend string must be in the format:\n       "
+                       f"         \"<device_type1>:<backend1>,<device_type2>:<backend2>...\". e.g. 'cpu:gloo,cuda:nccl'")
+            for pair in backend.lower().split(","):
+                parts = pair.split(":")
+                if len(parts) != 2:
+                    raise ValueError(f"Invalid device:backend pairing: {pair}. {message}")
+                device, name = parts
+                if device in self.device_backend_map:
+                    raise ValueError(f"Duplicate device type {device} in backend string: {name}. {message}")
+                self.device_backend_map[device] = Backend(name)
+        else:
+            warnings.warn(f"Device capability of {backend} unknown, assuming `cpu` and `cuda`. You can specify it "
+                          f"in `device:backend` format in `init_process_group` call.", stacklevel=2)
+            self.device_backend_map = dict.fromkeys(("cpu", "cuda", "xpu"), Backend(backend))
+
+    def __repr__(self):
+        return ",".join(f"{device}:{backend}" for device, backend in self.device_backend_map.items())
+
+    def get_device_backend_map(self):
+        return self.device_backend_map
 
 
 class _RedOpType(enum.Enum):
@@ -77,6 +132,29 @@ class ReduceOp:
     PREMUL_SUM = _RedOpType.PREMUL_SUM
     UNUSED = _RedOpType.UNUSED
 
+
+def supports_complex(reduceOp):
+    """Whether ``reduceOp`` is defined on complex tensors (not MAX, MIN, PRODUCT nor the bitwise ones)."""
+    return reduceOp not in (ReduceOp.MAX, ReduceOp.MIN, ReduceOp.PRODUCT, ReduceOp.BAND, ReduceOp.BOR,
+                            ReduceOp.BXOR)
+
+
+class _reduce_op:
+    """The deprecated ``torch.distributed.reduce_op``: ReduceOp's members, with a FutureWarning on each use."""
+
+    def __init__(self):
+        members = {k: v for k, v in ReduceOp.RedOpType.__members__.items() if k != "UNUSED"}
+        for k, v in members.items():
+            setattr(self, k, v)
+        self.__members__ = members
+
+    def __getattribute__(self, key):
+        warnings.warn("`torch.distributed.reduce_op` is deprecated, please use `torch.distributed.ReduceOp` "
+                      "instead", FutureWarning, stacklevel=2)
+        return object.__getattribute__(self, key)
+
+
+reduce_op = _reduce_op()
 
 _OPS = {_RedOpType.SUM: _mpi.SUM, _RedOpType.AVG: _mpi.AVG, _RedOpType.PRODUCT: _mpi.PRODUCT,
         _RedOpType.MIN: _mpi.MIN, _RedOpType.MAX: _mpi.MAX, _RedOpType.BAND: _mpi.BAND, _RedOpType.BOR: _mpi.BOR,
@@ -120,6 +198,38 @@ def is_gloo_available():
 
 def is_nccl_available():
     return False
+
+
+def is_ucc_available():
+    return False
+
+
+def is_xccl_available():
+    return False
+
+
+def _backend_available(name):
+    check = globals().get(f"is_{str(name).lower()}_available")
+    if check is not None:
+        return check()
+    return str(name).lower() in Backend.backend_list
+
+
+def is_backend_available(backend):
+    """Whether ``backend`` ("gloo", "mpi", "cpu:gloo,cuda:nccl", ...) can be used: gloo and mpi (both served
+    by MPI) when mpi4py is installed; not nccl, ucc nor xccl."""
+    if ":" in backend.lower():
+        return all(_backend_available(b) for b in BackendConfig(Backend(backend)).get_device_backend_map().values())
+    return _backend_available(backend)
+
+
+def get_default_backend_for_device(device):
+    """PyTorch's default backend for a device type: "gloo" for the CPU."""
+    device_str = device.type if isinstance(device, _device) else _device(device).type
+    backend = Backend.default_device_backend_map.get(device_str)
+    if backend is None:
+        raise ValueError(f"Default backend not registered for device : {device}")
+    return backend
 
 
 def is_initialized():
@@ -206,6 +316,19 @@ def get_backend(group=None):
     return Backend.MPI
 
 
+def get_backend_config(group=None):
+    """The backend configuration of ``group`` as "device:backend" pairs (of its backend: see get_backend)."""
+    pg = group or _default()
+    if not _member(pg):
+        raise ValueError("Invalid process group specified")
+    return str(BackendConfig(get_backend(pg)))
+
+
+def get_pg_count():
+    """How many process groups init_process_group and new_group have made (0 before init_process_group)."""
+    return 0 if _world is None else _world.count
+
+
 def get_node_local_rank(fallback_rank=None):
     import os
     for name in ("LOCAL_RANK", "MPI_LOCALRANKID"):
@@ -253,6 +376,217 @@ def get_global_rank(group, group_rank):
     return ranks[group_rank]
 
 
+def new_subgroups(group_size=None, group=None, timeout=None, backend=None, pg_options=None, group_desc=None):
+    """Split ``group``'s ranks (the world's by default) into consecutive subgroups of ``group_size``; every rank
+    of the world calls it. Returns (this rank's subgroup, all of them)."""
+    if group_size is None:
+        raise ValueError("Default group size only takes effect when CUDA is available.If your subgroup using a "
+                         "backend that does not depend on CUDA,please pass in 'group_size' correctly.")
+    if group_size <= 0:
+        raise ValueError(f"The arg 'group_size' ({group_size}) must be positive")
+    world_size = get_world_size(group=group)
+    if world_size < group_size:
+        raise ValueError(f"The arg 'group_size' ({group_size}) must not exceed the world size ({world_size})")
+    if world_size % group_size != 0:
+        raise ValueError(f"The world size ({world_size}) must be divisible by '{group_size=}'")
+    ranks = get_process_group_ranks(group)
+    return new_subgroups_by_enumeration([ranks[i:i + group_size] for i in range(0, len(ranks), group_size)],
+                                        timeout=timeout, backend=backend, pg_options=pg_options,
+                                        group_desc=group_desc)
+
+
+def new_subgroups_by_enumeration(ranks_per_subgroup_list, timeout=None, backend=None, pg_options=None,
+                                 group_desc=None):
+    """One new_group per list of global ranks (they must not overlap); every rank of the world calls it.
+    Returns (this rank's subgroup or None, all of them: NON_GROUP_MEMBER where this rank is not in one)."""
+    if ranks_per_subgroup_list is None or len(ranks_per_subgroup_list) == 0:
+        raise ValueError("The arg 'ranks_per_subgroup_list' cannot be empty")
+    subgroups = []
+    cur_subgroup = None
+    seen = {}
+    for ranks in ranks_per_subgroup_list:
+        subgroup = new_group(ranks=ranks, timeout=timeout, backend=backend, pg_options=pg_options,
+                             group_desc=group_desc)
+        subgroups.append(subgroup)
+        my_rank = get_rank()
+        for rank in ranks:
+            if rank in seen:
+                raise ValueError(f"Rank {rank} has appeared in both subgroup {seen[rank]} and {ranks}")
+            seen[rank] = ranks
+            if my_rank == rank:
+                cur_subgroup = subgroup
+                logger.info("Rank %s is assigned to subgroup %s", rank, ranks)
+    return cur_subgroup, subgroups
+
+
+def split_group(parent_pg=None, split_ranks=None, timeout=None, pg_options=None, group_desc=None, backend=None):
+    """Split ``parent_pg`` (the default group when None) by ``split_ranks``, lists of ranks *within the parent*
+    that do not overlap; every rank of the parent calls it, others need not (MPI_Comm_split of the parent).
+    Returns this rank's new group, or None when it is in no list."""
+    if split_ranks is None or len(split_ranks) == 0:
+        raise ValueError("split_ranks cannot be None or empty")
+    default = _default()
+    parent = parent_pg or default
+    if parent not in _world.groups:
+        raise ValueError(f"Group {parent} is not registered")
+    seconds = parent._timeout if timeout is None else _check_timeout(timeout)
+    me = parent.rank()
+    mine, color = None, None
+    for index, ranks in enumerate(split_ranks):
+        if len(ranks) == 0:
+            raise ValueError("the split group cannot be empty")
+        if len(ranks) > default.size():
+            raise ValueError("the split group's size should be less or equal to the world_size set by "
+                             "init_process_group")
+        if len(ranks) != len(set(ranks)):
+            raise ValueError("the split group cannot have duplicate ranks")
+        for r in ranks:
+            if not 0 <= r < parent.size():
+                raise ValueError(f"Group rank {r} is not part of group {parent}")
+        if mine is None and me in ranks:
+            mine, color = sorted(ranks), index
+    MPI = _mpi.mpi()
+    comm = parent._comm.Split(MPI.UNDEFINED if color is None else color, 0 if mine is None else mine.index(me))
+    if mine is None:
+        return None
+    comm.Set_errhandler(MPI.ERRORS_RETURN)
+    ranks = [parent._global(r) for r in mine]
+    unique = f"{'_'.join(map(str, ranks))}_{len(_world.groups)}"
+    name = hashlib.sha1(unique.encode(), usedforsecurity=False).hexdigest()
+    made = ProcessGroup(comm, ranks, seconds, name, _world.peers)
+    _world.groups[made] = ranks
+    return made
+
+
+SHRINK_DEFAULT = 0x00
+SHRINK_ABORT = 0x01
+
+
+def shrink_group(ranks_to_exclude, group=None, shrink_flags=SHRINK_DEFAULT, pg_options=None):
+    """PyTorch's shrink_group checks, then its error for a backend that cannot shrink: MPI's communicators
+    cannot drop ranks (that takes MPI's fault-tolerance extension, which MPICH's PyPI build lacks)."""
+    if not isinstance(ranks_to_exclude, list):
+        raise TypeError(f"ranks_to_exclude must be a list, but got {type(ranks_to_exclude).__name__}. "
+                        f"Example: [1, 3, 5] to exclude ranks 1, 3, and 5.")
+    if not ranks_to_exclude:
+        raise ValueError("ranks_to_exclude cannot be empty. To shrink a group, you must specify at least one rank "
+                         "to exclude. Example: [failed_rank_id]")
+    if not isinstance(shrink_flags, int) or shrink_flags not in (SHRINK_DEFAULT, SHRINK_ABORT):
+        raise ValueError(f"Invalid shrink_flags value: {shrink_flags}. Must be one of: SHRINK_DEFAULT "
+                         f"({SHRINK_DEFAULT}) or SHRINK_ABORT ({SHRINK_ABORT}). Use SHRINK_ABORT to abort ongoing "
+                         f"operations before shrinking.")
+    g = _group(group)
+    if g.size() <= 1:
+        raise ValueError(f"Cannot shrink a process group with size {g.size()}. Group must have at least 2 ranks "
+                         f"to support shrinking.")
+    raise TypeError(f"Process group backend for '{g._name}' does not support shrinking operations.")
+
+
+# ------------------------------------------------------------------------------------------------
+# debug level (TORCH_DISTRIBUTED_DEBUG), profiling names
+
+class DebugLevel(enum.Enum):
+    """torch.distributed.DebugLevel: OFF, INFO, DETAIL (TORCH_DISTRIBUTED_DEBUG)."""
+    OFF = 0
+    INFO = 1
+    DETAIL = 2
+
+    def __int__(self):
+        return self.value
+
+    __index__ = __int__
+
+
+_debug_level = DebugLevel.OFF
+
+
+def get_debug_level():
+    return _debug_level
+
+
+def set_debug_level(level):
+    global _debug_level
+    if not isinstance(level, DebugLevel):
+        raise TypeError(f"set_debug_level(): incompatible function arguments. The following argument types are "
+                        f"supported:\n    1. (arg0: torch._C._distributed_c10d.DebugLevel) -> None\n\nInvoked "
+                        f"with: {level!r}")
+    _debug_level = level
+
+
+def set_debug_level_from_env():
+    """The level of TORCH_DISTRIBUTED_DEBUG (OFF, INFO or DETAIL, any case); OFF when it is not set."""
+    value = os.environ.get("TORCH_DISTRIBUTED_DEBUG")
+    if value is None:
+        set_debug_level(DebugLevel.OFF)
+        return
+    level = DebugLevel.__members__.get(value.upper())
+    if level is None:
+        raise ValueError("The value of TORCH_DISTRIBUTED_DEBUG must be OFF, INFO, or DETAIL.")
+    set_debug_level(level)
+
+
+_comm_name = threading.local()
+
+
+@contextlib.contextmanager
+def record_comm(name):
+    """Name the collectives started inside for a profiler, as PyTorch's; hookgrad has no profiler (see
+    autograd.profiler.record_function), so the name is kept and nothing records it."""
+    prev = getattr(_comm_name, "name", "")
+    _comm_name.name = name
+    try:
+        yield
+    finally:
+        _comm_name.name = prev
+
+
+def breakpoint(rank=0, skip=0, timeout_s=3600):
+    """Stop in pdb on rank ``rank`` only (after ``skip`` calls from the same place); the other ranks wait in a
+    barrier until it goes on. The groups' timeouts become ``timeout_s`` so the wait does not end the job."""
+    import traceback
+    if skip > 0:
+        key = hash(str(traceback.format_exc()))
+        counter = _breakpoint_cache.get(key, 0) + 1
+        _breakpoint_cache[key] = counter
+        if counter <= skip:
+            logging.getLogger("hookgrad.distributed").warning("Skip the breakpoint, counter=%d", counter)
+            return
+    if timeout_s is not None and _world is not None:
+        for g in _world.groups:
+            g._timeout = float(timeout_s)
+    if get_rank() == rank:
+        pdb = _make_distributed_pdb()
+        pdb.message("\n!!! ATTENTION !!!\n\n"
+                    f"Type 'up' to get to the frame that called dist.breakpoint(rank={rank})\n")
+        pdb.set_trace()
+    barrier()
+
+
+_breakpoint_cache = {}
+
+
+def _make_distributed_pdb():
+    """A pdb that reads the terminal (/dev/stdin), not the rank's redirected stdin."""
+    import pdb
+    import sys
+
+    class _DistributedPdb(pdb.Pdb):
+        def interaction(self, *args, **kwargs):
+            _stdin = sys.stdin
+            try:
+                with open("/dev/stdin") as sys.stdin:
+                    pdb.Pdb.interaction(self, *args, **kwargs)
+            finally:
+                sys.stdin = _stdin
+    return _DistributedPdb()
+
+
+def _warn_not_in_group(op_name):
+    global_rank = -1 if _world is None else _world.rank
+    warnings.warn(f"Running {op_name} on global rank {global_rank} which does not belong to the given group.",
+                  stacklevel=3)
+
+
 # ------------------------------------------------------------------------------------------------
 # arguments
 
@@ -287,6 +621,40 @@ def _arrays(tensors, name):
                         f"             but got {type(tensors)} with elements of type "
                         f"{[type(t) for t in tensors] if isinstance(tensors, (list, tuple)) else ''}.")
     return [_array(t, name) for t in tensors]
+
+
+def _check_single_tensor(param, param_name):
+    if not isinstance(param, Tensor):
+        raise TypeError(f"Invalid function argument. Expected parameter `{param_name}` of type torch.Tensor\n"
+                        f"             but got {type(param)} instead.")
+
+
+def _check_tensor_list(param, param_name):
+    if not isinstance(param, list):
+        raise TypeError(f"Invalid function argument. Expected parameter `{param_name}` of type List[torch.Tensor]\n"
+                        f"             but got {type(param)} instead.")
+    if not all(isinstance(p, Tensor) for p in param):
+        raise TypeError(f"Invalid function argument. Expected parameter `{param_name}` of type List[torch.Tensor]\n"
+                        f"             but got {type(param)} with elements of type {[type(p) for p in param]}.")
+
+
+def _ensure_same_dtype(tensors):
+    """One dtype for all (a complex tensor counts as its real parts' dtype), as PyTorch checks."""
+    last = None
+    for t in tensors:
+        dt = t.dtype
+        dt = str(dt).split(".")[-1]
+        if dt == "complex64":               # (PyTorch's check pairs complex64 with float32 only)
+            dt = "float32"
+        if last is None:
+            last = dt
+        elif last != dt:
+            raise ValueError(f"Invalid usage of tensors with different dtypesFound torch.{last} and  {t.dtype}")
+
+
+def _real(a):
+    """A complex array as its real and imaginary parts (a view), as PyTorch sends complex tensors."""
+    return a.reshape(-1).view(a.real.dtype) if a.dtype.kind == "c" else a
 
 
 def _same(a, b, what):
@@ -368,6 +736,48 @@ def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op=False):
     return _done(work, async_op)
 
 
+def all_reduce_coalesced(tensors, op=ReduceOp.SUM, group=None, async_op=False):
+    """Reduce each tensor of ``tensors`` (one dtype) over the group, in place, in one collective. With
+    ``async_op=True`` it returns a Future (of the tensors), as PyTorch's."""
+    warnings.warn("`torch.distributed.all_reduce_coalesced` will be deprecated. If you must use it, please revisit "
+                  "our documentation later at https://pytorch.org/docs/main/distributed.html#collective-functions",
+                  FutureWarning, stacklevel=2)
+    if isinstance(tensors, Tensor):
+        tensors = [tensors]
+    _check_tensor_list(tensors, "tensor")
+    _ensure_same_dtype(tensors)
+    if not _member(group):
+        _warn_not_in_group("all_reduce_coalesced")
+        return None
+    if any(t.is_complex() for t in tensors) and not supports_complex(op):
+        raise ValueError(f"all_reduce does not support {op} on complex tensors")
+    g = _group(group)
+    key = _op(op)
+    arrays = [_real(_array(t, "tensor")) for t in tensors]
+    dtype = arrays[0].dtype if arrays else np.dtype(np.float32)
+    flat = np.concatenate([a.reshape(-1) for a in arrays]) if arrays else np.empty(0, dtype)
+    mop, bytes_ = _mpi._mpi_op(key, dtype)
+    comm = g._comm
+    MPI = _mpi.mpi()
+
+    def finish():
+        if key == _mpi.AVG:
+            if dtype.kind in "iub":
+                raise ValueError("hookgrad: all_reduce with ReduceOp.AVG needs a floating-point tensor")
+            np.divide(flat, g.size(), out=flat, casting="unsafe")
+        at = 0
+        for a in arrays:
+            a.reshape(-1)[...] = flat[at:at + a.size]
+            at += a.size
+        _bump(*tensors)
+    work = g._start("all_reduce", flat.size, _mpi._dtype_code(dtype), -1,
+                    [lambda: comm.Iallreduce(MPI.IN_PLACE, _mpi._buf(flat, bytes_), mop)], list(tensors), finish)
+    if async_op:
+        return work.get_future()
+    work.wait()
+    return None
+
+
 def broadcast(tensor, src=None, group=None, async_op=False, group_src=None):
     """Copy ``tensor`` of rank ``src`` into ``tensor`` on every rank."""
     if not _member(group):
@@ -432,9 +842,12 @@ def all_gather(tensor_list, tensor, group=None, async_op=False):
     return _done(work, async_op)
 
 
-def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op=False):
+def all_gather_single(output_tensor, input_tensor, group=None, async_op=False):
     """Every rank's ``input_tensor``, concatenated (or stacked) in rank order into ``output_tensor``."""
+    _check_single_tensor(input_tensor, "input_tensor")
+    _check_single_tensor(output_tensor, "output_tensor")
     if not _member(group):
+        _warn_not_in_group("all_gather_single")
         return None
     g = _group(group)
     a = _array(input_tensor, "input_tensor", write=False)
@@ -451,7 +864,64 @@ def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op=Fal
     return _done(work, async_op)
 
 
-_all_gather_base = all_gather_into_tensor
+def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op=False):
+    """Deprecated in PyTorch 2.13 for :func:`all_gather_single` (a FutureWarning)."""
+    warnings.warn("`torch.distributed.all_gather_into_tensor` is deprecated. Please use "
+                  "`torch.distributed.all_gather_single` instead.", FutureWarning, stacklevel=2)
+    return all_gather_single(output_tensor, input_tensor, group, async_op)
+
+
+def _all_gather_base(output_tensor, input_tensor, group=None, async_op=False):
+    warnings.warn("`torch.distributed._all_gather_base` is a private function and will be deprecated. Please use "
+                  "`torch.distributed.all_gather_single` instead.", FutureWarning, stacklevel=2)
+    return all_gather_single(output_tensor, input_tensor, group, async_op)
+
+
+def all_gather_coalesced(output_tensor_lists, input_tensor_list, group=None, async_op=False):
+    """Every rank's ``input_tensor_list`` into ``output_tensor_lists[rank]`` on every rank, in one collective.
+    With ``async_op=True`` it returns a Future (of the output lists), as PyTorch's."""
+    warnings.warn("`torch.distributed.all_gather_coalesced` will be deprecated. If you must use it, please revisit "
+                  "our documentation later at https://pytorch.org/docs/main/distributed.html#collective-functions",
+                  FutureWarning, stacklevel=2)
+    if not _member(group):
+        _warn_not_in_group("all_gather_coalesced")
+        return None
+    _check_tensor_list(input_tensor_list, "input_tensor_list")
+    _ensure_same_dtype(input_tensor_list)
+    if not isinstance(output_tensor_lists, list):
+        raise TypeError("Invalid function argument: output_tensor_lists should be a list")
+    for output_tensor_list in output_tensor_lists:
+        _check_tensor_list(output_tensor_list, "output_tensor_lists")
+        _ensure_same_dtype(output_tensor_list)
+    g = _group(group)
+    if len(output_tensor_lists) != g.size():
+        raise RuntimeError(f"ProcessGroupMPI::allgather_coalesced: invalid output tensor list (expected "
+                           f"{g.size()} lists, one per rank, got {len(output_tensor_lists)})")
+    ins = [_real(_array(t, "input_tensor_list", write=False)) for t in input_tensor_list]
+    outs = [[_real(_array(t, "output_tensor_lists")) for t in lst] for lst in output_tensor_lists]
+    for r, lst in enumerate(outs):
+        if len(lst) != len(ins) or any(o.dtype != i.dtype or o.size != i.size for o, i in zip(lst, ins)):
+            raise RuntimeError(f"ProcessGroupMPI::allgather_coalesced: output_tensor_lists[{r}] must match "
+                               f"input_tensor_list (tensors of the same sizes and dtype)")
+    dtype = ins[0].dtype if ins else np.dtype(np.float32)
+    send = np.concatenate([i.reshape(-1) for i in ins]) if ins else np.empty(0, dtype)
+    recv = np.empty(g.size() * send.size, dtype)
+    comm = g._comm
+    flat_outputs = [t for lst in output_tensor_lists for t in lst]
+
+    def finish():
+        for r, lst in enumerate(outs):
+            at = r * send.size
+            for o in lst:
+                o.reshape(-1)[...] = recv[at:at + o.size]
+                at += o.size
+        _bump(*flat_outputs)
+    work = g._start("all_gather", send.size, _mpi._dtype_code(dtype), -1,
+                    [lambda: comm.Iallgather(_mpi._buf(send), _mpi._buf(recv))], output_tensor_lists, finish)
+    if async_op:
+        return work.get_future()
+    work.wait()
+    return None
 
 
 def reduce_scatter(output, input_list, op=ReduceOp.SUM, group=None, async_op=False):
@@ -470,9 +940,12 @@ def reduce_scatter(output, input_list, op=ReduceOp.SUM, group=None, async_op=Fal
     return _reduce_scatter(g, send, out, output, op, async_op)
 
 
-def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, async_op=False):
+def reduce_scatter_single(output, input, op=ReduceOp.SUM, group=None, async_op=False):
     """Reduce ``input`` (the group's outputs concatenated) over the ranks; rank i gets chunk i."""
+    _check_single_tensor(output, "output")
+    _check_single_tensor(input, "input")
     if not _member(group):
+        _warn_not_in_group("reduce_scatter_single")
         return None
     g = _group(group)
     out = _array(output, "output")
@@ -485,7 +958,17 @@ def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, async_op=F
     return _reduce_scatter(g, a.reshape(-1), out, output, op, async_op)
 
 
-_reduce_scatter_base = reduce_scatter_tensor
+def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, async_op=False):
+    """Deprecated in PyTorch 2.13 for :func:`reduce_scatter_single` (a FutureWarning)."""
+    warnings.warn("`torch.distributed.reduce_scatter_tensor` is deprecated. Please use "
+                  "`torch.distributed.reduce_scatter_single` instead.", FutureWarning, stacklevel=2)
+    return reduce_scatter_single(output, input, op, group, async_op)
+
+
+def _reduce_scatter_base(output, input, op=ReduceOp.SUM, group=None, async_op=False):
+    warnings.warn("`torch.distributed._reduce_scatter_base` is a private function and will be deprecated. Please "
+                  "use `torch.distributed.reduce_scatter_single` instead.", FutureWarning, stacklevel=2)
+    return reduce_scatter_single(output, input, op, group, async_op)
 
 
 def _reduce_scatter(g, send, out, output, op, async_op):
@@ -773,6 +1256,60 @@ def scatter_object_list(scatter_object_output_list, scatter_object_input_list=No
         raise ValueError("Expected argument scatter_object_output_list to be a list of size at least 1.")
     got = _exchange_objects(g, list(scatter_object_input_list) if g.rank() == root else None)[root]
     scatter_object_output_list[0] = got[g.rank()]
+
+
+def _object_peer(g, rank, group_rank, what):
+    """The group rank of the peer of send/recv_object_list, as PyTorch resolves it."""
+    if group_rank is not None:
+        if rank is not None:
+            raise ValueError("Can't specify both group_rank and global_rank")
+    else:
+        if rank is None:
+            raise ValueError("Must specify global_rank or group_rank")
+        group_rank = get_group_rank(g, rank)
+    if g.rank() == group_rank:
+        raise ValueError(f"Invalid {what} rank: {what} rank should not be the same as the rank of the current "
+                         f"process.")
+    return group_rank
+
+
+def send_object_list(object_list, dst=None, group=None, device=None, group_dst=None, use_batch=False):
+    """Send the picklable objects of ``object_list`` to rank ``dst``, which calls recv_object_list with a list
+    of the same length (two messages, as PyTorch's: the pickled sizes, then the pickles)."""
+    if not _member(group):
+        _warn_not_in_group("send_object_list")
+        return None
+    g = _group(group)
+    peer = _object_peer(g, dst, group_dst, "destination")
+    pickles = [_mpi.dumps(obj) for obj in object_list]
+    sizes = np.array([p.size for p in pickles], np.int64)
+    payload = np.concatenate(pickles) if pickles else np.empty(0, np.uint8)
+    comm = g._comm
+    for buf in (sizes, payload):
+        g._p2p("send", lambda buf=buf: comm.Isend(buf, peer, 0), [], peer).wait()
+
+
+def recv_object_list(object_list, src=None, group=None, device=None, group_src=None, use_batch=False):
+    """Receive into ``object_list`` (its length: the number of objects sent) the objects rank ``src`` sent with
+    send_object_list; returns the sender's global rank (-1 when this rank is not in ``group``)."""
+    if not _member(group):
+        _warn_not_in_group("recv_object_list")
+        return -1
+    g = _group(group)
+    peer = _object_peer(g, src, group_src, "source")
+    comm = g._comm
+    sizes = np.zeros(len(object_list), np.int64)
+    g._p2p("recv", lambda: comm.Irecv(sizes, peer, 0), [], peer).wait()
+    payload = np.empty(int(sizes.sum()), np.uint8)
+    g._p2p("recv", lambda: comm.Irecv(payload, peer, 0), [], peer).wait()
+    if len(object_list) and not sizes.all():        # (a pickle is never empty: the sender's list was shorter)
+        raise ValueError(f"hookgrad: recv_object_list: rank {g._global(peer)} sent fewer objects than the "
+                         f"{len(object_list)} of object_list (the lists must have the same length)")
+    at = 0
+    for i, size in enumerate(sizes.tolist()):
+        object_list[i] = _mpi.loads(payload[at:at + size])
+        at += size
+    return g._global(peer)
 
 
 DistError = _mpi.DistError

@@ -8,7 +8,7 @@
 Built only on the public hook API: ``Module.register_*``, the global ``register_module_*`` hooks,
 ``Tensor.register_hook`` / ``register_post_accumulate_grad_hook``, ``Node.register_hook`` /
 ``register_prehook``, ``autograd.graph.register_multi_grad_hook``, ``DistributedDataParallel.register_comm_hook``,
-and the listings ``Module.hooks()``, ``Tensor.hooks()``, ``global_module_hooks()``, ``ddp._comm_hooks``.
+and the listings ``Module.hooks()``, ``Tensor.hooks()``, ``global_module_hooks()``, ``ddp.comm_hooks()``.
 
 DistributedDataParallel: the comm hook (kind ``"comm"``) and DDP's own gradient-ready hooks on its parameters
 (kind ``"post_accumulate_grad"``, ``by="DistributedDataParallel"``; hooks whose ``__self__`` is
@@ -123,9 +123,8 @@ def ddp_reducer_of(hook):
 
 
 def comm_hook_of(ddp):
-    """The comm hook in effect on a DDP model: the first of ``ddp._comm_hooks`` (PyTorch appends a hook there
-    before the reducer refuses a second one), or None."""
-    hooks = getattr(ddp, "_comm_hooks", None)
+    """The comm hook in effect on a DistributedDataParallel model (``ddp.comm_hooks()``), or None."""
+    hooks = ddp.comm_hooks() if ddp is not None else ()
     return hooks[0][0] if hooks else None
 
 
@@ -403,7 +402,7 @@ class HookRegistry:
         ``recurse=True`` with a module owner includes its submodules and their parameters.
         ``removed=True`` also lists registry hooks that were removed.
 
-        A DistributedDataParallel owner also lists its comm hook (kind ``"comm"``, from ``ddp._comm_hooks``) and
+        A DistributedDataParallel owner also lists its comm hook (kind ``"comm"``, from ``ddp.comm_hooks()``) and
         the gradient-ready hooks DDP put on its parameters (``by="DistributedDataParallel"``, path
         ``"module.fc1.weight"``); they are listed under the DDP module, not under the parameters."""
         owner = self._resolve(owner)

@@ -23,7 +23,7 @@ How it observes (a plain client of the public hook API; see docs/tools/why.md):
 - DistributedDataParallel (a DDP model, or one inside the model): each forward of the DDP module records
   whether it ran inside ``no_sync()`` (``ddp.require_backward_grad_sync``) and, through the prehook on its
   output's ``grad_fn``, whether the backward reached it and whether a comm hook was registered then
-  (``ddp._comm_hooks``); calls of ``ddp.module`` beyond the DDP's own forwards bypassed DDP.
+  (``ddp.comm_hooks()``); calls of ``ddp.module`` beyond the DDP's own forwards bypassed DDP.
 """
 import threading
 from collections import namedtuple

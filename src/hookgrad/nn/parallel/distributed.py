@@ -500,6 +500,15 @@ class DistributedDataParallel(Module, Joinable):
         self._comm_hooks.append((hook, state))
         self.reducer.register_comm_hook(state, hook)
 
+    def comm_hooks(self):
+        """The communication hook in effect, as ``[(hook, state)]`` (empty before ``register_comm_hook``), for
+        listings such as tools.registry (as ``Module.hooks()`` is; PyTorch has no public listing). PyTorch's
+        ``_comm_hooks`` also keeps a hook whose registration was refused; this lists only the one that runs."""
+        in_effect = self.reducer.comm_hook
+        if in_effect is None or all(h is not in_effect[1] for h, _ in self._comm_hooks):
+            return []           # none, or a built-in one (_register_builtin_comm_hook)
+        return [(in_effect[1], in_effect[0])]
+
     def _register_builtin_comm_hook(self, comm_hook_type):
         self.logger.set_comm_hook_name(str(comm_hook_type))
         self.reducer.register_builtin_comm_hook(comm_hook_type)
