@@ -56,6 +56,7 @@ NAMESPACES = [
     ("torch.fft", "fft", "fft", True),
     ("torch.special", "special", "special", True),
     ("torch.distributions", "distributions", "distributions", False),
+    ("torch.distributed", "distributed", "distributed", False),
 ]
 
 # Measured before issue 10 (at 2b7a119), counted over every dir() name without a leading underscore.

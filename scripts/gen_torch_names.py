@@ -17,7 +17,7 @@ import torch
 
 NAMESPACES = ["torch", "torch.Tensor", "torch.nn", "torch.nn.functional", "torch.nn.init", "torch.linalg",
               "torch.optim", "torch.optim.lr_scheduler", "torch.utils.data", "torch.autograd", "torch.distributions",
-              "torch.fft", "torch.special"]
+              "torch.fft", "torch.special", "torch.distributed"]
 _NOT_API = {"TYPE_CHECKING", "annotations"}
 
 # Families hookgrad leaves for later or out on purpose: (namespace regex, name regex, category).
@@ -54,8 +54,17 @@ RULES = [
     (r".*", r"^(float8_.*|float4_.*|u?int[1-7]|uint(16|32|64)|bits.*|BFloat16.*)$",
      "non-goal: dtypes NumPy has no arithmetic for"),
     (r".*", r"^(nested|jagged|.*nested.*|is_nested|NestedIOFunction)$", "non-goal: nested tensors"),
-    (r".*", r"^(distributed|DistributedSampler|DistributedDataParallel|.*[Dd]istributed.*)$",
-     "later: distributed training (issue 14)"),
+    # torch.distributed runs on MPI (issue 14); what it leaves out, and why
+    (r"^torch\.distributed$", r"^(rpc|autograd|remote_device)$", "non-goal: RPC and distributed autograd"),
+    (r"^torch\.distributed$", r"^(DeviceMesh|init_device_mesh|device_mesh)$", "non-goal: DTensor and device meshes"),
+    (r"^torch\.distributed$", r"^(TCPStore|FileStore|rendezvous|register_rendezvous_handler)$",
+     "non-goal: rendezvous (the MPI launcher starts the ranks and gives each its rank; HashStore and PrefixStore "
+     "remain for code that uses a store itself)"),
+    (r"^torch\.distributed$", r"^(ProcessGroupGloo|(AllToAll|AllreduceCoalesced|Allreduce|Barrier|Broadcast|Gather|"
+                              r"Reduce|ReduceScatter|Scatter)Options)$",
+     "non-goal: PyTorch's backend classes and their option structs (hookgrad's backend is MPI)"),
+    (r"^torch\.distributed$", r"^(c10d_logger|logging_handlers|config|utils)$",
+     "non-goal: torch.distributed's internal modules (its own logging, its feature flags, FSDP and DDP helpers)"),
     (r".*", r"^(.*autocast.*|amp|GradScaler)$", "non-goal: mixed-precision autocast"),
     (r".*", r"^(profiler|profiler_.*|Profiler.*|kineto_available|DeviceType|monitor)$",
      "non-goal: the PyTorch profiler"),

@@ -110,7 +110,8 @@ from .primitives.linalg_legacy import (det, inverse, slogdet, logdet, matrix_exp
 from ._creation import (hann_window, hamming_window, blackman_window, bartlett_window, kaiser_window,
                         range_deprecated as range, scalar_tensor, empty_strided, empty_permuted, frombuffer,
                         tril_indices, triu_indices, fill, get_default_device, set_default_device, result_type,
-                        can_cast, is_nonzero, is_same_size, is_signed, is_inference)
+                        can_cast, is_nonzero, is_same_size, is_signed, is_inference,
+                        is_distributed)
 from ._nn_functions import conv_tbc, embedding_renorm_  # noqa: E402
 from ._nn_functions import (conv1d, conv2d, conv3d, conv_transpose1d, conv_transpose2d, conv_transpose3d, convolution,
                             avg_pool1d, max_pool1d, max_pool3d,

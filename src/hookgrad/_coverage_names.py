@@ -280,7 +280,26 @@ NAMES = {'torch': 'AVG AcceleratorError AggregationType AliasDb AnyType Argument
                   'modified_bessel_i0 modified_bessel_i1 modified_bessel_k0 modified_bessel_k1 multi_dim_common '
                   'multigammaln ndtr ndtri polygamma psi round scaled_modified_bessel_k0 scaled_modified_bessel_k1 '
                   'shifted_chebyshev_polynomial_t shifted_chebyshev_polynomial_u shifted_chebyshev_polynomial_v '
-                  'shifted_chebyshev_polynomial_w sinc softmax spherical_bessel_j0 xlog1py xlogy zeta'}
+                  'shifted_chebyshev_polynomial_w sinc softmax spherical_bessel_j0 xlog1py xlogy zeta',
+ 'torch.distributed': 'AllToAllOptions AllreduceCoalescedOptions AllreduceOptions Backend BackendConfig '
+                      'BarrierOptions BroadcastOptions BuiltinCommHookType DebugLevel DeviceMesh DistBackendError '
+                      'DistError DistNetworkError DistStoreError FileStore GatherOptions GradBucket GroupMember '
+                      'GroupName HashStore Logger P2POp PrefixStore ProcessGroup ProcessGroupGloo QueueEmptyError '
+                      'RankType ReduceOp ReduceOptions ReduceScatterOptions Reducer ScatterOptions Store TCPStore '
+                      'Work algorithms all_gather all_gather_coalesced all_gather_into_tensor all_gather_object '
+                      'all_gather_single all_reduce all_reduce_coalesced all_to_all all_to_all_single autograd '
+                      'barrier batch_isend_irecv breakpoint broadcast broadcast_object_list c10d_logger config '
+                      'constants default_pg_timeout destroy_process_group device_mesh distributed_c10d gather '
+                      'gather_object get_backend get_backend_config get_debug_level get_default_backend_for_device '
+                      'get_global_rank get_group_rank get_node_local_rank get_pg_count get_process_group_ranks '
+                      'get_rank get_world_size group init_device_mesh init_process_group irecv is_available '
+                      'is_backend_available is_gloo_available is_initialized is_mpi_available is_nccl_available '
+                      'is_torchelastic_launched is_ucc_available is_xccl_available isend log logging_handlers '
+                      'monitored_barrier new_group new_subgroups new_subgroups_by_enumeration record_comm recv '
+                      'recv_object_list reduce reduce_op reduce_scatter reduce_scatter_single reduce_scatter_tensor '
+                      'register_rendezvous_handler remote_device rendezvous rpc scatter scatter_object_list send '
+                      'send_object_list set_debug_level set_debug_level_from_env shrink_group split_group '
+                      'supports_complex utils'}
 
 # namespace -> {name: 'later: ...' | 'non-goal: ...'}; a name not listed is everyday API
 CATEGORY = {'torch': {'AVG': 'non-goal: TorchScript, graph capture and dispatcher internals',
@@ -407,7 +426,6 @@ CATEGORY = {'torch': {'AVG': 'non-goal: TorchScript, graph capture and dispatche
                                                   'them)',
            'batch_norm_stats': 'non-goal: ATen kernel entry points (the public functions cover them)',
            'batch_norm_update_stats': 'non-goal: ATen kernel entry points (the public functions cover them)',
-           'bfloat16': 'non-goal: dtypes NumPy has no arithmetic for',
            'bits16': 'non-goal: dtypes NumPy has no arithmetic for',
            'bits1x8': 'non-goal: dtypes NumPy has no arithmetic for',
            'bits2x4': 'non-goal: dtypes NumPy has no arithmetic for',
@@ -441,7 +459,6 @@ CATEGORY = {'torch': {'AVG': 'non-goal: TorchScript, graph capture and dispatche
            'cudnn_grid_sampler': 'non-goal: devices other than the CPU',
            'cudnn_is_acceptable': 'non-goal: devices other than the CPU',
            'dequantize': 'non-goal: quantized tensors',
-           'distributed': 'later: distributed training (issue 14)',
            'dsmm': 'non-goal: sparse tensors',
            'empty_quantized': 'non-goal: quantized tensors',
            'export': 'non-goal: TorchScript, graph capture and dispatcher internals',
@@ -495,7 +512,6 @@ CATEGORY = {'torch': {'AVG': 'non-goal: TorchScript, graph capture and dispatche
            'is_autocast_ipu_enabled': 'non-goal: devices other than the CPU',
            'is_autocast_xla_enabled': 'non-goal: devices other than the CPU',
            'is_complex': 'non-goal: complex tensors',
-           'is_distributed': 'later: distributed training (issue 14)',
            'is_vulkan_available': 'non-goal: devices other than the CPU',
            'jagged': 'non-goal: nested tensors',
            'library': 'non-goal: TorchScript, graph capture and dispatcher internals',
@@ -624,8 +640,7 @@ CATEGORY = {'torch': {'AVG': 'non-goal: TorchScript, graph capture and dispatche
            'wait': 'non-goal: TorchScript, graph capture and dispatcher internals',
            'while_loop': 'non-goal: TorchScript, graph capture and dispatcher internals',
            'xpu': 'non-goal: devices other than the CPU'},
- 'torch.Tensor': {'bfloat16': 'non-goal: dtypes NumPy has no arithmetic for',
-                  'ccol_indices': 'non-goal: sparse tensors',
+ 'torch.Tensor': {'ccol_indices': 'non-goal: sparse tensors',
                   'cdouble': 'non-goal: complex tensors',
                   'cfloat': 'non-goal: complex tensors',
                   'chalf': 'non-goal: complex tensors',
@@ -641,7 +656,6 @@ CATEGORY = {'torch': {'AVG': 'non-goal: TorchScript, graph capture and dispatche
                   'is_coalesced': 'non-goal: sparse tensors',
                   'is_complex': 'non-goal: complex tensors',
                   'is_cuda': 'non-goal: devices other than the CPU',
-                  'is_distributed': 'later: distributed training (issue 14)',
                   'is_ipu': 'non-goal: devices other than the CPU',
                   'is_maia': 'non-goal: devices other than the CPU',
                   'is_meta': 'non-goal: devices other than the CPU',
@@ -702,12 +716,10 @@ CATEGORY = {'torch': {'AVG': 'non-goal: TorchScript, graph capture and dispatche
  'torch.optim.lr_scheduler': {},
  'torch.utils.data': {'DFIterDataPipe': 'non-goal: DataPipes (deprecated in PyTorch)',
                       'DataChunk': 'non-goal: DataPipes (deprecated in PyTorch)',
-                      'DistributedSampler': 'later: distributed training (issue 14)',
                       'IterDataPipe': 'non-goal: DataPipes (deprecated in PyTorch)',
                       'MapDataPipe': 'non-goal: DataPipes (deprecated in PyTorch)',
                       'argument_validation': 'non-goal: DataPipes (deprecated in PyTorch)',
                       'datapipes': 'non-goal: DataPipes (deprecated in PyTorch)',
-                      'distributed': 'later: distributed training (issue 14)',
                       'functional_datapipe': 'non-goal: DataPipes (deprecated in PyTorch)',
                       'graph': 'non-goal: DataPipes (deprecated in PyTorch)',
                       'graph_settings': 'non-goal: DataPipes (deprecated in PyTorch)',
@@ -1039,7 +1051,50 @@ CATEGORY = {'torch': {'AVG': 'non-goal: TorchScript, graph capture and dispatche
                    'shifted_chebyshev_polynomial_w': 'later: the rarer special functions (Airy, the Bessel functions '
                                                      'but j0/j1, orthogonal polynomials)',
                    'spherical_bessel_j0': 'later: the rarer special functions (Airy, the Bessel functions but j0/j1, '
-                                          'orthogonal polynomials)'}}
+                                          'orthogonal polynomials)'},
+ 'torch.distributed': {'AllToAllOptions': "non-goal: PyTorch's backend classes and their option structs (hookgrad's "
+                                          'backend is MPI)',
+                       'AllreduceCoalescedOptions': "non-goal: PyTorch's backend classes and their option structs "
+                                                    "(hookgrad's backend is MPI)",
+                       'AllreduceOptions': "non-goal: PyTorch's backend classes and their option structs (hookgrad's "
+                                           'backend is MPI)',
+                       'BarrierOptions': "non-goal: PyTorch's backend classes and their option structs (hookgrad's "
+                                         'backend is MPI)',
+                       'BroadcastOptions': "non-goal: PyTorch's backend classes and their option structs (hookgrad's "
+                                           'backend is MPI)',
+                       'DeviceMesh': 'non-goal: DTensor and device meshes',
+                       'FileStore': 'non-goal: rendezvous (the MPI launcher starts the ranks and gives each its '
+                                    'rank; HashStore and PrefixStore remain for code that uses a store itself)',
+                       'GatherOptions': "non-goal: PyTorch's backend classes and their option structs (hookgrad's "
+                                        'backend is MPI)',
+                       'ProcessGroupGloo': "non-goal: PyTorch's backend classes and their option structs (hookgrad's "
+                                           'backend is MPI)',
+                       'ReduceOptions': "non-goal: PyTorch's backend classes and their option structs (hookgrad's "
+                                        'backend is MPI)',
+                       'ReduceScatterOptions': "non-goal: PyTorch's backend classes and their option structs "
+                                               "(hookgrad's backend is MPI)",
+                       'ScatterOptions': "non-goal: PyTorch's backend classes and their option structs (hookgrad's "
+                                         'backend is MPI)',
+                       'TCPStore': 'non-goal: rendezvous (the MPI launcher starts the ranks and gives each its rank; '
+                                   'HashStore and PrefixStore remain for code that uses a store itself)',
+                       'autograd': 'non-goal: RPC and distributed autograd',
+                       'c10d_logger': "non-goal: torch.distributed's internal modules (its own logging, its feature "
+                                      'flags, FSDP and DDP helpers)',
+                       'config': "non-goal: torch.distributed's internal modules (its own logging, its feature "
+                                 'flags, FSDP and DDP helpers)',
+                       'device_mesh': 'non-goal: DTensor and device meshes',
+                       'init_device_mesh': 'non-goal: DTensor and device meshes',
+                       'logging_handlers': "non-goal: torch.distributed's internal modules (its own logging, its "
+                                           'feature flags, FSDP and DDP helpers)',
+                       'register_rendezvous_handler': 'non-goal: rendezvous (the MPI launcher starts the ranks and '
+                                                      'gives each its rank; HashStore and PrefixStore remain for '
+                                                      'code that uses a store itself)',
+                       'remote_device': 'non-goal: RPC and distributed autograd',
+                       'rendezvous': 'non-goal: rendezvous (the MPI launcher starts the ranks and gives each its '
+                                     'rank; HashStore and PrefixStore remain for code that uses a store itself)',
+                       'rpc': 'non-goal: RPC and distributed autograd',
+                       'utils': "non-goal: torch.distributed's internal modules (its own logging, its feature flags, "
+                                'FSDP and DDP helpers)'}}
 
 # aten operator -> space-separated overload names (torch.ops.aten.<op>.overloads())
 ATEN_OVERLOADS = {'Bool': 'Tensor int float',

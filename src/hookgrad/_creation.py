@@ -1010,3 +1010,8 @@ def is_inference(input):
     return input._creation == "inference"
 
 
+def is_distributed(input):
+    """The legacy query: False for every local tensor, as in PyTorch."""
+    return False
+
+

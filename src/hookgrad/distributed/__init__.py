@@ -13,7 +13,7 @@ from ._reducer import (BuiltinCommHookType, Logger, Reducer, DEFAULT_FIRST_BUCKE
                        broadcast_coalesced as _broadcast_coalesced)
 from ._mpi import Work as _Work  # noqa: F401
 from . import constants  # noqa: F401,E402  (torch.distributed.constants, as torch exposes it)
-from .distributed_c10d import breakpoint  # noqa: F401,A004  (rank-only pdb: torch.distributed.breakpoint)
+from .distributed_c10d import breakpoint, set_debug_level_from_env  # noqa: F401,A004  (breakpoint: rank-only pdb)
 from ._store import Store, HashStore, PrefixStore, QueueEmptyError
 import logging as _logging
 

@@ -424,13 +424,28 @@ class Reducer:
             self.first_hook_called = True
             self.num_bwd_calls += 1
         if self.plain:
-            # the common case, without the branches of find_unused and static_graph below
+            # the common case, without the branches of find_unused and static_graph below, and
+            # mark_variable_ready's steps inline: this runs once per parameter per step
             if not self.expect_hooks:
                 return
             self.ready_order.append(index)
             if self.rebuilding:
                 self.rebuilt.append(index)
-            self.mark_variable_ready(index)
+            ready = self.ready
+            if ready[index]:
+                self._marked_twice(index)
+            ready[index] = 1
+            self.require_finalize = True
+            bucket, j = self.locators[index]
+            if self.div_factor == _UNSET_DIV_FACTOR:
+                self.set_divide_factor()
+            self.mark_variable_ready_dense(bucket, j)
+            bucket.pending -= 1
+            if bucket.pending == 0:
+                self.mark_bucket_ready(bucket.index)
+                if self.next_bucket == len(self.buckets):
+                    from ..autograd.engine import _queue_callback
+                    _queue_callback(self._final_callback)
             return
         if self.dynamic_graph_find_unused() or self.static_graph_first_iteration():
             if self.params[index]._grad is not None:
@@ -486,16 +501,21 @@ class Reducer:
         g = grad._data
         if g.dtype != view.dtype:
             _fail(self.logger, RuntimeError(f"Expected {bucket.buffer.type()}, got {grad.type()}"))
-        if self.grad_as_view and np.may_share_memory(g, bucket.buf):
-            if self.comm_hook is None:
-                np.divide(view, self.div_factor, out=view)
-            return
-        if self.comm_hook is None:
-            np.multiply(g, 1.0 / self.div_factor, out=view)
-        else:
-            np.copyto(view, g)
         if self.grad_as_view:
+            if np.may_share_memory(g, bucket.buf):
+                if self.comm_hook is None:
+                    np.divide(view, self.div_factor, out=view)
+                return
+            if self.comm_hook is None:
+                np.multiply(g, 1.0 / self.div_factor, out=view)
+            else:
+                np.copyto(view, g)
             p._grad = bucket.grad_view(j)
+            return
+        # NOTE: PyTorch multiplies each gradient by 1 / world size as it copies it into the bucket (without a comm
+        # hook); here the multiplication is done once per bucket when it is launched (all_reduce_bucket): the
+        # same products, one NumPy call per bucket instead of one per parameter
+        np.copyto(view, g)
 
     def mark_bucket_ready(self, index):
         if index > self.next_bucket:
@@ -512,6 +532,8 @@ class Reducer:
         with _mpi.label(f"DDP bucket {bucket.index} of iteration {self.num_iterations}"):
             if self.comm_hook is None:
                 from . import distributed_c10d as c10d
+                if not self.grad_as_view:
+                    np.multiply(bucket.buf, 1.0 / self.div_factor, out=bucket.buf)
                 bucket.work = c10d.all_reduce(bucket.buffer, group=self.process_group, async_op=True)
             else:
                 state, hook = self.comm_hook
@@ -718,8 +740,8 @@ class Reducer:
                      "outputs participate in computing loss. You can fix this by " + outputs + bug)
         indices = " ".join(map(str, unmarked))
         info = f"\nParameter indices which did not receive grad for rank {self.process_group.rank()}: {indices}"
-        debug = os.environ.get("TORCH_DISTRIBUTED_DEBUG", "OFF").upper()
-        if debug in ("INFO", "DETAIL"):
+        from .distributed_c10d import get_debug_level, DebugLevel
+        if get_debug_level() in (DebugLevel.INFO, DebugLevel.DETAIL):
             names = ", ".join(self.param_names[i] for i in unmarked if i in self.param_names)
             base += f"\nParameters which did not receive grad for rank {self.process_group.rank()}: {names}" + info
         else:

@@ -79,9 +79,9 @@ class BackendConfig:
         elif backend.lower() in Backend.backend_list:
             self.device_backend_map = dict.fromkeys(Backend.backend_capability[backend.lower()], Backend(backend))
         elif ":" in backend.lower():
-            message = (f"The custom backend string argument is invalid: {backend}.\n                Custom backend "
-                       f"string is an experimental feature where the backend string must be in the format:\n       "
-                       f"         \"<device_type1>:<backend1>,<device_type2>:<backend2>...\". e.g. 'cpu:gloo,cuda:nccl'")
+            message = (f"The custom backend string argument is invalid: {backend}. Custom backend string is an "
+                       f"experimental feature where the backend string must be in the format: "
+                       f"\"<device_type1>:<backend1>,<device_type2>:<backend2>...\". e.g. 'cpu:gloo,cuda:nccl'")
             for pair in backend.lower().split(","):
                 parts = pair.split(":")
                 if len(parts) != 2:
@@ -112,7 +112,6 @@ class _RedOpType(enum.Enum):
     BOR = 6
     BXOR = 7
     PREMUL_SUM = 8
-    UNUSED = 9
 
 
 _RedOpType.__name__ = _RedOpType.__qualname__ = "RedOpType"
@@ -130,7 +129,6 @@ class ReduceOp:
     BOR = _RedOpType.BOR
     BXOR = _RedOpType.BXOR
     PREMUL_SUM = _RedOpType.PREMUL_SUM
-    UNUSED = _RedOpType.UNUSED
 
 
 def supports_complex(reduceOp):
@@ -143,7 +141,7 @@ class _reduce_op:
     """The deprecated ``torch.distributed.reduce_op``: ReduceOp's members, with a FutureWarning on each use."""
 
     def __init__(self):
-        members = {k: v for k, v in ReduceOp.RedOpType.__members__.items() if k != "UNUSED"}
+        members = dict(ReduceOp.RedOpType.__members__)
         for k, v in members.items():
             setattr(self, k, v)
         self.__members__ = members
@@ -584,7 +582,7 @@ def _make_distributed_pdb():
 def _warn_not_in_group(op_name):
     global_rank = -1 if _world is None else _world.rank
     warnings.warn(f"Running {op_name} on global rank {global_rank} which does not belong to the given group.",
-                  stacklevel=3)
+                  stacklevel=4)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -705,8 +703,12 @@ def _done(work, async_op):
     return None
 
 
-def _member(group):
-    return group is not GroupMember.NON_GROUP_MEMBER
+def _member(group, op_name):
+    """Whether this rank belongs to ``group``; PyTorch's warning when it does not (the collective is skipped)."""
+    if group is GroupMember.NON_GROUP_MEMBER:
+        _warn_not_in_group(op_name)
+        return False
+    return True
 
 
 # ------------------------------------------------------------------------------------------------
@@ -714,7 +716,7 @@ def _member(group):
 
 def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op=False):
     """Reduce ``tensor`` over the group, in place on every rank."""
-    if not _member(group):
+    if not _member(group, "all_reduce"):
         return None
     g = _group(group)
     a = _array(tensor)
@@ -746,8 +748,7 @@ def all_reduce_coalesced(tensors, op=ReduceOp.SUM, group=None, async_op=False):
         tensors = [tensors]
     _check_tensor_list(tensors, "tensor")
     _ensure_same_dtype(tensors)
-    if not _member(group):
-        _warn_not_in_group("all_reduce_coalesced")
+    if not _member(group, "all_reduce_coalesced"):
         return None
     if any(t.is_complex() for t in tensors) and not supports_complex(op):
         raise ValueError(f"all_reduce does not support {op} on complex tensors")
@@ -780,7 +781,7 @@ def all_reduce_coalesced(tensors, op=ReduceOp.SUM, group=None, async_op=False):
 
 def broadcast(tensor, src=None, group=None, async_op=False, group_src=None):
     """Copy ``tensor`` of rank ``src`` into ``tensor`` on every rank."""
-    if not _member(group):
+    if not _member(group, "broadcast"):
         return None
     g = _group(group)
     a = _array(tensor)
@@ -793,7 +794,7 @@ def broadcast(tensor, src=None, group=None, async_op=False, group_src=None):
 
 def reduce(tensor, dst=None, op=ReduceOp.SUM, group=None, async_op=False, group_dst=None):
     """Reduce ``tensor`` into rank ``dst``'s (the others' are unchanged)."""
-    if not _member(group):
+    if not _member(group, "reduce"):
         return None
     g = _group(group)
     a = _array(tensor)
@@ -819,7 +820,7 @@ def reduce(tensor, dst=None, op=ReduceOp.SUM, group=None, async_op=False, group_
 
 def all_gather(tensor_list, tensor, group=None, async_op=False):
     """Every rank's ``tensor``, into ``tensor_list`` (one per rank) on every rank."""
-    if not _member(group):
+    if not _member(group, "all_gather"):
         return None
     g = _group(group)
     a = _array(tensor, write=False)
@@ -846,8 +847,7 @@ def all_gather_single(output_tensor, input_tensor, group=None, async_op=False):
     """Every rank's ``input_tensor``, concatenated (or stacked) in rank order into ``output_tensor``."""
     _check_single_tensor(input_tensor, "input_tensor")
     _check_single_tensor(output_tensor, "output_tensor")
-    if not _member(group):
-        _warn_not_in_group("all_gather_single")
+    if not _member(group, "all_gather_single"):
         return None
     g = _group(group)
     a = _array(input_tensor, "input_tensor", write=False)
@@ -883,8 +883,7 @@ def all_gather_coalesced(output_tensor_lists, input_tensor_list, group=None, asy
     warnings.warn("`torch.distributed.all_gather_coalesced` will be deprecated. If you must use it, please revisit "
                   "our documentation later at https://pytorch.org/docs/main/distributed.html#collective-functions",
                   FutureWarning, stacklevel=2)
-    if not _member(group):
-        _warn_not_in_group("all_gather_coalesced")
+    if not _member(group, "all_gather_coalesced"):
         return None
     _check_tensor_list(input_tensor_list, "input_tensor_list")
     _ensure_same_dtype(input_tensor_list)
@@ -926,7 +925,7 @@ def all_gather_coalesced(output_tensor_lists, input_tensor_list, group=None, asy
 
 def reduce_scatter(output, input_list, op=ReduceOp.SUM, group=None, async_op=False):
     """Reduce the ranks' ``input_list``s elementwise; rank i gets entry i into ``output``."""
-    if not _member(group):
+    if not _member(group, "reduce_scatter"):
         return None
     g = _group(group)
     ins = _arrays(input_list, "input_list")
@@ -944,8 +943,7 @@ def reduce_scatter_single(output, input, op=ReduceOp.SUM, group=None, async_op=F
     """Reduce ``input`` (the group's outputs concatenated) over the ranks; rank i gets chunk i."""
     _check_single_tensor(output, "output")
     _check_single_tensor(input, "input")
-    if not _member(group):
-        _warn_not_in_group("reduce_scatter_single")
+    if not _member(group, "reduce_scatter_single"):
         return None
     g = _group(group)
     out = _array(output, "output")
@@ -988,7 +986,7 @@ def _reduce_scatter(g, send, out, output, op, async_op):
 
 def gather(tensor, gather_list=None, dst=None, group=None, async_op=False, group_dst=None):
     """Every rank's ``tensor`` into ``gather_list`` on rank ``dst`` (None elsewhere)."""
-    if not _member(group):
+    if not _member(group, "gather"):
         return None
     g = _group(group)
     a = _array(tensor)
@@ -1018,7 +1016,7 @@ def gather(tensor, gather_list=None, dst=None, group=None, async_op=False, group
 
 def scatter(tensor, scatter_list=None, src=None, group=None, async_op=False, group_src=None):
     """Entry i of rank ``src``'s ``scatter_list`` into rank i's ``tensor``."""
-    if not _member(group):
+    if not _member(group, "scatter"):
         return None
     g = _group(group)
     a = _array(tensor)
@@ -1042,7 +1040,7 @@ def scatter(tensor, scatter_list=None, src=None, group=None, async_op=False, gro
 
 def all_to_all(output_tensor_list, input_tensor_list, group=None, async_op=False):
     """Rank i's input j goes to rank j's output i."""
-    if not _member(group):
+    if not _member(group, "all_to_all"):
         return None
     g = _group(group)
     ins = _arrays(input_tensor_list, "input_tensor_list")
@@ -1063,7 +1061,7 @@ def all_to_all_single(output, input, output_split_sizes=None, input_split_sizes=
                       async_op=False):
     """``input``, split along dim 0 (evenly or by ``input_split_sizes``), one piece to each rank; the pieces
     received, in rank order, into ``output``."""
-    if not _member(group):
+    if not _member(group, "all_to_all_single"):
         return None
     g = _group(group)
     a = _array(input, "input", write=False)
@@ -1111,7 +1109,7 @@ def _all_to_all(g, send, scounts, recv, rcounts, outs, tensors, async_op):
 
 def barrier(group=None, async_op=False, device_ids=None):
     """Wait until every rank of the group has reached the barrier."""
-    if not _member(group):
+    if not _member(group, "barrier"):
         return None
     g = _group(group)
     work = g._start("barrier", 0, 0, -1, [], [], None)
@@ -1215,7 +1213,7 @@ def _exchange_objects(g, obj):
 
 def all_gather_object(object_list, obj, group=None):
     """Every rank's picklable ``obj`` into ``object_list`` (one entry per rank)."""
-    if not _member(group):
+    if not _member(group, "all_gather_object"):
         return
     g = _group(group)
     if len(object_list) != g.size():
@@ -1226,7 +1224,7 @@ def all_gather_object(object_list, obj, group=None):
 
 def broadcast_object_list(object_list, src=None, group=None, device=None, group_src=None):
     """Rank ``src``'s ``object_list`` entries into every rank's list."""
-    if not _member(group):
+    if not _member(group, "broadcast_object_list"):
         return
     g = _group(group)
     root = _root(g, src, group_src, "src")
@@ -1235,7 +1233,7 @@ def broadcast_object_list(object_list, src=None, group=None, device=None, group_
 
 
 def gather_object(obj, object_gather_list=None, dst=None, group=None, group_dst=None):
-    if not _member(group):
+    if not _member(group, "gather_object"):
         return
     g = _group(group)
     root = _root(g, dst, group_dst, "dst")
@@ -1248,7 +1246,7 @@ def gather_object(obj, object_gather_list=None, dst=None, group=None, group_dst=
 
 def scatter_object_list(scatter_object_output_list, scatter_object_input_list=None, src=None, group=None,
                         group_src=None):
-    if not _member(group):
+    if not _member(group, "scatter_object_list"):
         return
     g = _group(group)
     root = _root(g, src, group_src, "src")
@@ -1276,9 +1274,8 @@ def _object_peer(g, rank, group_rank, what):
 def send_object_list(object_list, dst=None, group=None, device=None, group_dst=None, use_batch=False):
     """Send the picklable objects of ``object_list`` to rank ``dst``, which calls recv_object_list with a list
     of the same length (two messages, as PyTorch's: the pickled sizes, then the pickles)."""
-    if not _member(group):
-        _warn_not_in_group("send_object_list")
-        return None
+    if not _member(group, "send_object_list"):
+        raise ValueError("Invalid process group specified")     # (PyTorch's: the peer is not in the group)
     g = _group(group)
     peer = _object_peer(g, dst, group_dst, "destination")
     pickles = [_mpi.dumps(obj) for obj in object_list]
@@ -1291,10 +1288,9 @@ def send_object_list(object_list, dst=None, group=None, device=None, group_dst=N
 
 def recv_object_list(object_list, src=None, group=None, device=None, group_src=None, use_batch=False):
     """Receive into ``object_list`` (its length: the number of objects sent) the objects rank ``src`` sent with
-    send_object_list; returns the sender's global rank (-1 when this rank is not in ``group``)."""
-    if not _member(group):
-        _warn_not_in_group("recv_object_list")
-        return -1
+    send_object_list; returns the sender's global rank."""
+    if not _member(group, "recv_object_list"):
+        raise ValueError("Invalid process group specified")
     g = _group(group)
     peer = _object_peer(g, src, group_src, "source")
     comm = g._comm

@@ -152,6 +152,7 @@ _METHODS.update({
     "cross": L.cross,
     "is_nonzero": C.is_nonzero, "is_same_size": C.is_same_size, "is_signed": C.is_signed,
     "is_inference": C.is_inference,
+    "is_distributed": C.is_distributed,
 })
 _METHODS.update({
     "swapaxes": S.swapaxes, "view_as": lambda self, other: S.view(self, other.shape),
