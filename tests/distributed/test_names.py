@@ -3,8 +3,6 @@ user's Store subclass), the debug level, backend queries, reduce_op's deprecatio
 hookgrad over MPI beside PyTorch over gloo in the same processes) the coalesced collectives,
 all_gather_single / reduce_scatter_single, send/recv_object_list, subgroups, split_group, shrink_group's errors,
 get_pg_count and breakpoint."""
-import os
-import sys
 import threading
 import time
 import warnings
@@ -232,25 +230,6 @@ def test_names_module_level():
         hdist.breakpoint(rank=0)               # no group: nothing to wait in (as torch: get_rank's error)
     with hdist.record_comm("FSDP::all_gather"):
         pass
-
-
-def test_every_torch_distributed_name_is_here_or_categorised():
-    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "scripts"))
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", FutureWarning)
-            import gen_torch_names as gen
-            names = gen.public_names("torch.distributed")
-    finally:
-        sys.path.pop(0)
-    assert "torch.distributed" in gen.NAMESPACES
-    missing = [n for n in names if not hasattr(hdist, n) and not gen.category("torch.distributed", n)]
-    assert not missing, missing
-    present = [n for n in names if hasattr(hdist, n) and gen.category("torch.distributed", n)]
-    assert not present, present                 # a name hookgrad has is not marked left out
-    for ns, name in (("torch", "distributed"), ("torch.utils.data", "DistributedSampler"),
-                     ("torch.utils.data", "distributed")):
-        assert gen.category(ns, name) is None, (ns, name)
 
 
 # ------------------------------------------------------------------------------------------------

@@ -115,9 +115,19 @@ def _dtype_name(code):
     return code.to_bytes(8, "little").rstrip(b"\0").decode(errors="replace") if code > 0 else "?"
 
 
+_OPS = {}
+
+
 def _mpi_op(op, dtype):
-    """(MPI op, MPI datatype, element count factor) for reducing ``dtype`` with ``op``: MPI's own where it has
-    the type and the op, else a Python reduction over the bytes (float16, bfloat16, bool)."""
+    """(MPI op, MPI datatype or None) for reducing ``dtype`` with ``op`` (cached): MPI's own where it has the
+    type and the op, else a Python reduction over the bytes (float16, bfloat16, bool)."""
+    got = _OPS.get((op, dtype))
+    if got is None:
+        got = _OPS[(op, dtype)] = _make_op(op, dtype)
+    return got
+
+
+def _make_op(op, dtype):
     MPI = mpi()
     if _native(dtype) and not (op in (BAND, BOR, BXOR) and dtype.kind in "fc") \
             and not (op in (MIN, MAX) and dtype.kind == "c"):
@@ -154,6 +164,7 @@ class ProcessGroup:
 
     def __init__(self, comm, ranks, timeout, name, peers):
         self._comm = comm
+        self._size = comm.Get_size()
         self._ranks = list(ranks)           # global rank of each group rank
         self._timeout = timeout
         self._name = name
@@ -170,7 +181,7 @@ class ProcessGroup:
         return self._comm.Get_rank()
 
     def size(self):
-        return self._comm.Get_size()
+        return self._size
 
     def name(self):
         return "mpi"
@@ -197,15 +208,19 @@ class ProcessGroup:
                                    f"error: {self._broken}")
         self._seq += 1
         label = getattr(_tls, "label", None)
-        fp = [self._seq, _KINDS.index(kind), count, dtype, root, zlib.crc32(label.encode()) if label else 0]
-        work = Work(self, kind, self._seq, np.array(fp + [-v for v in fp], np.int64), links, outputs, finish)
+        if self._size > 1:
+            fp = [self._seq, _KINDS.index(kind), count, dtype, root, zlib.crc32(label.encode()) if label else 0]
+            fp = np.array(fp + [-v for v in fp], np.int64)
+        else:
+            fp = None                   # nothing to compare on one rank
+        work = Work(self, kind, self._seq, fp, list(links), outputs, finish, label)
         self._issuing.append(work)
         if not work.poll():
             _progress.pending.append(work)
         return work
 
     def _p2p(self, kind, start, outputs, peer):
-        work = Work(self, kind, None, None, [start], outputs, None)
+        work = Work(self, kind, None, None, [start], outputs, None, getattr(_tls, "label", None))
         work._peer = peer
         if not work.poll():
             _progress.pending.append(work)
@@ -215,14 +230,16 @@ class ProcessGroup:
 class Work:
     """torch.distributed.Work: a collective under way. ``wait()`` blocks (within the group's deadline) and
     returns True; ``is_completed()``; ``get_future()`` is a Future holding the output tensors."""
+    __slots__ = ("_group", "_kind", "_seq", "_label", "_fp", "_links", "_outputs", "_finish", "_req", "_done",
+                 "_error", "_future", "_peer", "_source", "_started", "_all", "_fp_own", "__weakref__")
 
-    def __init__(self, group, kind, seq, fingerprint, links, outputs, finish):
+    def __init__(self, group, kind, seq, fingerprint, links, outputs, finish, label=None):
         self._group = group
         self._kind = kind
         self._seq = seq
-        self._label = getattr(_tls, "label", None)
+        self._label = label
         self._fp = fingerprint
-        self._links = list(links)
+        self._links = links
         self._outputs = outputs
         self._finish = finish
         self._req = None
@@ -231,6 +248,7 @@ class Work:
         self._future = None
         self._peer = None
         self._source = -1
+        self._all = None
         self._started = time.monotonic()
         if fingerprint is not None:
             # one small Iallreduce (MAX) of the fingerprint and its negation: every rank learns the largest

@@ -317,7 +317,7 @@ def get_backend(group=None):
 def get_backend_config(group=None):
     """The backend configuration of ``group`` as "device:backend" pairs (of its backend: see get_backend)."""
     pg = group or _default()
-    if not _member(pg):
+    if pg is GroupMember.NON_GROUP_MEMBER:
         raise ValueError("Invalid process group specified")
     return str(BackendConfig(get_backend(pg)))
 
@@ -1274,7 +1274,7 @@ def _object_peer(g, rank, group_rank, what):
 def send_object_list(object_list, dst=None, group=None, device=None, group_dst=None, use_batch=False):
     """Send the picklable objects of ``object_list`` to rank ``dst``, which calls recv_object_list with a list
     of the same length (two messages, as PyTorch's: the pickled sizes, then the pickles)."""
-    if not _member(group, "send_object_list"):
+    if group is GroupMember.NON_GROUP_MEMBER:
         raise ValueError("Invalid process group specified")     # (PyTorch's: the peer is not in the group)
     g = _group(group)
     peer = _object_peer(g, dst, group_dst, "destination")
@@ -1289,7 +1289,7 @@ def send_object_list(object_list, dst=None, group=None, device=None, group_dst=N
 def recv_object_list(object_list, src=None, group=None, device=None, group_src=None, use_batch=False):
     """Receive into ``object_list`` (its length: the number of objects sent) the objects rank ``src`` sent with
     send_object_list; returns the sender's global rank."""
-    if not _member(group, "recv_object_list"):
+    if group is GroupMember.NON_GROUP_MEMBER:
         raise ValueError("Invalid process group specified")
     g = _group(group)
     peer = _object_peer(g, src, group_src, "source")
