@@ -124,12 +124,17 @@ def job_single(steps):
     """1 process: the plain step of each library, and hookgrad's DDP step on a world of 1 (bookkeeping)."""
     torch, hookgrad = _libs()
     import hookgrad.distributed as hd
+    import torch.distributed as td
     hd.init_process_group("mpi")
+    td.init_process_group("gloo", init_method="tcp://127.0.0.1:" + os.environ["HG_PORT"], rank=0, world_size=1)
     out = {}
     for name in WORKLOADS:
         plain_t = timed(make_step(torch, name)[0], steps)
+        # PyTorch's own DDP cost on one process, for reference (its copies into and out of the bucket included)
+        pt, dt = best_of([make_step(torch, name)[0], make_step(torch, name, torch.nn.parallel.DistributedDataParallel)[0]],
+                         steps)
         plain_h = make_step(hookgrad, name)[0]
-        out[name] = {"plain_torch": plain_t, "plain_hookgrad_median": timed(plain_h, steps)}
+        out[name] = {"plain_torch": plain_t, "plain_hookgrad_median": timed(plain_h, steps), "ddp1_torch_cost": dt - pt}
         ddps = {key: make_step(hookgrad, name, lambda m, cap=cap: hookgrad.nn.parallel.DistributedDataParallel(
             m, bucket_cap_mb=cap)) for key, cap in (("ddp1", None), ("ddp1_small", 0.01))}
         times = best_of([plain_h] + [step for step, _ in ddps.values()], steps)
@@ -228,15 +233,16 @@ def main(steps):
         print(f"  {name:50s} {p['small_buckets']:7d} {hidden:7.0%} {_us(p['small2_hookgrad']):>9s} "
               f"{_us(p['after2_hookgrad']):>15s} {p['small2_hookgrad'] / p['after2_hookgrad']:6.2f}")
     print(f"\n{'bookkeeping (hookgrad DDP on 1 process - plain step)':58s} {'params':>6s} {'buckets':>7s} "
-          f"{'per step':>9s} {'target':>8s} {'ratio':>6s}")
+          f"{'per step':>9s} {'target':>8s} {'ratio':>6s} {'torch DDP':>10s}")
     for name in WORKLOADS:
         s = single[name]
         for key in ("ddp1", "ddp1_small"):
             cost = s[key] - s["plain_hookgrad"]
             buckets = s[key + "_buckets"]
             target = (2 * s["params"] + 30 * buckets) * 1e-6
+            ref = _us(s["ddp1_torch_cost"]) if key == "ddp1" else ""
             print(f"  {name:56s} {s['params']:6d} {buckets:7d} {_us(cost):>9s} {_us(target):>8s} "
-                  f"{cost / target:6.2f}")
+                  f"{cost / target:6.2f} {ref:>10s}")
     return single, pair
 
 

@@ -1,19 +1,40 @@
 """Work that advances only while someone calls it: MPI's non-blocking collectives make no progress during
-NumPy work unless a process calls into MPI. Whoever starts such work appends an object with a ``poll()``
-method to ``pending``; the autograd engine calls :func:`poll` between nodes while the list is not empty (a
-list truth test per node otherwise), and blocking waits call it in their loop.
+NumPy work unless a process calls into MPI. Whoever starts such work appends an object to ``pending``; the
+autograd engine calls :func:`tick` between nodes while the list is not empty (a list truth test per node
+otherwise), and blocking waits call :func:`poll` in their loop.
 
-``poll()`` on an item advances it and returns True once it has finished; finished items leave the list.
+An item has ``poll()``, which advances it and returns True once it has finished (finished items leave the
+list), ``wait()``, which blocks until it has (a Future's ``wait`` drives the items this way), and
+``inflight``: True while it only waits for its data to move. One call into MPI moves every outstanding
+operation, so a poll tests the first item in flight and skips the others in flight behind it (they are tested
+once the ones before them are done); items that still have a step to start are always advanced.
 """
+import time
+
 pending = []
+
+INTERVAL = 20e-6        # the engine polls at most this often (seconds): a poll costs about a microsecond per item
+_last = [0.0]
+
+
+def tick():
+    """The engine's call between nodes: :func:`poll`, at most every ``INTERVAL`` seconds."""
+    now = time.perf_counter()
+    if now - _last[0] >= INTERVAL:
+        _last[0] = now
+        poll()
 
 
 def poll():
-    """Advance every pending item once; drop those that finished. An item's error propagates to the caller
+    """Advance the pending items once; drop those that finished. An item's error propagates to the caller
     (the item has left the list)."""
     i = 0
+    waiting = False         # an item in flight was tested: the later ones in flight move with it
     while i < len(pending):
         item = pending[i]
+        if waiting and item.inflight:
+            i += 1
+            continue
         try:
             done = item.poll()
         except BaseException:
@@ -27,4 +48,5 @@ def poll():
             elif item in pending:
                 pending.remove(item)
         else:
+            waiting = waiting or item.inflight
             i += 1

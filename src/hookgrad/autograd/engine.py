@@ -178,7 +178,7 @@ class _GraphTask:
         comms = _progress.pending   # non-blocking collectives (DDP) advance between nodes while there are any
         while pending is not None or ready:
             if comms:
-                _progress.poll()
+                _progress.tick()
             if pending is not None:
                 fn = pending
                 pending = None

@@ -231,7 +231,7 @@ class Work:
     """torch.distributed.Work: a collective under way. ``wait()`` blocks (within the group's deadline) and
     returns True; ``is_completed()``; ``get_future()`` is a Future holding the output tensors."""
     __slots__ = ("_group", "_kind", "_seq", "_label", "_fp", "_links", "_outputs", "_finish", "_req", "_done",
-                 "_error", "_future", "_peer", "_source", "_started", "_all", "_fp_own", "__weakref__")
+                 "_error", "_future", "_peer", "_source", "_started", "_all", "_fp_own", "inflight", "__weakref__")
 
     def __init__(self, group, kind, seq, fingerprint, links, outputs, finish, label=None):
         self._group = group
@@ -249,6 +249,7 @@ class Work:
         self._peer = None
         self._source = -1
         self._all = None
+        self.inflight = False           # all its requests issued, the last one under way (see _progress)
         self._started = time.monotonic()
         if fingerprint is not None:
             # one small Iallreduce (MAX) of the fingerprint and its negation: every rank learns the largest
@@ -289,7 +290,9 @@ class Work:
     def poll(self):
         """One step of progress (``_progress``): True once done. An error ends this work and the group."""
         try:
-            return self._advance()
+            done = self._advance()
+            self.inflight = not done and not self._links and self._req is not None
+            return done
         except DistBackendError as e:
             self._fail(e)
             return True
@@ -356,6 +359,12 @@ class Work:
             _progress.poll()
         return self._done
 
+    def _poll_self(self):
+        """Advance this work itself (a poll of all may skip it while an earlier one is in flight): done?"""
+        if not self._done and self.poll() and self in _progress.pending:
+            _progress.pending.remove(self)
+        return self._done
+
     def is_success(self):
         return self._done and self._error is None
 
@@ -375,7 +384,7 @@ class Work:
         """Block until done; raise its error (a deadline passed, a peer died, ranks disagreed)."""
         if not self._done:
             try:
-                wait_for(lambda: self._done, self._group, self._what(), self._started,
+                wait_for(self._poll_self, self._group, self._what(), self._started,
                          None if timeout is None else _seconds(timeout))
             except DistBackendError as e:
                 self._fail(e)
