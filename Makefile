@@ -57,6 +57,7 @@ demo: $(DEMO_STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python bench/run.py
+	$(BIN)/python bench/ddp.py
 
 # code-line budget per folder, printed so that growth is a decision: every folder that holds .py files
 # under these roots, one row each, counting only that folder's own files (subfolders have their own rows)

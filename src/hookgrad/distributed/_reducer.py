@@ -424,28 +424,13 @@ class Reducer:
             self.first_hook_called = True
             self.num_bwd_calls += 1
         if self.plain:
-            # the common case, without the branches of find_unused and static_graph below, and
-            # mark_variable_ready's steps inline: this runs once per parameter per step
+            # the common case, without the branches of find_unused and static_graph below
             if not self.expect_hooks:
                 return
             self.ready_order.append(index)
             if self.rebuilding:
                 self.rebuilt.append(index)
-            ready = self.ready
-            if ready[index]:
-                self._marked_twice(index)
-            ready[index] = 1
-            self.require_finalize = True
-            bucket, j = self.locators[index]
-            if self.div_factor == _UNSET_DIV_FACTOR:
-                self.set_divide_factor()
-            self.mark_variable_ready_dense(bucket, j)
-            bucket.pending -= 1
-            if bucket.pending == 0:
-                self.mark_bucket_ready(bucket.index)
-                if self.next_bucket == len(self.buckets):
-                    from ..autograd.engine import _queue_callback
-                    _queue_callback(self._final_callback)
+            self.mark_variable_ready(index)
             return
         if self.dynamic_graph_find_unused() or self.static_graph_first_iteration():
             if self.params[index]._grad is not None:
