@@ -66,10 +66,8 @@ class _CFuture:
         # NOTE: a future chained (then) on a collective completes only when someone advances MPI: drive the
         # outstanding work (a Work's wait has the deadline and peer checks) instead of sleeping on the condition
         while self._result is _PENDING and _progress.pending:
-            item = _progress.pending[0]
-            if hasattr(item, "wait"):
-                item.wait()
-            _progress.poll()
+            _progress.pending[0].wait()     # every pending item has wait() (the _progress protocol)
+            _progress.poll()                # and drops what has finished
         with self._cond:
             while self._result is _PENDING:
                 self._cond.wait()

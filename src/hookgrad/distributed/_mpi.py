@@ -88,7 +88,7 @@ SUM, AVG, PRODUCT, MIN, MAX, BAND, BOR, BXOR = "sum", "avg", "product", "min", "
 _NP_REDUCE = {SUM: np.add, AVG: np.add, PRODUCT: np.multiply, MIN: np.minimum, MAX: np.maximum,
               BAND: np.bitwise_and, BOR: np.bitwise_or, BXOR: np.bitwise_xor}
 _KINDS = ("barrier", "all_reduce", "broadcast", "all_gather", "reduce_scatter", "reduce", "gather", "scatter",
-          "all_to_all", "object", "ddp", "exit (destroy_process_group or the end of the script)")
+          "all_to_all", "object", "exit (destroy_process_group or the end of the script)")
 _NATIVE = {"float32", "float64", "int8", "int16", "int32", "int64", "uint8", "complex64", "complex128"}
 _NATIVE_CODES = {int.from_bytes(n.encode()[:8], "little") for n in _NATIVE}
 _user_ops = {}
