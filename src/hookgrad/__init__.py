@@ -19,6 +19,9 @@ from ._dtype import float16 as half, float32 as float, float64 as double, int64 
     int16 as short, uint8 as byte, int8 as char
 from ._dtype import complex64, complex128, complex64 as cfloat, complex128 as cdouble
 from ._dtype import bfloat16
+from ._dtype import (uint16, uint32, uint64, float8_e4m3fn, float8_e5m2, float8_e4m3fnuz, float8_e5m2fnuz,  # noqa: F401
+                     float8_e8m0fnu, float4_e2m1fn_x2)
+globals().update((_d.name, _d) for _d in __import__("hookgrad._dtype", fromlist=["NO_KERNELS"]).NO_KERNELS)
 from ._tensor import Tensor, Size, device
 from ._printing import set_printoptions
 from .autograd.grad_mode import no_grad, enable_grad, set_grad_enabled, inference_mode, is_grad_enabled, \

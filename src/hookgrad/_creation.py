@@ -349,7 +349,8 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=Fal
     else:
         dt = D.to_dtype(dtype) if dtype is not None else _infer_dtype(data)
         try:
-            arr = _array.default_module().array(_to_array(data), dtype=dt.np)
+            arr = _array.default_module().array(_to_array(data), dtype=dt.np) if dt not in D.FLOAT8 else \
+                D.cast(_array.default_module().array(_to_array(data), dtype=np.float64), dt.np)
         except ValueError as e:
             if "inhomogeneous" in str(e) or "sequence" in str(e):
                 raise ValueError(f"expected sequence of length {_first_len(data)} at dim 1 (got {_other_len(data)})") from None

@@ -13,7 +13,7 @@ class dtype:
         self._rank = rank
         self.is_floating_point = cat == 2
         self.is_complex = cat == 3
-        self.is_signed = name not in ("uint8", "bool")
+        self.is_signed = not name.startswith("uint") and name != "bool"
         self.itemsize = self.np.itemsize
         self._legacy = legacy    # torch.FloatTensor style name used in hook error messages
 
@@ -65,42 +65,114 @@ _NP_TO_DT = {d.np: d for d in ALL + COMPLEX}
 _NAMES = {d.name: d for d in ALL + COMPLEX}
 
 
-class _BFloat16(dtype):
-    """torch.bfloat16. NumPy has no bfloat16: the ml_dtypes package (the ``distributed`` extra) supplies its array
-    type, imported when an array of it is first needed (``.np``), so that ``import hookgrad`` does not load it."""
-    __slots__ = ()
+# torch's "limited support" unsigned dtypes: tensors of them are made, copied, viewed, compared and converted;
+# promotion with any other dtype but a floating one is refused (c10's promoteTypes), as are the kernels PyTorch
+# lacks for them (see docs/differences.md). Not in ALL (no legacy tensor types, no storages).
+uint16 = dtype("uint16", np.uint16, 1, 11, "UInt16Tensor")
+uint32 = dtype("uint32", np.uint32, 1, 12, "UInt32Tensor")
+uint64 = dtype("uint64", np.uint64, 1, 13, "UInt64Tensor")
+BAREBONES_UNSIGNED = (uint16, uint32, uint64)
+for _d in BAREBONES_UNSIGNED:
+    _NP_TO_DT[_d.np] = _NAMES[_d.name] = _d
 
-    def __init__(self):
-        self.name, self._cat, self._rank, self._legacy = "bfloat16", 2, 6, "BFloat16Tensor"
-        self.is_floating_point, self.is_complex, self.is_signed, self.itemsize = True, False, True, 2
+
+class _MlDtype(dtype):
+    """A dtype NumPy lacks (torch.bfloat16, the float8 types): the ml_dtypes package (the ``distributed`` extra)
+    supplies its array type, imported when an array of it is first needed (``.np``), so that ``import hookgrad``
+    does not load it."""
+    __slots__ = ("_ml",)
+
+    def __init__(self, name, rank, legacy, signed=True):
+        self.name, self._cat, self._rank, self._legacy, self._ml = name, 2, rank, legacy, None
+        self.is_floating_point, self.is_complex, self.is_signed = True, False, signed
+        self.itemsize = 2 if name == "bfloat16" else 1
 
     @property
     def np(self):
-        return _bf16_np() if _BF16_NP is None else _BF16_NP
+        return _ml_np(self) if self._ml is None else self._ml
 
 
-_BF16_NP = None
-
-
-def _bf16_np():
-    """ml_dtypes' bfloat16 as a NumPy dtype (imported once; an array of it then maps back to ``bfloat16``)."""
-    global _BF16_NP
+def _ml_np(d):
+    """ml_dtypes' type for ``d`` as a NumPy dtype (imported once; an array of it then maps back to ``d``)."""
     try:
         import ml_dtypes
     except ImportError:
-        raise ModuleNotFoundError("hookgrad: torch.bfloat16 needs the ml_dtypes package (NumPy has no bfloat16): "
+        raise ModuleNotFoundError(f"hookgrad: torch.{d.name} needs the ml_dtypes package (NumPy has no {d.name}): "
                                   "pip install ml_dtypes (or hookgrad[distributed])", name="ml_dtypes") from None
-    _BF16_NP = np.dtype(ml_dtypes.bfloat16)
-    _NP_TO_DT[_BF16_NP] = bfloat16
-    return _BF16_NP
+    d._ml = np.dtype(getattr(ml_dtypes, d.name))
+    _NP_TO_DT[d._ml] = d
+    return d._ml
 
 
 # float16 and bfloat16 share a rank: promoting one with the other gives float32 (_promote_pair)
-bfloat16 = _BFloat16()
-_NAMES["bfloat16"] = bfloat16
+bfloat16 = _MlDtype("bfloat16", 6, "BFloat16Tensor")
+float8_e4m3fn = _MlDtype("float8_e4m3fn", 14, "Float8_e4m3fnTensor")
+float8_e5m2 = _MlDtype("float8_e5m2", 14, "Float8_e5m2Tensor")
+float8_e4m3fnuz = _MlDtype("float8_e4m3fnuz", 14, "Float8_e4m3fnuzTensor")
+float8_e5m2fnuz = _MlDtype("float8_e5m2fnuz", 14, "Float8_e5m2fnuzTensor")
+float8_e8m0fnu = _MlDtype("float8_e8m0fnu", 14, "Float8_e8m0fnuTensor", signed=False)
+FLOAT8 = (float8_e4m3fn, float8_e5m2, float8_e4m3fnuz, float8_e5m2fnuz, float8_e8m0fnu)
+_ML = {d.name: d for d in (bfloat16,) + FLOAT8}
+_NAMES.update(_ML)
+
+
+class _NoKernels(dtype):  # noqa: E302
+    """A dtype PyTorch names but has no CPU kernels for (bit-packed and sub-byte types: torch.bits8, torch.int4,
+    torch.float4_e2m1fn_x2, ...): the dtype object exists (printing, comparing, promote_types' errors); making a
+    tensor of it raises PyTorch's NotImplementedError for its copy kernel."""
+    __slots__ = ()
+
+    def __init__(self, name, cat, signed, itemsize, legacy):
+        self.name, self._cat, self._rank, self._legacy = name, cat, 15, legacy + "Tensor"
+        self.is_floating_point, self.is_complex, self.is_signed, self.itemsize = cat == 2, False, signed, itemsize
+
+    @property
+    def np(self):
+        raise NotImplementedError(f'"copy_" not implemented for \'{self._legacy[:-6]}\' (hookgrad has no tensors '
+                                  f"of torch.{self.name}: PyTorch has no CPU kernels for it either)")
+
+
+BITS = tuple(_NoKernels(n, 1, False, size, n.capitalize()) for n, size in
+             (("bits1x8", 1), ("bits2x4", 1), ("bits4x2", 1), ("bits8", 1), ("bits16", 2)))
+SUB_BYTE = tuple(_NoKernels(f"{u}int{k}", 1, not u, 1, f"{u.upper()}Int{k}" if u else f"Int{k}")
+                 for u in ("", "u") for k in range(1, 8))
+float4_e2m1fn_x2 = _NoKernels("float4_e2m1fn_x2", 2, True, 1, "Float4_e2m1fn_x2")
+NO_KERNELS = BITS + SUB_BYTE + (float4_e2m1fn_x2,)
+_NAMES.update({d.name: d for d in NO_KERNELS})
 _NAMES.update({"bool": bool_, "half": float16, "float": float32, "double": float64,
                "long": int64, "int": int32, "short": int16, "byte": uint8, "char": int8,
                "cfloat": complex64, "cdouble": complex128})
+# the float8 and unsigned dtypes that promote with nothing (the names c10's promotion errors print)
+_NO_PROMOTION = frozenset(FLOAT8 + BAREBONES_UNSIGNED + NO_KERNELS)
+_UNSIGNED = frozenset(BAREBONES_UNSIGNED + SUB_BYTE[7:])
+
+
+def cast(x, npdt):
+    """``x.astype(npdt)`` with PyTorch's conversion into the float8 types where ml_dtypes' differs: float8_e4m3fn
+    saturates (finite overflow and infinities give +-448), float8_e5m2's NaN is 0x7F, float8_e8m0fnu keeps the
+    exponent of ``|x|`` (0 gives 2**-127)."""
+    name = getattr(npdt, "name", None) if isinstance(npdt, np.dtype) else None
+    if name is None or not name.startswith("float8") or x.dtype == npdt:
+        return x.astype(npdt)
+    if x.dtype.kind != "f":
+        x = x.astype(np.float32)
+    if name == "float8_e4m3fn":
+        return np.where(np.isnan(x), x, np.clip(x, -448.0, 448.0)).astype(npdt)
+    if name == "float8_e5m2":
+        out = x.astype(npdt)
+        nan = np.isnan(x)
+        if nan.any():
+            bits = out.view(np.uint8)
+            bits[nan] = np.where(np.signbit(x[nan]), 0xFF, 0x7F)
+        return out
+    if name == "float8_e8m0fnu":
+        a = np.abs(x)
+        out = a.astype(npdt)
+        zero = a == 0
+        if zero.any():
+            out.view(np.uint8)[zero] = 0
+        return out
+    return x.astype(npdt)
 
 
 def _by_name(name):
@@ -125,8 +197,9 @@ def from_numpy_dtype(npdt):
     try:
         return _NP_TO_DT[np.dtype(npdt)]
     except KeyError:
-        if _BF16_NP is None and np.dtype(npdt).name == "bfloat16":     # an ml_dtypes array before any bf16 tensor
-            return _NP_TO_DT[bfloat16.np]
+        ml = _ML.get(np.dtype(npdt).name)
+        if ml is not None and ml._ml is None:      # an ml_dtypes array before any tensor of its dtype
+            return _NP_TO_DT[ml.np]
         raise TypeError(f"can't convert np.ndarray of type numpy.{np.dtype(npdt)}. The only supported types are: "
                         "float64, float32, float16, complex64, complex128, int64, int32, int16, int8, uint8, "
                         "and bool.") from None
@@ -155,6 +228,8 @@ def _promote_pair(a, b):
     """torch.promote_types for two dtypes."""
     if a is b:
         return a
+    if a in _NO_PROMOTION or b in _NO_PROMOTION:
+        return _no_promotion(a, b)
     if a._cat != b._cat:
         hi, lo = (a, b) if a._cat > b._cat else (b, a)
         if hi._cat == 3 and lo._cat == 2:       # complex with float: the wider of the two value types
@@ -168,6 +243,30 @@ def _promote_pair(a, b):
     elif a._rank == b._rank:        # float16 with bfloat16
         return float32
     return a if a._rank > b._rank else b
+
+
+def _no_promotion(a, b):
+    """c10's promoteTypes for the dtypes that promote with nothing but themselves (a floating dtype wins over the
+    unsigned ones)."""
+    sa, sb = scalar_name(a), scalar_name(b)
+    if a in BITS or b in BITS:
+        raise RuntimeError(f"Promotion from {sa} and {sb} is unsupported.")
+    if a in FLOAT8 or b in FLOAT8:
+        raise RuntimeError(f"Promotion for Float8 Types is not supported, attempted to promote {sa} and {sb}")
+    if a in _UNSIGNED or b in _UNSIGNED:
+        if a.is_floating_point:
+            return a
+        if b.is_floating_point:
+            return b
+        raise RuntimeError(f"Promotion for uint16, uint32, uint64 types is not supported, attempted to promote "
+                           f"{sa} and {sb}")
+    # NOTE: PyTorch fails an internal assert for int1..int7 and float4_e2m1fn_x2 with another dtype
+    raise RuntimeError(f"Promotion from {sa} and {sb} is unsupported.")
+
+
+def scalar_name(d):
+    """PyTorch's ScalarType name (``Float``, ``UInt16``, ``Float8_e4m3fn``)."""
+    return d._legacy[:-len("Tensor")]
 
 
 def _complex_of(c, f):
@@ -236,17 +335,20 @@ class finfo:
         if not d.is_floating_point:
             raise TypeError("torch.finfo() requires a floating point input type. Use torch.iinfo to handle "
                             "'torch.finfo'")
-        if d is bfloat16:
+        if d in NO_KERNELS:
+            raise TypeError("bad argument type for built-in operation")
+        if isinstance(d, _MlDtype):
             npdt = d.np             # raises the clear error when ml_dtypes is missing
             import ml_dtypes
             f = ml_dtypes.finfo(npdt)
-            res = 0.01          # 10 ** -precision (ml_dtypes rounds it to bfloat16: 0.0100098)
+            # 10 ** -precision (ml_dtypes rounds it to bfloat16: 0.0100098); float8 has no decimal digit
+            res = 0.01 if d is bfloat16 else 1.0
         else:
             f = np.finfo(d.np)
             res = f.resolution
         self.dtype = d.name
         self.bits = f.bits
-        self.eps = float(f.eps)
+        self.eps = 0.125 if d is float8_e5m2fnuz else float(f.eps)   # NOTE: PyTorch's value (ml_dtypes: 0.25)
         self.max = float(f.max)
         self.min = float(f.min)
         self.tiny = self.smallest_normal = float(f.tiny)
@@ -262,7 +364,7 @@ class iinfo:
 
     def __init__(self, type):
         d = to_dtype(type)
-        if d.is_floating_point:
+        if d.is_floating_point or d in NO_KERNELS:
             raise TypeError("torch.iinfo() requires an integer input type. Use torch.finfo to handle 'torch.iinfo'")
         i = np.iinfo(d.np) if d is not bool_ else None
         self.dtype = d.name
@@ -271,4 +373,4 @@ class iinfo:
         self.max = int(i.max) if i is not None else 1
 
     def __repr__(self):
-        return f"iinfo(min={self.min}, max={self.max}, dtype={self.dtype})"
+        return f"iinfo(min={self.min:g}, max={self.max:g}, dtype={self.dtype})"

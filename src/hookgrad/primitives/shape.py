@@ -431,13 +431,16 @@ def clone(input, *, memory_format=None):
     return Clone.apply(input)
 
 
+from .._dtype import cast as _cast  # noqa: E402
+
+
 class ToCopy(Node, name="ToCopyBackward0"):
     def forward(self, x):
         if x.dtype.kind == "c" and np.dtype(self.dt).kind != "c":
             import warnings
             warnings.warn("Casting complex values to real discards the imaginary part", UserWarning, stacklevel=3)
             x = x.real
-        return x.astype(self.dt)
+        return _cast(x, self.dt)      # PyTorch's float8 conversions (saturating e4m3fn ...), else astype
 
     def backward(self, g, F=TENSORS):
         return g
