@@ -287,8 +287,8 @@ class Tensor:
                                    f"'{value.dtype.name}' to a tensor with dtype '{self.dtype.name}'. Please ensure "
                                    "that the gradient and the tensor have the same dtype")
             if value._data.shape != self._data.shape:
-                raise RuntimeError(f"assigned grad has data of a different size: expected {list(self.shape)}, "
-                                   f"got {list(value.shape)}")
+                raise RuntimeError(f"attempting to assign a gradient of size '{list(value.shape)}' to a tensor of size "
+                                   f"'{list(self.shape)}'. Please ensure that the gradient and the tensor are the same size")
         self._grad = value
 
     @grad.deleter

@@ -23,11 +23,7 @@ class FunctionCtx:
     """What ``forward``/``setup_context`` use to pass state to ``backward``."""
 
     def save_for_backward(self, *tensors):
-        for t in tensors:
-            if t is not None and not isinstance(t, _g.Tensor):
-                raise TypeError("save_for_backward can only save variables, but argument "
-                                f"{tensors.index(t)} is of type {type(t).__name__}")
-        self.to_save = tensors
+        self.to_save = tensors      # checked when the graph is recorded, as in PyTorch
 
     def save_for_forward(self, *tensors):
         self.saved_for_forward = tensors
@@ -55,6 +51,7 @@ class BackwardCFunction(Node, FunctionCtx):
     _is_tensor_input = ()       # per forward argument: is it a Tensor (an edge in next_functions)?
     _needs_input_grad = ()
     _masks_unneeded = False     # like torch's PyNode: post-hooks see every grad backward returned
+    _repr_module = "torch.autograd.function"
 
     __dir__ = object.__dir__     # a custom Function's node lists its ctx API (not a built-in node's list)
 
@@ -285,9 +282,12 @@ def _wrap_outputs(ctx, args, outputs):
         by_id = {id(r): k for k, r in enumerate(result) if isinstance(r, T)}
         orig_ids = {id(o): k for k, o in enumerate(outs) if isinstance(o, T)}
         saved = []
-        for t in to_save:
+        for i, t in enumerate(to_save):
             if t is None:
                 saved.append(None)
+            elif not isinstance(t, T):
+                raise TypeError(f"save_for_backward can only save variables, but argument {i} is of type "
+                                f"{type(t).__name__}")
             elif id(t) in by_id or id(t) in orig_ids:
                 k = by_id.get(id(t), orig_ids.get(id(t)))
                 r = result[k]

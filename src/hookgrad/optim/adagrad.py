@@ -2,7 +2,7 @@
 import numpy as np
 
 from .._tensor import Tensor
-from .optimizer import (_GroupLoop, _decay, _to_float, _zeros_like, _step_tensor, _bump,
+from .optimizer import (_GroupLoop, _decay, _to_float, _zeros_like, _step_tensor, _bump, _check_shapes,
                         _addcmul_, _addcdiv_)
 
 __all__ = ["Adagrad"]
@@ -53,6 +53,7 @@ class Adagrad(_GroupLoop):
             _bump(step_t)
             step = step_t.item()
             g = p._grad._data
+            _check_shapes(p, g, state, self._grad_first(group))
             if group["maximize"]:
                 g = -g
             g = _decay(p, g, lr, wd)

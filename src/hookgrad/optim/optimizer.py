@@ -15,6 +15,7 @@ import numpy as np
 
 from .. import _jit, _parallel
 from .._array import array_module, default_module
+from .._errors import broadcast_error, from_numpy, NUMPY_ERRORS
 from .._tensor import Tensor, _zero_grad
 from .. import _dtype as D
 from ..autograd.grad_mode import set_grad_enabled, is_grad_enabled, enable_grad
@@ -170,15 +171,69 @@ def _add_scalar(arr, other, alpha):      # out-of-place grad.add(other, alpha=al
     return arr + arr.dtype.type(alpha) * other
 
 
+# ---- shapes: checked before a parameter is touched, on every path -------------------------------------
+def _fits(a, b, what, pshape, first_is_b=False):
+    """PyTorch's RuntimeError for an in-place update of an array of shape ``a`` by one of shape ``b`` (``a op= b``)
+    that cannot run: shapes that do not broadcast, or a result larger than ``a``. ``first_is_b``: PyTorch's op
+    reads ``b`` first (``grad.add(param)``), so its message names ``b`` as tensor a."""
+    try:
+        out = np.broadcast_shapes(a, b)
+    except ValueError:
+        err = broadcast_error(*((b, a) if first_is_b else (a, b)), detail=False)
+        return RuntimeError(f"{err} (hookgrad: {what}, for a parameter of shape {list(pshape)})")
+    if out != a:
+        return RuntimeError(f"output with shape {list(a)} doesn't match the broadcast shape {list(out)} "
+                            f"(hookgrad: {what}, for a parameter of shape {list(pshape)})")
+    return None
+
+
+def _check_shapes(p, g, state=None, grad_first=False, grad_shaped=False):
+    """Raise PyTorch's RuntimeError where the gradient ``g`` (an array) or a state buffer of ``p`` (a tensor of
+    ``state`` with dims: not ``step`` & co.) cannot update ``p`` in place; a gradient that broadcasts to ``p``
+    is PyTorch's too, unless ``grad_shaped`` (the step writes into a gradient-shaped tensor). Runs before the
+    step touches anything: the compiled kernels index flat arrays and would read or write past a smaller one,
+    and a NumPy error must not reach the user."""
+    ps = p._data.shape
+    if g.shape != ps:
+        what = f"its gradient has shape {list(g.shape)}"
+        err = _fits(ps, g.shape, what, ps, grad_first) or (_fits(g.shape, ps, what, ps) if grad_shaped else None)
+        if err is not None:
+            raise err
+    for k, v in (state or {}).items():
+        if type(v) is Tensor and v._data.ndim and v._data.shape != ps:
+            bs = v._data.shape
+            what = f"its state {k!r} has shape {list(bs)}"
+            err = _fits(bs, g.shape, what, ps, grad_shaped) or _fits(ps, bs, what, ps)
+            if err is not None:
+                raise err
+
+
+def _numpy_errors_as_torch(name, step_fn, *args):
+    """``step_fn(*args)`` with an error NumPy raises (a state loaded with a dtype or shape no step can use) turned
+    into PyTorch's exception type, naming the optimizer."""
+    try:
+        return step_fn(*args)
+    except NUMPY_ERRORS as e:
+        err = from_numpy(f"{name}.step", e)
+        if err is None:
+            raise
+        raise err from None
+
+
 # ---- fused steps: one compiled pass over a parameter's elements ----------------------------------------
 def _fused(k, outs, ins, *scalars, grain=1 << 18):
     """Run the compiled step kernel ``k(*outs, *ins, *scalars)`` of an algorithm (``outs``: the arrays it
     updates in place, the parameter first; ``ins``: arrays it reads; all flat views) over chunks of the
-    parameter's elements on the pool. Applies when the compiled path does (float32 NumPy arrays) and every
-    updated array is C-contiguous and writeable; returns whether it ran (else the caller's NumPy path runs).
-    The caller bumps the versions as PyTorch's in-place ops would."""
+    parameter's elements on the pool. Applies when the compiled path does (float32 NumPy arrays of the
+    parameter's shape: a broadcast gradient takes the NumPy path) and every updated array is C-contiguous and
+    writeable; returns whether it ran (else the caller's NumPy path runs). The caller bumps the versions as
+    PyTorch's in-place ops would."""
     if not _jit.fast(*outs, *ins):
         return False
+    shape = outs[0].shape
+    for a in ins + outs:
+        if a.shape != shape:        # NOTE: the kernels index by flat position; never past an array's end
+            return False
     for a in outs:
         flags = a.flags
         if not (flags.c_contiguous and flags.writeable):
@@ -462,7 +517,14 @@ class Optimizer:
             step_t = state["step"]
             step_t._data += 1
             _bump(step_t)
+            _check_shapes(p, grad._data, state, self._grad_first(group), self._GRAD_FIRST)
             yield p, (-grad._data if maximize else grad._data), state
+
+    _GRAD_FIRST = False         # whether PyTorch's step starts from the gradient and keeps its shape (Rprop)
+
+    def _grad_first(self, group):
+        """Whether PyTorch's first op on a gradient names it first: L2 weight decay's ``grad.add(param)``."""
+        return self._GRAD_FIRST or (group.get("weight_decay", 0) != 0 and not group.get("decoupled_weight_decay"))
 
     @staticmethod
     def _run_closure(closure):
@@ -485,7 +547,7 @@ class _GroupLoop(Optimizer):
         """Perform a single optimization step; returns ``closure()``'s loss if a closure is given."""
         loss = self._run_closure(closure)
         for group in self.param_groups:
-            self._step_group(group)
+            _numpy_errors_as_torch(type(self).__name__, self._step_group, group)
         return loss
 
     def _step_group(self, group):

@@ -16,6 +16,8 @@ class Rprop(_GroupLoop):
                         differentiable=differentiable, capturable=capturable)
         super().__init__(params, defaults)
 
+    _GRAD_FIRST = True          # PyTorch's first op: grad.mul(prev)
+
     def _step_group(self, group):
         etaminus, etaplus = group["etas"]
         smin, smax = group["step_sizes"]

@@ -3,7 +3,8 @@ import numpy as np
 
 from .._jit import kernel
 from .._tensor import Tensor
-from .optimizer import Optimizer, _use_grad_for_differentiable, _to_float, _add_, _mul_, _add_scalar, _bump, _fused
+from .optimizer import (Optimizer, _use_grad_for_differentiable, _to_float, _add_, _mul_, _add_scalar, _bump, _fused,
+                        _check_shapes, _numpy_errors_as_torch)
 
 __all__ = ["SGD"]
 
@@ -47,31 +48,35 @@ class SGD(Optimizer):
         """Perform a single optimization step; returns ``closure()``'s loss if a closure is given."""
         loss = self._run_closure(closure)
         for group in self.param_groups:
-            lr, wd, momentum = _to_float(group["lr"]), group["weight_decay"], group["momentum"]
-            dampening, nesterov = group["dampening"], group["nesterov"]
-            f32 = np.float32
-            scalars = (f32(-lr), f32(wd), f32(momentum), f32(1 - dampening), bool(nesterov), bool(group["maximize"]))
-            for p in group["params"]:
-                if p._grad is None:
-                    continue
-                g = p._grad._data
-                if self._fused_step(p, g, momentum, scalars):
-                    continue
-                if group["maximize"]:
-                    g = -g
-                if wd != 0:
-                    g = _add_scalar(g, p._data, wd)
-                if momentum != 0:
-                    state = self.state[p]
-                    buf = state.get("momentum_buffer")
-                    if buf is None:
-                        buf = state["momentum_buffer"] = Tensor._make(g.copy())
-                    else:
-                        _mul_(buf, momentum)
-                        _add_(buf, g, 1 - dampening)
-                    g = _add_scalar(g, buf._data, momentum) if nesterov else buf._data
-                _add_(p, g, -lr)
+            _numpy_errors_as_torch("SGD", self._step_group, group)
         return loss
+
+    def _step_group(self, group):
+        lr, wd, momentum = _to_float(group["lr"]), group["weight_decay"], group["momentum"]
+        dampening, nesterov = group["dampening"], group["nesterov"]
+        f32 = np.float32
+        scalars = (f32(-lr), f32(wd), f32(momentum), f32(1 - dampening), bool(nesterov), bool(group["maximize"]))
+        for p in group["params"]:
+            if p._grad is None:
+                continue
+            g = p._grad._data
+            _check_shapes(p, g, self.state.get(p) if momentum != 0 else None, wd != 0)
+            if self._fused_step(p, g, momentum, scalars):
+                continue
+            if group["maximize"]:
+                g = -g
+            if wd != 0:
+                g = _add_scalar(g, p._data, wd)
+            if momentum != 0:
+                state = self.state[p]
+                buf = state.get("momentum_buffer")
+                if buf is None:
+                    buf = state["momentum_buffer"] = Tensor._make(g.copy())
+                else:
+                    _mul_(buf, momentum)
+                    _add_(buf, g, 1 - dampening)
+                g = _add_scalar(g, buf._data, momentum) if nesterov else buf._data
+            _add_(p, g, -lr)
 
     def _fused_step(self, p, g, momentum, scalars):
         """The step of one parameter as one compiled pass (float32); False where the NumPy path must run."""
