@@ -976,6 +976,10 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
                         f"{C._tname(normalized_shape)}")
     x = input._data
     k = len(ns)
+    for name, t in (("weight", weight), ("bias", bias)):     # (the compiled kernels index them by position)
+        if t is not None and tuple(t.shape) != ns:
+            raise RuntimeError(f"Expected {name} to be of same shape as normalized_shape, but got {name} of shape "
+                               f"{list(t.shape)} and normalized_shape = {list(ns)}")
     if tuple(x.shape[x.ndim - k:]) != ns or x.ndim < k:
         raise RuntimeError(f"Given normalized_shape={list(ns)}, expected input with shape [*, "
                            f"{', '.join(map(str, ns))}], but got input of size{list(x.shape)}")
@@ -998,6 +1002,10 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
     if c % num_groups:
         raise RuntimeError(f"Expected number of channels in input to be divisible by num_groups, but got input of "
                            f"shape {list(x.shape)} and num_groups={num_groups}")
+    for name, t in (("weight", weight), ("bias", bias)):     # (the compiled kernels index them by position)
+        if t is not None and (t.dim() != 1 or t.numel() != c):
+            raise RuntimeError(f"Expected {name} to be a vector of size equal to the number of channels in input, but "
+                               f"got {name} of shape {list(t.shape)} and input of shape {list(x.shape)}")
     float_kernel(input, "GroupNormKernelImpl")
     sshape = (n, num_groups, -1)
     mean, invstd, _ = N.norm_stats(x.reshape(sshape), (2,), eps)
