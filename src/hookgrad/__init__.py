@@ -166,6 +166,8 @@ from ._tensor import (FloatTensor, DoubleTensor, HalfTensor, LongTensor, IntTens
                       set_default_tensor_type)
 # load-time modules
 from . import futures, jit, multiprocessing, hub, __future__, distributed
+from . import fx  # torch.fx (imported with torch, as in PyTorch)
+from .fx._symbolic_trace import _assert  # noqa: E402
 from .futures import _CFuture as Future
 # torch.ops, missing names, checkpoint
 from . import ops  # PyTorch's operator namespace (torch.ops.aten); hookgrad's own ops are .primitives
@@ -184,6 +186,16 @@ from ._misc import (get_deterministic_debug_mode, set_deterministic_debug_mode,
                     set_flush_denormal, get_device, FatalError, classproperty)
 from . import random, testing, overrides, functional, types, cpu
 from .random import thread_safe_generator
+# torch.amp (autocast, GradScaler), torch.profiler and DLPack (issue 22)
+from . import amp, profiler
+from .amp import autocast, GradScaler  # noqa: F401
+from .amp.autocast_mode import (is_autocast_enabled, set_autocast_enabled, get_autocast_dtype,  # noqa: F401
+                                set_autocast_dtype, is_autocast_cache_enabled, set_autocast_cache_enabled,
+                                autocast_increment_nesting, autocast_decrement_nesting, clear_autocast_cache,
+                                is_autocast_cpu_enabled, set_autocast_cpu_enabled, get_autocast_cpu_dtype,
+                                set_autocast_cpu_dtype, get_autocast_gpu_dtype, set_autocast_gpu_dtype)
+from .amp.grad_scaler import _amp_foreach_non_finite_check_and_unscale_, _amp_update_scale_  # noqa: F401
+from .utils.dlpack import from_dlpack  # noqa: F401
 from . import storage
 from .storage import (StorageBase, FloatStorage, DoubleStorage, HalfStorage, LongStorage, IntStorage, ShortStorage,
                       CharStorage, ByteStorage, BoolStorage, FloatStorage as Storage)

@@ -121,16 +121,54 @@ def apply_inplace(self, cls, *args, **params):
 
 
 # ------------------------------------------------------------------ PyTorch's argument parser (error path only)
+# The __torch_function__ protocol for hookgrad's public functions, dispatched in ``checked`` below (the one
+# wrapper every public function has): an argument (or an element of a list/tuple argument) that is no Tensor and
+# whose type defines ``__torch_function__`` gets the call, as torch.fx's Proxy needs. Such objects count themselves
+# in ``torch_function_objects`` while they live (fx.Proxy does), so that a call pays one global read otherwise.
+torch_function_objects = 0
+
+
+def _overloaded_args(args, kwargs):
+    found = []
+    for a in (*args, *kwargs.values()):
+        for b in (a if type(a) in (list, tuple) else (a,)):
+            t = type(b)
+            if getattr(t, "__torch_function__", None) is not None and not isinstance(b, Tensor) and t not in \
+                    [type(f) for f in found]:
+                found.append(b)
+    return found
+
+
+def torch_function(public, args, kwargs):
+    """``public(*args, **kwargs)`` answered by the ``__torch_function__`` of its overloaded arguments, left to
+    right, or NotImplemented when none has one."""
+    found = _overloaded_args(args, kwargs)
+    if not found:
+        return NotImplemented
+    types = tuple(type(a) for a in found)
+    for a in found:
+        out = type(a).__torch_function__(public, types, args, kwargs)
+        if out is not NotImplemented:
+            return out
+    raise TypeError(f"no implementation found for 'torch.{public.__name__}' on types that implement "
+                    f"__torch_function__: {list(types)}")
+
+
 def checked(fn, fname=None, python_level=False, method=False):
     """``fn`` whose failures on arguments of the wrong type become the TypeError of PyTorch's argument parser
     (``clone(): argument 'input' (position 1) must be Tensor, not int``). A call that succeeds costs one frame;
-    the arguments are looked at only after ``fn`` raised (see _errors.parser_error)."""
+    the arguments are looked at only after ``fn`` raised (see _errors.parser_error). While objects that use
+    ``__torch_function__`` live, the call goes to them first (``torch_function``)."""
     import functools
     from .._errors import parser_error
     fname = fname or fn.__name__
 
     @functools.wraps(fn)
     def call(*args, **kwargs):
+        if torch_function_objects:
+            out = torch_function(call, args, kwargs)
+            if out is not NotImplemented:
+                return out
         try:
             return fn(*args, **kwargs)
         except Exception as e:          # noqa: BLE001 -- re-raised unless an argument has the wrong type

@@ -1,0 +1,1 @@
+"""torch.fx.experimental (the names packages import at load time)."""

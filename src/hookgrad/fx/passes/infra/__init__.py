@@ -1,0 +1,2 @@
+"""torch.fx.passes.infra."""
+from . import pass_base  # noqa: F401
