@@ -111,6 +111,8 @@ class OpOverloadPacket:
     _op = op
 
     def _call(self, overload, args, kwargs):
+        if self._namespace != "aten":
+            return _dispatch(self._namespace, self.__name__, overload[1:] or None, args, kwargs)
         fn = self._impl
         if fn is None:
             fn = self._impl = _resolve(self.__name__)
@@ -163,6 +165,14 @@ class OpOverload:
 
     namespace = property(lambda self: self._namespace)
 
+    @property
+    def _schema(self):
+        op = _registry.get(f"{self._namespace}::{self._opname}", {}).get(self._overloadname)
+        if op is None:
+            return FunctionSchema(f"{self._namespace}::{self._opname}", "" if self._overloadname == "default"
+                                  else self._overloadname, "")
+        return op.schema
+
     def name(self):
         return self._name
 
@@ -192,13 +202,18 @@ class _OpNamespace(types.ModuleType):
     def __getattr__(self, op_name):
         table = _aten_table() if self.name == "aten" else {}
         overloads = table.get(op_name)
+        if overloads is None and self.name != "aten":
+            defined = _registry.get(f"{self.name}::{op_name}")
+            if defined:
+                overloads = " ".join(defined)
         if overloads is None or op_name[:2] == "__" and op_name[-2:] == "__" and op_name not in table:
             from ._missing import NotImplementedName
             if self.name == "aten" or op_name[:2] == "__":
                 raise AttributeError(f"'_OpNamespace' '{self.name}' object has no attribute '{op_name}'",
                                      name=op_name, obj=self)
             raise NotImplementedName(f"'_OpNamespace' '{self.name}' object has no attribute '{op_name}' (hookgrad "
-                                     f"implements only the torch.ops.aten operators; see {_PAGE})",
+                                     f"knows the torch.ops.aten operators and those defined through torch.library "
+                                     f"or a library hookgrad stands in for; see {_PAGE})",
                                      name=op_name, obj=self,
                                      torch_name=f"torch.ops.{self.name}.{op_name}")
         packet = OpOverloadPacket(self.name, op_name, tuple(overloads.split()))
@@ -217,10 +232,201 @@ def _packet(namespace, name):
 loaded_libraries = set()
 
 
+def _is_torchvision_c(path):
+    """torchvision's operator library: ``torchvision/_C.so`` (or ``_C.<abi>.so`` / ``_C.pyd``)."""
+    import os
+    parent, base = os.path.split(os.path.abspath(path))
+    return os.path.basename(parent) == "torchvision" and (base == "_C.so" or base.startswith("_C.")) \
+        and base.endswith((".so", ".pyd", ".dylib"))
+
+
 def load_library(path):
-    """torch.ops.load_library: hookgrad cannot load PyTorch's C++ operator libraries."""
-    raise NotImplementedError(f"torch.ops.load_library({path!r}): hookgrad cannot load PyTorch C++ operator "
-                              f"libraries (see {_PAGE})")
+    """torch.ops.load_library: hookgrad runs no compiled libtorch code, so it loads a library only where
+    it has its own implementation of the operators the library registers: torchvision's ``_C`` (nms,
+    roi_align, roi_pool, ps_roi_align, ps_roi_pool, deform_conv2d and their backward operators, from
+    ``hookgrad.primitives.vision``). Any other library raises OSError, as torch does for a library it
+    cannot load (so ``try: ... except OSError`` fallbacks in packages take their pure-Python path)."""
+    import os
+    path = os.fspath(path)
+    if not _is_torchvision_c(path) or not os.path.exists(path):
+        why = "no such file" if not os.path.exists(path) else \
+            "hookgrad cannot load compiled libtorch extensions (it implements torchvision's _C operators only)"
+        raise OSError(f"Could not load this library: {path} ({why})")
+    real = os.path.realpath(path)
+    if real not in loaded_libraries:
+        _register_torchvision()
+        loaded_libraries.add(real)
+
+
+def _register_torchvision():
+    from .primitives import vision
+    for name, (schema, fn) in vision.OPERATORS.items():
+        if f"torchvision::{name}" not in _registry:
+            _define("torchvision", schema, owner="torchvision/_C")
+        _set_kernel("torchvision", name, "CPU", fn)
+
+
+# ---- operators defined from Python (torch.library) or by a library hookgrad stands in for
+
+class FunctionSchema:
+    """A parsed operator schema (the few fields of torch._C.FunctionSchema that callers read)."""
+
+    def __init__(self, name, overload_name, text):
+        self.name, self.overload_name, self._text = name, overload_name, text
+
+    @property
+    def arguments(self):
+        args = self._text.split("(", 1)[1].rsplit(") ->", 1)[0] if "(" in self._text else ""
+        return [SimpleArg(a) for a in _split_args(args)]
+
+    def __str__(self):
+        return self._text
+
+    __repr__ = __str__
+
+
+class SimpleArg:
+    def __init__(self, text):
+        text = text.strip()
+        self.kwarg_only = False
+        head, _, default = text.partition("=")
+        typ, _, name = head.strip().rpartition(" ")
+        self.type, self.name = typ, name
+        self.default_value = default or None
+
+    def __repr__(self):
+        return f"{self.type} {self.name}"
+
+
+def _split_args(s):
+    out, depth, cur = [], 0, ""
+    for ch in s:
+        if ch in "([":
+            depth += 1
+        elif ch in ")]":
+            depth -= 1
+        if ch == "," and depth == 0:
+            out.append(cur)
+            cur = ""
+        else:
+            cur += ch
+    if cur.strip() and cur.strip() != "*":
+        out.append(cur)
+    return [a for a in out if a.strip() != "*"]
+
+
+class _Operator:
+    """One overload of a defined operator: its schema, its kernels by dispatch key, its fake."""
+    __slots__ = ("ns", "name", "overload", "schema", "kernels", "fake", "owner", "autograd")
+
+    def __init__(self, ns, name, overload, schema, owner):
+        self.ns, self.name, self.overload, self.schema, self.owner = ns, name, overload, schema, owner
+        self.kernels, self.fake, self.autograd = {}, None, None
+
+
+_registry = {}          # "ns::name" -> {overload name: _Operator}
+_pending = {}           # kernels registered before their operator's definition: ("ns::name", overload) -> {key: fn}
+_BACKEND_KEYS = ("CPU", "CompositeExplicitAutograd", "CompositeImplicitAutograd")
+_AUTOGRAD_KEYS = ("Autograd", "AutogradCPU", "CompositeImplicitAutograd")
+
+
+def _parse_name(name):
+    """'foo' / 'foo.out' / 'ns::foo.out' -> (name, overload name: 'default' when none)."""
+    name = name.split("::")[-1]
+    base, _, ov = name.partition(".")
+    return base, ov or "default"
+
+
+def _define(ns, schema, owner=None):
+    """Define ``schema`` ("name.overload(args) -> ret") in namespace ``ns``; returns the name as torch's
+    Library.define does. A name defined twice raises torch's RuntimeError."""
+    head = schema.split("(", 1)[0].strip()
+    if "::" in head:
+        ns2, head = head.split("::", 1)
+        if ns2 != ns:
+            raise ValueError(f"Explicitly provided namespace ({ns2}) in schema string does not match namespace "
+                             f"of enclosing TORCH_LIBRARY_FRAGMENT block ({ns}).")
+    name, ov = _parse_name(head)
+    if not name.isidentifier() or "(" not in schema or "->" not in schema:
+        raise RuntimeError(f"Error parsing schema: {schema!r}")
+    qual = f"{ns}::{name}"
+    text = f"{ns}::{schema.strip()}"
+    ops = _registry.setdefault(qual, {})
+    if ov in ops:
+        old = ops[ov]
+        raise RuntimeError(f"Tried to register an operator ({text}) with the same name and overload name multiple "
+                           f"times. Each overload's schema should only be registered with a single call to def(). "
+                           f"Duplicate registration: {owner}. Original registration: {old.owner}")
+    op = ops[ov] = _Operator(ns, name, ov, FunctionSchema(qual, "" if ov == "default" else ov, text), owner)
+    op.kernels.update(_pending.pop((qual, ov), {}))
+    _refresh(ns, name)
+    return head
+
+
+def _undefine(ns, name, overload):
+    ops = _registry.get(f"{ns}::{name}")
+    if ops is not None:
+        ops.pop(overload, None)
+        if not ops:
+            del _registry[f"{ns}::{name}"]
+    _refresh(ns, name)
+
+
+def _refresh(ns, name):
+    """Drop the cached packet torch.ops.<ns>.<name> so the next read sees the current overloads."""
+    space = sys.modules[__name__].__dict__.get(ns)
+    if space is not None and name in vars(space):
+        delattr(space, name)
+        if name in space._dir:
+            space._dir.remove(name)
+
+
+def _lookup(ns, name, overload):
+    return _registry.get(f"{ns}::{name}", {}).get(overload)
+
+
+def _set_kernel(ns, name, key, fn, overload=None):
+    """Register kernel ``fn`` for dispatch key ``key`` ('' = CompositeImplicitAutograd); returns the previous one."""
+    if overload is None:
+        name, overload = _parse_name(name)
+    key = key or "CompositeImplicitAutograd"
+    op = _lookup(ns, name, overload)
+    table = op.kernels if op is not None else _pending.setdefault((f"{ns}::{name}", overload), {})
+    old = table.get(key)
+    if fn is None:
+        table.pop(key, None)
+    else:
+        table[key] = fn
+    return old
+
+
+def _backend_kernel(op):
+    for key in _BACKEND_KEYS:
+        fn = op.kernels.get(key)
+        if fn is not None:
+            return fn
+    raise NotImplementedError(
+        f"Could not run '{op.ns}::{op.name}' with arguments from the 'CPU' backend. This could be because the "
+        f"operator doesn't exist for this backend, or was omitted during the selective/custom build process (if "
+        f"using custom build). '{op.ns}::{op.name}' is only available for these backends: "
+        f"[{', '.join(sorted(op.kernels)) or 'none'}].")
+
+
+def _dispatch(ns, name, overload, args, kwargs):
+    ops = _registry.get(f"{ns}::{name}")
+    if not ops:
+        raise RuntimeError(f"{ns}::{name}: the operator was deleted (its Library was destroyed)")
+    if overload is None:
+        op = ops.get("default") or next(iter(ops.values()))
+    else:
+        op = ops.get(overload)
+        if op is None:
+            raise RuntimeError(f"{ns}::{name}.{overload}: no such overload")
+    for key in ("Autograd", "AutogradCPU"):
+        fn = op.kernels.get(key)
+        if fn is not None:
+            return fn(*args, **kwargs)
+    return _backend_kernel(op)(*args, **kwargs)
 
 
 def import_module(module):
