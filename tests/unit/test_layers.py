@@ -40,7 +40,7 @@ LAYERS = (
     ("primitives.reduce", "primitives.special", "primitives.linalg", "primitives.solvers", "primitives.decomp",
      "primitives.complex"),
     ("primitives.stats", "primitives.everyday", "primitives.weight_norm", "primitives.sampling",
-     "primitives.losses", "primitives.embedding_bag"),
+     "primitives.losses", "primitives.embedding_bag", "primitives.vision"),
     ("primitives.rnn",),                    # the recurrences of RNN / LSTM / GRU, composed of the families above
     ("primitives",),                        # the package: installs the Tensor methods of every family
     # above the primitives, built on the ops: the torch.autograd namespace (backward, grad, functional,
@@ -50,7 +50,7 @@ LAYERS = (
      "primitives.special_ns", "primitives.fft", "primitives.signal", "_missing"),
     # the top: hookgrad itself (the flat namespace, ""), the namespace glue (torch._C, torch.ops, the torch
     #    alias) and the clients of the public API, which import hookgrad as their users do
-    ("", "_C", "ops", "compat", "functional", "__main__", "_spawn", "tools", "models", "distributions", "testing",
+    ("", "_C", "ops", "library", "_custom_ops", "compat", "functional", "__main__", "_spawn", "tools", "models", "distributions", "testing",
      "utils._python_dispatch", "_sample_fns"),
 )
 # hookgrad/__init__ re-exports every layer: its own imports are not checked (an import of it from a layer
