@@ -12,6 +12,7 @@ from ._dispatch import dims_of, wrap_dim
 from .elementwise import scale
 from . import elementwise as _E
 from . import return_types
+from . import _reduce_order as _order
 
 
 def _restore(g, in_shape, dims, keepdim):
@@ -46,6 +47,16 @@ def _acc(dt):
     return np.float32 if dt is not None and dt.kind == "V" else dt
 
 
+def _ordered(fn, x, dims, keepdim):
+    """``fn(x, dims)`` (a reduction in PyTorch's order, ``_reduce_order``) over ``dims`` (None: all), keeping the
+    reduced dims as size 1 when ``keepdim``."""
+    dims = tuple(range(x.ndim)) if dims is None else tuple(dims)
+    r = fn(x, dims)
+    if keepdim:
+        r = r.reshape([1 if d in dims else s for d, s in enumerate(x.shape)])
+    return r
+
+
 class Sum(Node, name="SumBackward0"):
     saved_attrs = ("self_sym_sizes=in_shape",)
     dims = None
@@ -57,6 +68,9 @@ class Sum(Node, name="SumBackward0"):
         dt = self.dt
         if dt is not None and dt.kind == "V":       # bfloat16
             return array_module(x).asarray(_accumulated(x.sum(axis=self.dims, keepdims=self.keepdim, dtype=_acc(dt)), dt))
+        xd = x if dt is None else x.astype(dt, copy=False)
+        if _order.applies(xd):          # NOTE: float32/64 add in PyTorch's CPU order (same bits as torch)
+            return _ordered(_order.torch_sum, xd, self.dims, self.keepdim)
         if self.dims is None:
             return array_module(x).asarray(x.sum(dtype=dt))
         return array_module(x).asarray(x.sum(axis=self.dims, keepdims=self.keepdim, dtype=dt))
@@ -97,13 +111,18 @@ class Mean(Node, name="MeanBackward0"):
             self.n = x.size if self.dims is None else int(np.prod([x.shape[d] for d in self.dims]))
             return array_module(x).asarray(x.mean(axis=self.dims, keepdims=self.keepdim, dtype=np.float32)
                                            ).astype(dt)
-        if self.dims is None:
-            self.n = x.size
-            return array_module(x).asarray(x.mean(dtype=dt)).astype(dt or x.dtype, copy=False)
-        n = 1
-        for d in self.dims:
-            n *= x.shape[d]
+        n = x.size
+        if self.dims is not None:
+            n = 1
+            for d in self.dims:
+                n *= x.shape[d]
         self.n = n
+        xd = x if dt is None else x.astype(dt, copy=False)
+        if _order.applies(xd):          # PyTorch's CPU mean: its ordered sum, divided by n
+            with np.errstate(invalid="ignore", divide="ignore"):       # (no elements: nan, as PyTorch)
+                return _ordered(_order.torch_sum, xd, self.dims, self.keepdim) / xd.dtype.type(n)
+        if self.dims is None:
+            return array_module(x).asarray(x.mean(dtype=dt)).astype(dt or x.dtype, copy=False)
         return array_module(x).asarray(x.mean(axis=self.dims, keepdims=self.keepdim, dtype=dt)).astype(
             dt or x.dtype, copy=False)
 
@@ -771,6 +790,8 @@ class VectorNorm(Node, name="LinalgVectorNormBackward0"):
     def forward(self, x):
         self.in_shape = x.shape
         p, ax, k = self.ord, self.dims, self.keepdim
+        if p == 2 and _order.applies(x):    # NOTE: PyTorch's CPU order of the sum of squares (same bits)
+            return _ordered(_order.torch_norm2, x, ax, k)
         a = np.abs(x)
         if p == 2:
             r = np.sqrt(np.sum(x * x, axis=ax, keepdims=k))

@@ -1,0 +1,353 @@
+"""PyTorch's CPU accumulation order for float sums and 2-norms, in NumPy, so that results match to the bit.
+
+A float sum depends on the order of its additions. NumPy sums pairwise in blocks of 8; PyTorch's CPU kernels
+(``aten/src/ATen/native/cpu/SumKernel.cpp``, ``ReduceOpsKernel.cpp``, ``TensorIteratorReduce.cpp``) do this:
+
+- TensorIterator orders the dims with the reduced ones first (fastest), each group by input stride, and
+  merges dims that are contiguous with each other. Dim 0 and dim 1 of that order form the 2-d loop; the other
+  dims are an outer loop, whose partial results are added into the output one after the other.
+- sum (``cascade_sum``): a contiguous reduced row of n >= W elements (W = ``Vectorized<T>::size()``) is read
+  as n // W vectors of W lanes; the vectors go through ``row_sum`` (4 interleaved accumulators, each a
+  ``multi_row_sum``: a cascade of 4 levels that adds blocks of 16 (or 2**(ceil(log2 n) // 4)) values, then
+  blocks of those sums, ...); the tail elements and then the W lanes are added one by one. A strided or
+  short row goes through ``row_sum`` on scalars. When the kept dim next to the reduced one is contiguous
+  (a reduction over an outer dim) the columns are summed side by side, each by ``multi_row_sum`` in groups
+  of 4 vectors, the rest by ``row_sum``.
+- vector_norm(p=2) over one contiguous innermost dim: W lane accumulators of x*x, folded left, then the tail
+  as ``acc += x * x`` (a fused multiply-add on x86 builds), then sqrt; any other layout adds
+  ``acc + x * x`` element by element in iteration order.
+- mean is that sum divided by the number of elements.
+- With more than one thread (``torch.get_num_threads()``, which hookgrad's ``get_num_threads`` mirrors) and
+  at least 32768 elements, a reduction to one value is split into one range per thread, whose sums are then
+  added; a reduction to several values is split over an output dim (rounded to 128 bytes), which changes the
+  grouping of columns in the outer-dim case. Both are replicated.
+
+W: ``sum_stub`` and ``norm_stub`` are registered with ``REGISTER_DISPATCH``, which leaves the AVX512 slot
+empty, so x86 PyTorch runs their AVX2 (or default) build: 32-byte vectors, 8 floats or 4 doubles, whatever
+``torch.backends.cpu.get_cpu_capability()`` says. On other architectures PyTorch's vector width may differ
+(``_VEC_BYTES``). Everything here is plain NumPy: reshapes into the chunk/lane layout, and sequential adds
+(a Python loop over <= 16 slices, or ``np.add.accumulate``, which is strictly sequential) over the small axes.
+"""
+import numpy as np
+
+from .. import _parallel
+
+__all__ = ["applies", "torch_sum", "torch_norm2"]
+
+GRAIN = 32768           # at::internal::GRAIN_SIZE
+_VEC_BYTES = 32         # Vectorized<T> of the AVX2 / default build (see the module docstring)
+_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+def applies(x):
+    """Whether the torch-order path handles this array (a NumPy float32/float64 ndarray)."""
+    return type(x) is np.ndarray and x.dtype in _FLOATS
+
+
+# ------------------------------------------------------------------------------ the adding orders
+def _ceil_log2(x):
+    return 1 if x <= 2 else int(x - 1).bit_length()
+
+
+def _fold(a, axis=0):
+    """((a[0] + a[1]) + a[2]) + ... along ``axis`` (a running accumulator); 0 when the axis is empty.
+    NOTE: starts from a[0], not 0 + a[0]: only the sign of an all-zero result differs, which the callers
+    normalise once (``+ 0``), as PyTorch's output starts at +0."""
+    a = np.moveaxis(a, axis, 0)
+    n = a.shape[0]
+    if n == 0:
+        return np.zeros(a.shape[1:], a.dtype)
+    if n <= 32:
+        s = a[0].copy()
+        for i in range(1, n):
+            s += a[i]
+        return s
+    return np.add.accumulate(a, axis=0)[-1]
+
+
+def _mrs(a):
+    """``multi_row_sum`` along axis 0 of ``a`` (the other axes are independent accumulators)."""
+    m, rest = a.shape[0], a.shape[1:]
+    step = 1 << max(4, _ceil_log2(m) // 4)
+    nb = m // step
+    acc0 = _fold(a[nb * step:])
+    levels = [acc0]
+    b = _fold(a[:nb * step].reshape((nb, step) + rest), 1)        # level 0: blocks of ``step`` values
+    for _ in range(2):                                            # levels 1 and 2: blocks of blocks
+        n = b.shape[0] // step
+        levels.append(_fold(b[n * step:]))                        # what is left in this level's accumulator
+        b = _fold(b[:n * step].reshape((n, step) + rest), 1)
+    levels.append(_fold(b))                                       # level 3 accumulates everything above
+    return ((levels[0] + levels[1]) + levels[2]) + levels[3]
+
+
+def _row_sum(a):
+    """``row_sum`` along axis 0: 4 interleaved ``multi_row_sum`` accumulators, the tail into the first."""
+    m = a.shape[0]
+    q = m // 4
+    p = _mrs(a[:4 * q].reshape((q, 4) + a.shape[1:]))
+    p0 = p[0]
+    for i in range(4 * q, m):
+        p0 = p0 + a[i]
+    return ((p0 + p[1]) + p[2]) + p[3]
+
+
+def _vec_inner(a, w):
+    """``vectorized_inner_sum`` along axis 0 (a contiguous row of >= w elements): vectors of w lanes through
+    ``row_sum``, then the tail elements, then the lanes, one by one."""
+    n = a.shape[0]
+    v = n // w
+    lanes = _row_sum(a[:v * w].reshape((v, w) + a.shape[1:]))
+    return _fold(np.concatenate([a[v * w:], lanes]))
+
+
+# ------------------------------------------------------------------------------ TensorIterator's layout
+def _ti_dims(x, dims):
+    """TensorIterator's dims for reducing ``x`` over ``dims``: [size, input stride, reduced, axes] in its
+    order (fastest first), coalesced; size-1 dims dropped. ``axes``: the array's axes, slowest first."""
+    nd = x.ndim
+    red = set(dims)
+    out_stride, acc = {}, 1
+    for d in range(nd - 1, -1, -1):         # the output is contiguous over the kept dims
+        if d not in red and x.shape[d] > 1:
+            out_stride[d] = acc
+            acc *= x.shape[d]
+    order = [d for d in range(nd - 1, -1, -1) if x.shape[d] > 1]
+
+    def cmp(d0, d1):                         # reorder_dimensions' should_swap: output, then input
+        o0, o1 = out_stride.get(d0, 0), out_stride.get(d1, 0)
+        if (o0 == 0) != (o1 == 0):
+            return 1 if o1 == 0 else -1
+        if o0 and o1:
+            if o0 != o1:
+                return -1 if o0 < o1 else 1
+            if x.shape[d0] > x.shape[d1]:
+                return 1
+        s0, s1 = x.strides[d0], x.strides[d1]
+        if s0 == 0 or s1 == 0:
+            return 0
+        if s0 < s1:
+            return -1
+        if s0 > s1:
+            return 1
+        return 1 if x.shape[d0] > x.shape[d1] else 0
+
+    for i in range(1, len(order)):           # insertion sort that tolerates ambiguous comparisons
+        j1 = i
+        for j0 in range(i - 1, -1, -1):
+            c = cmp(order[j0], order[j1])
+            if c > 0:
+                order[j0], order[j1] = order[j1], order[j0]
+                j1 = j0
+            elif c < 0:
+                break
+    ti = []
+    for d in order:                          # coalesce_dimensions
+        size, stride, r = x.shape[d], x.strides[d], d in red
+        if ti and r == ti[-1][2] and ti[-1][0] * ti[-1][1] == stride:
+            ti[-1][0] *= size
+            ti[-1][3].insert(0, d)
+        else:
+            ti.append([size, stride, r, [d]])
+    return ti
+
+
+def _view(x, ti):
+    """``x`` as an array whose axes are the TensorIterator dims, slowest first (kept dims, then reduced)."""
+    axes = [d for t in reversed(ti) for d in t[3]]
+    rest = [d for d in range(x.ndim) if d not in axes]     # size-1 dims
+    return x.transpose(rest + axes).reshape([t[0] for t in reversed(ti)])
+
+
+# ------------------------------------------------------------------------------ sum
+def torch_sum(x, dims):
+    """``x`` summed over ``dims`` (a tuple of axes; all for a full reduction) in PyTorch's CPU order; the
+    result has the reduced dims removed. float32 / float64 NumPy arrays (``applies``)."""
+    if x.size == 0 or any(s < 0 for s in x.strides):
+        x = np.ascontiguousarray(x)
+    out_shape = tuple(s for d, s in enumerate(x.shape) if d not in dims)
+    if x.size == 0:
+        return np.zeros(out_shape, x.dtype)
+    ti = _ti_dims(x, dims)
+    if not ti:                                                  # a single element
+        return (x.reshape(()) + x.dtype.type(0)).reshape(out_shape)
+    v = _view(x, ti)
+    w = _VEC_BYTES // x.itemsize
+    m = sum(t[2] for t in ti)
+    threads = _parallel.get_num_threads()
+    if x.size >= GRAIN and threads > 1 and m == len(ti):
+        r = _two_pass(v, ti, w, threads)
+    elif x.size >= GRAIN and threads > 1 and m == 1 and len(ti) > 1 and _split_dim(ti, threads) == 1:
+        r = _split_columns(v, ti, w, threads)
+    else:
+        r = _serial(v, ti, w)
+    return (r + x.dtype.type(0)).reshape(out_shape)
+
+
+def _row_result(rows, seg_stride, isz, w):
+    """The sum of each row of ``rows`` (reduced axis last) as one call of the 2-d loop computes it."""
+    a = np.moveaxis(rows, -1, 0)
+    if seg_stride == isz and a.shape[0] >= w:
+        return _vec_inner(a, w)
+    return _row_sum(a)
+
+
+def _serial(v, ti, w):
+    """The reduction of the view ``v`` (axes: kept dims, then reduced, slowest first) by serial_for_each."""
+    isz = v.itemsize
+    m = sum(t[2] for t in ti)
+    if m == 0:
+        return v.copy()
+    s_r0 = ti[0][1]
+    if m >= 2:                  # rows of dim 0 added one after the other into the output
+        rows = _row_result(v, s_r0, isz, w)
+        kept = rows.shape[:rows.ndim - (m - 1)]
+        return _fold(rows.reshape(kept + (-1,)), -1)
+    s_k0 = ti[1][1] if len(ti) > 1 else 0
+    k0 = ti[1][0] if len(ti) > 1 else 1
+    if s_r0 == isz and ti[0][0] >= w:
+        return _vec_inner(np.moveaxis(v, -1, 0), w)
+    if s_k0 == isz and k0 >= w:             # vectorized_outer_sum: columns side by side
+        group = (k0 // (4 * w)) * 4 * w
+    elif s_r0 < s_k0:                       # scalar_inner_sum
+        return _row_sum(np.moveaxis(v, -1, 0))
+    else:                                   # scalar_outer_sum: 4 columns at a time
+        group = (k0 // 4) * 4
+    a = np.moveaxis(v, -1, 0)               # (reduced, ..., k0)
+    if group == k0:
+        return _mrs(a)
+    if group == 0:
+        return _row_sum(a)
+    return np.concatenate([_mrs(a[..., :group]), _row_sum(a[..., group:])], axis=-1)
+
+
+def _split_dim(ti, threads):
+    """find_split_dim: the outermost kept dim with at least ``threads`` elements, else the largest."""
+    best = len(ti) - 1
+    for d in range(len(ti) - 1, -1, -1):
+        if ti[d][2]:
+            break
+        if ti[d][0] >= threads:
+            return d
+        if ti[d][0] > ti[best][0]:
+            best = d
+    return best
+
+
+def _omp_ranges(n, grain, threads):
+    """at::parallel_for's chunks of range(n) under OpenMP."""
+    if n <= grain or threads == 1:
+        return [(0, n)]
+    nt = min(threads, -(-n // grain)) if grain > 0 else threads
+    chunk = -(-n // nt)
+    return [(t * chunk, min(n, (t + 1) * chunk)) for t in range(nt) if t * chunk < n]
+
+
+def _split_columns(v, ti, w, threads):
+    """parallel_dim_reduction over TensorIterator dim 1 (a kept dim next to the one reduced dim): each thread
+    reduces its columns, rounded to 128 bytes when they are contiguous."""
+    k0 = ti[1][0]
+    mult = 128 // v.itemsize if ti[1][1] == v.itemsize else 1
+    parts = []
+    for b, e in _omp_ranges(k0, 1, threads):
+        b -= b % mult
+        if e != k0:
+            e -= e % mult
+        if b < e:
+            sub = [ti[0], [e - b] + ti[1][1:]] + ti[2:]
+            parts.append(_serial(v[..., b:e, :], sub, w))
+    return np.concatenate(parts, axis=-1)
+
+
+def _two_pass(v, ti, w, threads):
+    """two_pass_reduction: each thread sums its range of the elements (in TensorIterator order) into its
+    slot, then the slots are summed as a 1-d tensor."""
+    isz = v.itemsize
+    r0 = ti[0][0]
+    flat = v.reshape(-1, r0)
+    slots = np.zeros(threads, v.dtype)
+    for t, (b, e) in enumerate(_omp_ranges(v.size, GRAIN, threads)):
+        if len(ti) == 1:                    # one dim: one call of the 2-d loop over the range
+            slots[t] = _row_result(flat[0, b:e], ti[0][1], isz, w)
+            continue
+        segs, pos = [], b
+        while pos < e:                      # serial_for_each's 2-d steps: partial rows, then whole rows
+            i, j = divmod(pos, r0)
+            if j or e - pos < r0:
+                end = min(e, (i + 1) * r0)
+                segs.append(_row_result(flat[i, j:end - i * r0], ti[0][1], isz, w)[None])
+            else:
+                end = pos + (e - pos) // r0 * r0
+                segs.append(_row_result(flat[i:end // r0], ti[0][1], isz, w))
+            pos = end
+        slots[t] = _fold(np.concatenate(segs))
+    return _serial(slots, [[threads, isz, True, [0]]], w)
+
+
+# ------------------------------------------------------------------------------ 2-norm
+def torch_norm2(x, dims):
+    """The 2-norm of ``x`` over ``dims`` (all axes for a full reduction) in PyTorch's CPU order; the result has
+    the reduced dims removed. float32 / float64 NumPy arrays (``applies``)."""
+    if x.size == 0 or any(s < 0 for s in x.strides):
+        x = np.ascontiguousarray(x)
+    out_shape = tuple(s for d, s in enumerate(x.shape) if d not in dims)
+    if x.size == 0:
+        return np.zeros(out_shape, x.dtype)
+    ti = _ti_dims(x, dims)
+    if not ti:
+        return np.sqrt(x * x).reshape(out_shape)
+    v = _view(x, ti)
+    m = sum(t[2] for t in ti)
+    if m == 0:
+        return np.sqrt(v * v).reshape(out_shape)
+    if m == 1 and ti[0][1] == x.itemsize:
+        r = _norm_lastdim(np.moveaxis(v, -1, 0), _VEC_BYTES // x.itemsize)
+    else:                               # binary_kernel_reduce(NormTwoOps): acc + x * x in iteration order
+        n = 1
+        for t in ti[:m]:
+            n *= t[0]
+        flat = v.reshape(-1, n)
+        threads = _parallel.get_num_threads()
+        if flat.shape[0] == 1 and n >= GRAIN and threads > 1:      # one range per thread, then combined
+            parts = [_fold(flat[0, b:e] * flat[0, b:e]) for b, e in _omp_ranges(n, GRAIN, threads)]
+            r = _fold(np.stack(parts))
+        else:
+            r = _fold(flat * flat, -1)
+    return np.sqrt(r + x.dtype.type(0)).reshape(out_shape)
+
+
+def _norm_lastdim(a, w):
+    """The sum of squares along axis 0 (contiguous) as norm_kernel_tensor_iterator_impl's vectorised path: w
+    lane accumulators of x * x, folded left, then the tail ``acc += x * x``, which the compiler turns into
+    4-wide products added in order, then fused multiply-adds for the last n % 4."""
+    n = a.shape[0]
+    v = n // w
+    body = a[:v * w]
+    lanes = _fold((body * body).reshape((v, w) + a.shape[1:]))
+    acc = _fold(lanes)
+    tail = a[v * w:]
+    k = (len(tail) // 4) * 4
+    for i in range(k):
+        acc = acc + tail[i] * tail[i]
+    for i in range(k, len(tail)):
+        acc = _fma_sq(tail[i], acc)
+    return acc
+
+
+def _fma_sq(a, c):
+    """round(a * a + c), as a fused multiply-add gives it. float32: the product is exact in float64 (the one
+    double rounding differs from a true fma in rare halfway cases). float64: error-free transforms (Dekker's
+    product, Knuth's sum), then one rounding."""
+    if a.dtype == np.float32:
+        return (a.astype(np.float64) * a.astype(np.float64) + c.astype(np.float64)).astype(np.float32)
+    p = a * a
+    t = a * 134217729.0                 # Veltkamp split: a == hi + lo, 26 bits each
+    hi = t - (t - a)
+    lo = a - hi
+    e = ((hi * hi - p) + 2 * hi * lo) + lo * lo         # p + e == a * a exactly
+    s = p + c
+    z = s - p
+    err = (p - (s - z)) + (c - z)                       # s + err == p + c exactly
+    with np.errstate(invalid="ignore"):
+        r = s + (err + e)
+    return np.where(np.isfinite(s), r, s)
