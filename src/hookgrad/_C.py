@@ -100,3 +100,159 @@ class _ExcludeDispatchKeyGuard:
 
 
 _IncludeDispatchKeyGuard = _ExcludeDispatchKeyGuard
+
+
+# ---------------------------------------------------------------- names packages read from torch._C at load time
+# (issue 22): each answers as PyTorch's CPU build does where hookgrad has the same state (no JIT, no tracing, no
+# functorch transforms, the CPU as the only device); the JIT switches are recorded and return PyTorch's defaults.
+def _log_api_usage_once(event):
+    """PyTorch's one-time usage logging (off unless a logger is installed there): nothing to log."""
+
+
+def _log_api_usage_metadata(event, metadata_map):
+    pass
+
+
+class _DisabledTorchFunctionImpl:
+    """``__torch_function__ = torch._C._disabled_torch_function_impl`` opts a Tensor subclass out of the protocol:
+    the function runs as it is (a callable that does not bind, as PyTorch's builtin)."""
+
+    def __call__(self, func, types, args=(), kwargs=None):
+        return func(*args, **(kwargs or {}))
+
+    def __repr__(self):
+        return "<built-in function _disabled_torch_function_impl>"
+
+
+_disabled_torch_function_impl = _DisabledTorchFunctionImpl()
+
+
+class DisableTorchFunctionSubclass:
+    """``with DisableTorchFunctionSubclass():``: hookgrad's functions never dispatch to ``__torch_function__``."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+DisableTorchFunction = DisableTorchFunctionSubclass
+
+
+def _get_tracing_state():
+    """The JIT tracer's state: hookgrad never traces (torch.jit.trace runs the function eagerly)."""
+    return None
+
+
+def _are_functorch_transforms_active():
+    return False
+
+
+def _get_accelerator(check=False):
+    """The current accelerator: hookgrad has none, so the CPU (PyTorch's CPU build answers the same)."""
+    from ._tensor import device
+    return device("cpu")
+
+
+def _get_default_device():
+    return "cpu"
+
+
+def _get_privateuse1_backend_name():
+    return "privateuseone"
+
+
+_jit_flags = {"profiling_mode": True, "profiling_executor": True, "texpr_fuser": True, "nvfuser": False}
+
+
+def _jit_flag(name, value):
+    old, _jit_flags[name] = _jit_flags[name], bool(value)
+    return old
+
+
+def _jit_set_profiling_mode(flag):
+    return _jit_flag("profiling_mode", flag)
+
+
+def _jit_set_profiling_executor(flag):
+    return _jit_flag("profiling_executor", flag)
+
+
+def _jit_set_texpr_fuser_enabled(flag):
+    _jit_flag("texpr_fuser", flag)
+
+
+def _jit_texpr_fuser_enabled():
+    return _jit_flags["texpr_fuser"]
+
+
+def _jit_set_nvfuser_enabled(flag):
+    return _jit_flag("nvfuser", flag)
+
+
+def _jit_set_nvfuser_guard_mode(flag):
+    return False
+
+
+def _jit_override_can_fuse_on_cpu(flag):
+    pass
+
+
+_jit_override_can_fuse_on_gpu = _jit_override_can_fuse_on_cpu
+
+
+def _jit_can_fuse_on_cpu():
+    return False
+
+
+_jit_can_fuse_on_gpu = _jit_can_fuse_on_cpu
+
+
+class Graph:
+    """The TorchScript IR graph type (named in ONNX ``symbolic`` signatures); hookgrad builds none."""
+
+
+class Value:
+    """A value of a TorchScript IR graph (see Graph)."""
+
+
+def _parse_to(*args, **kwargs):
+    """``Tensor.to``'s arguments as ``(device, dtype, non_blocking, memory_format)`` (torch._C._nn._parse_to)."""
+    from . import _dtype as D
+    from ._tensor import Tensor, device as _device
+    dev, dt = kwargs.get("device"), kwargs.get("dtype")
+    non_blocking, memory_format = bool(kwargs.get("non_blocking", False)), kwargs.get("memory_format")
+    for a in args:
+        if isinstance(a, Tensor):
+            dev, dt = _device("cpu"), a.dtype
+        elif isinstance(a, D.dtype):
+            dt = a
+        elif isinstance(a, (str, int)) and not isinstance(a, bool) or type(a).__name__ == "device":
+            dev = a
+        elif isinstance(a, bool):
+            non_blocking = a
+    if dev is not None and not type(dev).__name__ == "device":
+        dev = _device(dev)
+    return dev, dt, non_blocking, memory_format
+
+
+_nn = SimpleNamespace(_parse_to=_parse_to)
+_functorch = SimpleNamespace(is_legacy_batchedtensor=lambda t: False, is_batchedtensor=lambda t: False,
+                             is_gradtrackingtensor=lambda t: False, is_functionaltensor=lambda t: False)
+_distributed_rpc = SimpleNamespace(_is_current_rpc_agent_set=lambda: False)
+
+
+def __getattr__(name):
+    if name == "_TensorMeta":                   # the metaclass of Tensor
+        from ._tensor import Tensor
+        return type(Tensor)
+    if name == "Generator":
+        from ._creation import Generator
+        return Generator
+    if name == "_distributed_c10d":             # the C++ classes of torch.distributed (Reducer, Work, stores)
+        from . import distributed
+        return SimpleNamespace(Reducer=distributed.Reducer, Logger=distributed.Logger, Store=distributed.Store,
+                               HashStore=distributed.HashStore, PrefixStore=distributed.PrefixStore,
+                               GradBucket=distributed.GradBucket)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

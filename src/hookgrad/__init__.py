@@ -208,6 +208,7 @@ _out.install(globals())
 _out.install(linalg.__dict__, "linalg", "linalg_")
 del _out
 __version__ = "0.1.0"
+torch = __import__("sys").modules[__name__]     # torch.torch: the module itself, as in PyTorch
 # PyTorch's argument-parser errors (after every block that defines or wraps functions)
 from .primitives._dispatch import install_checks as _r_install
 from ._missing import torch_names as _missing_names

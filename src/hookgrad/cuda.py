@@ -1,4 +1,25 @@
-"""hookgrad.cuda: hookgrad runs on the CPU only; this module answers the questions PyTorch code asks."""
+"""hookgrad.cuda: hookgrad runs on the CPU only; this module answers as PyTorch built without CUDA answers.
+
+Queries answer "no CUDA" (``is_available()`` False, ``device_count()`` 0, memory counters 0); what needs a device
+raises PyTorch's error (``AssertionError: Torch not compiled with CUDA enabled``, here also a RuntimeError);
+constructing a ``Stream``, ``Event`` or ``CUDAGraph`` raises the RuntimeError PyTorch's dummy classes raise;
+``stream()``/``device()`` blocks do nothing, as in PyTorch without CUDA. A real CUDA device is a later issue.
+"""
+import collections
+import sys
+import types
+
+from ._errors import NoCuda
+
+default_generators = ()
+
+
+def _no_cuda():
+    return NoCuda("Torch not compiled with CUDA enabled")
+
+
+def _raise_no_cuda(*args, **kwargs):
+    raise _no_cuda()
 
 
 def is_available():
@@ -9,6 +30,14 @@ def device_count():
     return 0
 
 
+def _is_compiled():
+    return False
+
+
+def is_initialized():
+    return False
+
+
 def manual_seed(seed):
     """No CUDA generator to seed (PyTorch silently does nothing without CUDA, too)."""
 
@@ -16,17 +45,238 @@ def manual_seed(seed):
 manual_seed_all = manual_seed
 
 
-def synchronize(device=None):
+def seed():
     pass
+
+
+seed_all = seed
+
+
+def set_rng_state(new_state, device="cuda"):
+    pass
+
+
+def set_rng_state_all(new_states):
+    pass
+
+
+def get_rng_state_all():
+    return []
 
 
 def empty_cache():
     pass
 
 
-def is_initialized():
+(synchronize, current_device, current_stream, default_stream, get_device_name, get_device_properties,
+ get_device_capability, init, _lazy_init, get_rng_state, initial_seed, ipc_collect, mem_get_info,
+ set_per_process_memory_fraction, caching_allocator_alloc, caching_allocator_delete, cudart) = (_raise_no_cuda,) * 17
+
+
+def _c_missing(name):
+    def f(*args, **kwargs):
+        raise AttributeError(f"module 'torch._C' has no attribute '{name}'")
+    return f
+
+
+set_device = _c_missing("_cuda_setDevice")
+reset_peak_memory_stats = reset_accumulated_memory_stats = _c_missing("_cuda_resetPeakMemoryStats")
+get_allocator_backend = _c_missing("_cuda_getAllocatorBackend")
+
+
+def reset_max_memory_allocated(device=None):
+    import warnings
+    warnings.warn("torch.cuda.reset_max_memory_allocated now calls torch.cuda.reset_peak_memory_stats, which resets "
+                  "/all/ peak memory stats.", FutureWarning, stacklevel=2)
+    return reset_peak_memory_stats(device=device)
+
+
+reset_max_memory_cached = reset_max_memory_allocated
+
+
+def _zero(device=None):
+    return 0
+
+
+memory_allocated = max_memory_allocated = memory_reserved = max_memory_reserved = memory_cached = \
+    max_memory_cached = _zero
+
+
+def memory_stats(device=None):
+    return collections.OrderedDict()
+
+
+def is_bf16_supported(including_emulation=True):
     return False
 
 
-def current_device():
-    raise RuntimeError("hookgrad runs on the CPU only: there is no CUDA device")
+def is_tf32_supported():
+    return False
+
+
+def get_arch_list():
+    return []
+
+
+def get_gencode_flags():
+    return ""
+
+
+def _no_nvml(*args, **kwargs):
+    raise ModuleNotFoundError("nvidia-ml-py does not seem to be installed or it can't be imported.")
+
+
+utilization = temperature = power_draw = clock_rate = device_memory_used = _no_nvml
+
+
+def list_gpu_processes(device=None):
+    return "pynvml module not found, please install nvidia-ml-py"
+
+
+def _get_device_index(device, optional=False, allow_cpu=False):
+    """The index of a CUDA device given as an int, a "cuda:N" string or a torch.device."""
+    if isinstance(device, str):
+        from ._tensor import device as _device
+        device = _device(device)
+    if isinstance(device, int):
+        return device
+    if device is None:
+        if optional:
+            raise _no_cuda()
+        raise ValueError(f"Expected a torch.device with a specified index or an integer, but got:{device}")
+    if device.type == "cpu" and allow_cpu:
+        return -1
+    if device.type != "cuda":
+        raise ValueError(f"Expected a cuda device, but got: {device}")
+    if device.index is None:
+        if optional:
+            raise _no_cuda()
+        raise ValueError(f"Expected a torch.device with a specified index or an integer, but got:{device}")
+    return device.index
+
+
+def _dummy(name):
+    def __new__(cls, *args, **kwargs):
+        raise RuntimeError(f"Tried to instantiate dummy base class {name}")
+    return __new__
+
+
+class Stream:
+    """A CUDA stream: PyTorch built without CUDA cannot make one."""
+
+    def __new__(cls, device=None, priority=0, **kwargs):
+        raise RuntimeError("torch.cuda.Stream requires CUDA support")
+
+
+class ExternalStream(Stream):
+    pass
+
+
+class Event:
+    """A CUDA event: PyTorch built without CUDA cannot make one."""
+    __new__ = _dummy("Event")
+
+
+class CUDAGraph:
+    __new__ = _dummy("CUDAGraph")
+
+
+class graph:
+    """``with torch.cuda.graph(g):`` captures CUDA work into a graph: making its capture stream needs CUDA."""
+
+    def __init__(self, cuda_graph, pool=None, stream=None, capture_error_mode="global"):
+        self.capture_stream = stream if stream is not None else Stream()
+
+
+def is_current_stream_capturing():
+    raise RuntimeError("Tried to instantiate dummy base class _cuda_isCurrentStreamCapturing")
+
+
+class StreamContext:
+    """``with torch.cuda.stream(s):``: nothing to switch without CUDA (PyTorch's does nothing either)."""
+
+    def __init__(self, stream):
+        self.stream = stream
+        self.idx = -1
+
+    def __enter__(self):
+        return None
+
+    def __exit__(self, *exc):
+        return False
+
+
+def stream(stream):
+    return StreamContext(stream)
+
+
+def set_stream(stream):
+    pass
+
+
+class device:
+    """``with torch.cuda.device(i):``: entering switches the current CUDA device, which needs CUDA."""
+
+    def __init__(self, device):
+        self.idx = _get_device_index(device, optional=True) if device is not None else -1
+        self.prev_idx = -1
+
+    def __enter__(self):
+        if self.idx == -1:
+            return None
+        raise RuntimeError("PyTorch was compiled without CUDA support")
+
+    def __exit__(self, *exc):
+        return False
+
+
+class device_of(device):
+    def __init__(self, obj):
+        super().__init__(-1)
+
+
+class OutOfMemoryError(RuntimeError):
+    """Raised when a CUDA allocation fails (never, in hookgrad)."""
+
+
+def _tensor_type(name):
+    def __new__(cls, *args, **kwargs):
+        raise TypeError(f"type torch.cuda.{name} not available. Torch not compiled with CUDA enabled.")
+    return type(name, (), {"__new__": __new__, "__module__": "torch.cuda", "is_cuda": True})
+
+
+for _name in ("FloatTensor", "DoubleTensor", "HalfTensor", "BFloat16Tensor", "LongTensor", "IntTensor",
+              "ShortTensor", "CharTensor", "ByteTensor", "BoolTensor"):
+    globals()[_name] = _tensor_type(_name)
+
+
+def _submodule(name, doc, **attrs):
+    """A small submodule (``torch.cuda.nvtx`` ...), importable as ``import torch.cuda.<name>``."""
+    m = types.ModuleType(f"{__name__}.{name}", doc)
+    m.__dict__.update(attrs)
+    sys.modules[m.__name__] = m
+    return m
+
+
+def _no_nvtx(*args, **kwargs):
+    raise RuntimeError("NVTX functions not installed. Are you sure you have a CUDA build?")
+
+
+nvtx = _submodule("nvtx", "torch.cuda.nvtx: NVTX ranges need a CUDA build.", range_push=_no_nvtx,
+                  range_pop=_no_nvtx, range_start=_no_nvtx, range_end=_no_nvtx, mark=_no_nvtx, range=_no_nvtx)
+random = _submodule("random", "torch.cuda.random", get_rng_state=get_rng_state, get_rng_state_all=get_rng_state_all,
+                    set_rng_state=set_rng_state, set_rng_state_all=set_rng_state_all, manual_seed=manual_seed,
+                    manual_seed_all=manual_seed_all, seed=seed, seed_all=seed_all, initial_seed=initial_seed)
+memory = _submodule("memory", "torch.cuda.memory", **{n: globals()[n] for n in (
+    "memory_allocated", "max_memory_allocated", "memory_reserved", "max_memory_reserved", "memory_stats",
+    "reset_peak_memory_stats", "empty_cache", "mem_get_info", "set_per_process_memory_fraction",
+    "caching_allocator_alloc", "caching_allocator_delete", "list_gpu_processes")},
+    change_current_allocator=_raise_no_cuda)
+streams = _submodule("streams", "torch.cuda.streams", Stream=Stream, ExternalStream=ExternalStream, Event=Event)
+graphs = _submodule("graphs", "torch.cuda.graphs", CUDAGraph=CUDAGraph, graph=graph,
+                    is_current_stream_capturing=is_current_stream_capturing)
+
+from . import _missing  # noqa: E402
+__getattr__ = _missing.module_getattr(__name__, "torch.cuda")
+
+

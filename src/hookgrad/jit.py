@@ -150,6 +150,9 @@ def script_if_tracing(fn):
     return fn
 
 
+_script_if_tracing = script_if_tracing     # the private name torchvision imports
+
+
 def freeze(mod, preserved_attrs=None, optimize_numerics=True):
     _deprecated("freeze", _COMPILE)
     raise RuntimeError(f"Freezing expects a ScriptModule as input. Please use torch.jit.script or torch.jit.trace to "

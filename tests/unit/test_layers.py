@@ -47,10 +47,12 @@ LAYERS = (
     #    gradcheck), nn, optim, utils, serialization, the namespaces of missing names, PyTorch's load-time modules
     ("autograd", "nn", "optim", "utils", "serialization", "_weights_only_unpickler", "_misc", "_nn_functions",
      "futures", "distributed", "jit", "hub", "overrides", "multiprocessing", "backends", "cpu", "cuda", "primitives.linalg_ns",
+     "compiler", "_dynamo", "_tensor_str", "_utils",       # torch's load-time stand-ins (issue 22)
      "primitives.special_ns", "primitives.fft", "primitives.signal", "_missing"),
     # the top: hookgrad itself (the flat namespace, ""), the namespace glue (torch._C, torch.ops, the torch
     #    alias) and the clients of the public API, which import hookgrad as their users do
-    ("", "_C", "ops", "library", "_custom_ops", "compat", "functional", "__main__", "_spawn", "tools", "models", "distributions", "testing",
+    ("__config__",                          # describes the build (reads hookgrad.__version__)
+     "", "_C", "ops", "library", "_custom_ops", "compat", "functional", "__main__", "_spawn", "tools", "models", "distributions", "testing",
      "utils._python_dispatch", "_sample_fns"),
 )
 # hookgrad/__init__ re-exports every layer: its own imports are not checked (an import of it from a layer

@@ -1,0 +1,5 @@
+"""torch.backends.kleidiai: no KleidiAI kernels in hookgrad."""
+
+
+def is_available():
+    return False

@@ -1,0 +1,2 @@
+"""torch.backends.xnnpack: no XNNPACK in hookgrad."""
+enabled = False
