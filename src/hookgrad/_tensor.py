@@ -411,6 +411,8 @@ class Tensor:
     def numpy(self, *, force=False):
         if self.requires_grad and not force:
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.")
+        if self._data.dtype.kind == "V":       # bfloat16, float8: ml_dtypes' types, which NumPy code does not know
+            raise TypeError(f"Got unsupported ScalarType {self.dtype._legacy[:-len('Tensor')]}")
         return _array.to_numpy(self._data)      # a NumPy ndarray (sharing memory where the module can)
 
     def item(self):

@@ -24,6 +24,7 @@ _STORAGE_TYPES = {"FloatStorage": np.float32, "DoubleStorage": np.float64, "Half
                   "LongStorage": np.int64, "IntStorage": np.int32, "ShortStorage": np.int16, "CharStorage": np.int8,
                   "ByteStorage": np.uint8, "BoolStorage": np.bool_, "ComplexFloatStorage": np.complex64,
                   "ComplexDoubleStorage": np.complex128, "UntypedStorage": np.uint8}
+_ML_STORAGES = {"BFloat16Storage": "bfloat16"}   # dtypes NumPy lacks (ml_dtypes, imported when a file names one)
 # What a checkpoint may do is PyTorch's weights-only unpickler (torch/_weights_only_unpickler.py), opcode for
 # opcode: globals only from the allow-list, calls (REDUCE/NEWOBJ) only of allow-listed objects, BUILD only on
 # Tensor, Parameter, OrderedDict and instances of allow-listed classes, SETITEM(S) only on dicts, APPEND(S) only
@@ -44,16 +45,16 @@ _DUAL_BASES = (EOFError, IndexError, KeyError, TypeError, ValueError, AttributeE
                struct.error, OverflowError)
 
 
-def _as_load_error(e, what):
+def _as_load_error(e, what, part="data.pkl"):
     """``e`` raised while reading data.pkl, re-raised as an exception of PyTorch's type (PyTorch lets these
     escape unchanged) that is also a ``pickle.UnpicklingError`` naming the file."""
     kind = next((k for k in type(e).__mro__ if k in _DUAL_BASES), None)
     if kind is None:
-        return pickle.UnpicklingError(f"hookgrad.load: corrupt data.pkl in {what} ({type(e).__name__}: {e})")
+        return pickle.UnpicklingError(f"hookgrad.load: corrupt {part} in {what} ({type(e).__name__}: {e})")
     cls = _DUAL.get(kind)
     if cls is None:
         cls = _DUAL[kind] = type(kind.__name__, (kind, pickle.UnpicklingError), {"__module__": __name__})
-    return cls(f"hookgrad.load: corrupt data.pkl in {what} ({type(e).__name__}: {e})")
+    return cls(f"hookgrad.load: corrupt {part} in {what} ({type(e).__name__}: {e})")
 
 
 def _wo_message(message):
@@ -74,10 +75,18 @@ def _wo_message(message):
 
 
 class _StorageType:
-    __slots__ = ("name", "dtype")
+    __slots__ = ("name", "_dtype")
 
     def __init__(self, name):
-        self.name, self.dtype = name, np.dtype(_STORAGE_TYPES[name])
+        self.name, self._dtype = name, None
+
+    @property
+    def dtype(self):
+        """The NumPy dtype of the storage's elements (bfloat16's needs ml_dtypes: a clear error without it)."""
+        if self._dtype is None:
+            ml = _ML_STORAGES.get(self.name)
+            self._dtype = getattr(D, ml).np if ml else np.dtype(_STORAGE_TYPES[self.name])
+        return self._dtype
 
     def __repr__(self):
         return f"StorageType(dtype={self.dtype})"
@@ -214,9 +223,9 @@ def _allowed_globals():
           "torch._utils._rebuild_parameter_with_state": _rebuild_parameter,
           "torch._tensor._rebuild_from_type_v2": _rebuild_from_type_v2,
           "torch.Tensor": _TypeMarker(False), "torch.nn.parameter.Parameter": _TypeMarker(True)}
-    for d in D.ALL + D.COMPLEX:
+    for d in D.ALL + D.COMPLEX + tuple(getattr(D, n) for n in _ML_STORAGES.values()):
         rc["torch." + d.name] = d
-    for name in _STORAGE_TYPES:
+    for name in (*_STORAGE_TYPES, *_ML_STORAGES):
         rc["torch." + name] = _StorageType(name)
     rc["torch.storage.UntypedStorage"] = rc["torch.UntypedStorage"]
     for name in ("_rebuild_qtensor", "_rebuild_sparse_tensor", "_rebuild_nested_tensor", "_rebuild_device_tensor_from_numpy",
@@ -295,8 +304,6 @@ def _allowed():
 
 def _unsupported_global(module, name):
     full = f"{module}.{name}"
-    if module == "torch" and name in ("bfloat16", "BFloat16Storage"):
-        return pickle.UnpicklingError(f"hookgrad.load: {full} is not supported by hookgrad (no such dtype)")
     if full.startswith("builtins"):        # torch names builtins without their module
         full = full[len("builtins"):]
         full = full[1:] if full[:1] == "." else "builtins" + full

@@ -19,8 +19,10 @@ import errno
 import io
 import os
 import pickle
+import stat
 import struct
 import tempfile
+import types
 import warnings
 import zipfile
 from collections import OrderedDict
@@ -31,13 +33,26 @@ from . import _dtype as D
 from ._tensor import Tensor, Size, device, _check_device
 from ._weights_only_unpickler import (  # noqa: F401  (safe-globals API and UNSAFE_MESSAGE re-exported)
     UNSAFE_MESSAGE, _DUAL_BASES, _STORAGE_TYPES, _StorageType, _WeightsUnpickler, _allowed, _as_load_error,
-    _decode_ascii, _global_name, _wo_message, add_safe_globals, clear_safe_globals, get_safe_globals, safe_globals)
+    _decode_ascii, _global_name, _wo_message, add_safe_globals, clear_safe_globals, get_safe_globals, safe_globals,
+    _ML_STORAGES)
 
 __all__ = ["save", "load", "save_safetensors", "load_safetensors", "DEFAULT_PROTOCOL", "add_safe_globals",
            "get_safe_globals", "clear_safe_globals", "safe_globals"]
 
 DEFAULT_PROTOCOL = 2
 _NP_TO_STORAGE = {np.dtype(v): k for k, v in _STORAGE_TYPES.items() if k != "UntypedStorage"}
+MAGIC_NUMBER = 0x1950a86a20f9469cfc6c       # the first pickle of PyTorch's legacy (pre-1.6, non-zip) format
+PROTOCOL_VERSION = 1001
+
+
+def _storage_name(dt):
+    """The ``torch.<Type>Storage`` name for arrays of NumPy dtype ``dt`` (None: none)."""
+    dt = dt.newbyteorder("=")
+    name = _NP_TO_STORAGE.get(dt)
+    if name is None:
+        hd = D._NP_TO_DT.get(dt)
+        name = next((k for k, v in _ML_STORAGES.items() if hd is not None and hd.name == v), None)
+    return name
 _FIXED_DATE = (1980, 1, 1, 0, 0, 0)
 
 
@@ -57,7 +72,7 @@ _REBUILD_TENSOR = _Global("torch._utils", "_rebuild_tensor_v2")
 _REBUILD_PARAMETER = _Global("torch._utils", "_rebuild_parameter")
 _TORCH_SIZE = _Global("torch", "Size")
 _TORCH_DEVICE = _Global("torch", "device")
-_STORAGE_GLOBALS = {k: _Global("torch", k) for k in _STORAGE_TYPES}
+_STORAGE_GLOBALS = {k: _Global("torch", k) for k in (*_STORAGE_TYPES, *_ML_STORAGES)}
 
 
 class _Storage:
@@ -78,8 +93,18 @@ class _Pickler(pickle._Pickler):
     def persistent_id(self, obj):
         if type(obj) is _Storage:
             a = obj.array
-            return ("storage", _STORAGE_GLOBALS[_NP_TO_STORAGE[a.dtype.newbyteorder("=")]], obj.key, "cpu", a.size)
+            return ("storage", _STORAGE_GLOBALS[_storage_name(a.dtype)], obj.key, "cpu", a.size)
         return None
+
+    def save_global(self, obj, name=None):
+        qualname = getattr(obj, "__qualname__", None) if name is None else name
+        if isinstance(qualname, str) and "<locals>" in qualname.split("."):     # C pickle's error (torch.save's)
+            raise AttributeError(f"Can't pickle local object {qualname!r} (hookgrad.save: a function or class defined "
+                                 "inside a function cannot be found by name when loading; save a state_dict() or "
+                                 "move it to module level)")
+        return super().save_global(obj, name)
+
+    dispatch[types.FunctionType] = save_global
 
     def _save_stub(self, g, obj):
         self.write(pickle.GLOBAL + g.module.encode("utf-8") + b"\n" + g.name.encode("utf-8") + b"\n")
@@ -105,7 +130,7 @@ class _Pickler(pickle._Pickler):
 
     def _storage_of(self, a):
         """(storage, offset, stride) in elements; views of one C-contiguous buffer share its storage."""
-        if a.dtype.newbyteorder("=") not in _NP_TO_STORAGE:
+        if _storage_name(a.dtype) is None:
             raise pickle.PicklingError(f"hookgrad.save: cannot save arrays of dtype {a.dtype}")
         root = a
         while isinstance(root.base, np.ndarray):
@@ -141,29 +166,66 @@ def _record(zf, name, data):
         fh.write(data)
 
 
-def _write_archive(fileobj, obj, name, protocol):
+def _pickled(obj, protocol):
+    """data.pkl's bytes and the storages it names (pickling errors raise here, before anything is written)."""
     buf = io.BytesIO()
     pickler = _Pickler(buf, protocol)
     pickler.dump(obj)
+    return buf.getvalue(), pickler.storages
+
+
+def _write_archive(fileobj, pickled, name):
+    pkl, storages = pickled
     with zipfile.ZipFile(fileobj, "w", zipfile.ZIP_STORED, allowZip64=True) as zf:
-        _record(zf, f"{name}/data.pkl", buf.getvalue())
+        _record(zf, f"{name}/data.pkl", pkl)
         _record(zf, f"{name}/.format_version", b"1")
         _record(zf, f"{name}/.storage_alignment", b"64")
         _record(zf, f"{name}/byteorder", b"little")
-        for st in pickler.storages.values():
+        for st in storages.values():
             arr = st.array.reshape(-1)
             _record(zf, f"{name}/data/{st.key}", memoryview(arr.view(np.uint8)) if arr.size else b"")
         _record(zf, f"{name}/version", b"3\n")
 
 
-_SaveError = type("RuntimeError", (RuntimeError, PermissionError), {"__module__": __name__})
+_OS_DUAL = {}
+
+
+def _os_error(base, code, msg, path):
+    """PyTorch's RuntimeError (its type for every failure of its file writer) as an instance of a class that is
+    also ``base``, the OSError subclass that says more (PermissionError, FileNotFoundError, ...), with ``errno``,
+    ``strerror`` and ``filename`` set."""
+    cls = _OS_DUAL.get(base)
+    if cls is None:
+        cls = _OS_DUAL[base] = type("RuntimeError", (RuntimeError, base), {"__module__": __name__,
+                                                                           "__str__": base.__str__})
+    if code is None:
+        return cls(msg)
+    err = cls(code, msg) if path is None else cls(code, msg, path)
+    err.errno, err.strerror = code, msg     # (RuntimeError's constructor comes first: OSError's fields set here)
+    if path is not None:
+        err.filename = path
+    return err
 
 
 def _save_error(code, path):
     """PyTorch's RuntimeError for a file its writer cannot open (also an OSError with the errno and path)."""
-    cls = _SaveError if code == errno.EACCES else RuntimeError
     msg = f"open file failed with strerror: {os.strerror(code)}"
-    return cls(code, msg, path) if cls is _SaveError else RuntimeError(f"{msg} ({path!r})")
+    if code == errno.EACCES:
+        return _os_error(PermissionError, code, msg, path)
+    return RuntimeError(f"{msg} ({path!r})")
+
+
+def _write_error(e, path, opening, kept):
+    """PyTorch's RuntimeError for an OSError ``e`` met while opening or writing ``path`` (a file object: None);
+    also an instance of ``e``'s type, with its errno and filename."""
+    why = e.strerror or str(e)
+    if opening:
+        msg = f"open file failed with strerror: {why}"
+    else:
+        msg = (f"PytorchStreamWriter failed writing file: file write failed (hookgrad.save: {why}"
+               + (f" while writing {path!r}; {'the file was left as it was' if kept else 'the file is incomplete'})"
+                  if path is not None else " in the file object's write())"))
+    return _os_error(type(e), e.errno, msg, path)
 
 
 def save(obj, f, pickle_module=None, pickle_protocol=DEFAULT_PROTOCOL, _use_new_zipfile_serialization=True,
@@ -178,47 +240,70 @@ def save(obj, f, pickle_module=None, pickle_protocol=DEFAULT_PROTOCOL, _use_new_
         raise NotImplementedError("hookgrad.save writes only the zip format (_use_new_zipfile_serialization=True)")
     if not isinstance(f, (str, os.PathLike)):
         data = io.BytesIO()
-        _write_archive(data, obj, "archive", pickle_protocol)
-        f.write(data.getvalue())
+        _write_archive(data, _pickled(obj, pickle_protocol), "archive")
+        try:
+            f.write(data.getvalue())
+        except OSError as e:
+            raise _write_error(e, None, False, False) from None
         return
     path = os.fspath(f)
-    folder = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(folder):
-        raise RuntimeError(f"Parent directory {os.path.dirname(path) or folder} does not exist.")
-    if os.path.isdir(path):
+    if not os.path.isdir(os.path.dirname(os.path.abspath(path))):
+        raise RuntimeError(f"Parent directory {os.path.dirname(path) or os.path.abspath(path)} does not exist.")
+    real = os.path.realpath(path)       # a symbolic link stays one: its target is written, as PyTorch's open() does
+    if os.path.isdir(real):
         raise _save_error(errno.EISDIR, path)
-    if os.path.exists(path) and not os.access(path, os.W_OK):
+    if os.path.exists(real) and not os.access(real, os.W_OK):
         raise _save_error(errno.EACCES, path)     # PyTorch opens the file itself, so a read-only one refuses
+    pickled = _pickled(obj, pickle_protocol)
+    name = _archive_name(path)
+    opening, kept = True, True
     try:
-        fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".tmp", dir=folder)
-    except PermissionError:
-        if not os.path.exists(path):
-            raise _save_error(errno.EACCES, path) from None
-        # a writable file in a folder we cannot create files in: PyTorch writes it in place, so do we
-        data = io.BytesIO()
-        _write_archive(data, obj, _archive_name(path), pickle_protocol)
-        with open(path, "wb") as fh:
-            fh.write(data.getbuffer())
-        return
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            _write_archive(fh, obj, _archive_name(path), pickle_protocol)
-            fh.flush()
-            os.fsync(fh.fileno())
+        if os.path.exists(real) and not stat.S_ISREG(os.stat(real).st_mode):
+            # a device or a pipe (/dev/null, /dev/stdout): written in place, never replaced by a file
+            kept = False
+            with open(real, "wb") as fh:
+                opening = False
+                _write_archive(fh, pickled, name)
+            return
         try:
-            mode = os.stat(path).st_mode & 0o7777
-        except FileNotFoundError:
-            umask = os.umask(0)
-            os.umask(umask)
-            mode = 0o666 & ~umask
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
+            fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(real) + ".", suffix=".tmp",
+                                       dir=os.path.dirname(real))
+        except PermissionError:
+            if not os.path.exists(real):
+                raise _save_error(errno.EACCES, path) from None
+            # a writable file in a folder we cannot create files in: PyTorch writes it in place, so do we
+            data = io.BytesIO()
+            _write_archive(data, pickled, name)
+            kept = False
+            with open(real, "wb") as fh:
+                opening = False
+                fh.write(data.getbuffer())
+            return
         try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+            with os.fdopen(fd, "wb") as fh:
+                opening = False
+                _write_archive(fh, pickled, name)
+                fh.flush()
+                os.fsync(fh.fileno())
+            opening = True
+            try:
+                mode = os.stat(real).st_mode & 0o7777
+            except FileNotFoundError:
+                umask = os.umask(0)
+                os.umask(umask)
+                mode = 0o666 & ~umask
+            os.chmod(tmp, mode)
+            os.replace(tmp, real)
+        except BaseException:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+            raise
+    except OSError as e:
+        if isinstance(e, RuntimeError):
+            raise
+        raise _write_error(e, path, opening, kept) from None
 
 
 class _Storages:
@@ -257,19 +342,63 @@ class _Storages:
                                    f"elements * 1 bytes/element) for dtype Byte (hookgrad.load: storage data/{key} is "
                                    f"{'truncated' if size < need else 'larger than declared'}: {int(numel)} x "
                                    f"{stype.dtype} declared in {self.reader.what})")
-            dt = stype.dtype.newbyteorder(">" if self.reader.byteorder == "big" else "<")
-            arr = np.frombuffer(bytearray(self.reader.record(f"data/{key}")), dtype=dt)
-            arr = self.loaded[key] = arr if dt.isnative else arr.astype(stype.dtype)
+            arr = self.loaded[key] = _from_bytes(bytearray(self.reader.record(f"data/{key}")), stype.dtype,
+                                                 self.reader.byteorder)
         return arr
+
+
+def _from_bytes(buf, dt, byteorder):
+    """The elements of dtype ``dt`` stored in ``buf`` in the given byte order, as a native array over ``buf``."""
+    if dt.kind == "V":          # an ml_dtypes type (bfloat16): swapped as unsigned integers of its size
+        if byteorder == "big" and dt.itemsize > 1:
+            return np.frombuffer(buf, dtype=f">u{dt.itemsize}").astype(f"=u{dt.itemsize}").view(dt)
+        return np.frombuffer(buf, dtype=dt)
+    swapped = dt.newbyteorder(">" if byteorder == "big" else "<")
+    arr = np.frombuffer(buf, dtype=swapped)
+    return arr if swapped.isnative else arr.astype(dt)
+
+
+def _miniz_seek(fh, start, what):
+    """Raise what PyTorch's zip reader (miniz) raises for an archive without an end-of-central-directory record
+    between 4 KiB and ~68 KiB long: its backwards search seeks before the start of the file (a signed/unsigned
+    slip), and the file object's seek() refuses (OSError for a file, ValueError for BytesIO). Returns otherwise."""
+    end = fh.seek(0, 2)
+    size = end - start
+    if size < 22:
+        return
+    cur = max(size - 4096, 0)
+    while True:
+        fh.seek(start + cur)
+        buf = fh.read(min(4096, size - cur))
+        i = buf.rfind(b"PK\x05\x06")
+        while i >= 0:
+            if size - (cur + i) >= 22:
+                return              # miniz finds a record here (and fails later, as zipfile did)
+            i = buf.rfind(b"PK\x05\x06", 0, i)
+        if cur == 0 or size - cur >= 0xFFFF + 22:
+            return
+        cur -= 4093
+        if start + cur < 0:
+            break
+    hint = (f"hookgrad.load: {what} starts like a zip archive but has no end-of-central-directory record: it is "
+            "truncated or not a checkpoint")
+    try:
+        fh.seek(start + cur)
+    except OSError as e:
+        raise type(e)(e.errno, f"{e.strerror} ({hint})") if e.errno is not None else type(e)(f"{e} ({hint})") from None
+    except ValueError as e:
+        raise type(e)(f"{e} ({hint})") from None
 
 
 class _Reader:
     def __init__(self, fileobj, what):
         self.what = what
+        start = fileobj.tell()
         try:
             self.zf = zipfile.ZipFile(fileobj)
             infos = self.zf.infolist()
         except (zipfile.BadZipFile, EOFError, OSError, ValueError) as e:
+            _miniz_seek(fileobj, start, what)
             raise RuntimeError(f"PytorchStreamReader failed reading zip archive: failed finding central directory "
                                f"({what}: {e})") from None
         if not infos:
@@ -284,7 +413,8 @@ class _Reader:
         if f"{self.prefix}/byteorder" in self.infos:
             self.byteorder = self.record("byteorder").decode("ascii", "replace").strip()
             if self.byteorder not in ("little", "big"):
-                raise RuntimeError(f"hookgrad.load: unknown byteorder {self.byteorder!r} in {what}")
+                raise ValueError(f"Unknown endianness type: {self.byteorder} (hookgrad.load: the byteorder record of "
+                                 f"{what} must be 'little' or 'big')")
 
     def _info(self, name):
         info = self.infos.get(f"{self.prefix}/{name}")
@@ -392,30 +522,108 @@ def _load_from(fh, what, pickle_module, pickle_load_args):
     magic = fh.read(4)
     fh.seek(start)
     if magic != b"PK\x03\x04":
-        if magic[:1] == b"\x80":
-            raise RuntimeError(f"hookgrad.load: {what} is in PyTorch's legacy (pre-1.6, non-zip) format, which hookgrad "
-                               "does not read; re-save it with torch.save(obj, f) from PyTorch >= 1.6")
-        raise RuntimeError(f"hookgrad.load: {what} is not a PyTorch checkpoint (expected a zip archive, the file "
-                           f"starts with {magic!r})")
+        if not magic:       # PyTorch's EOFError, from reading the legacy format's first pickle
+            raise EOFError(f"hookgrad.load: {what} is empty (0 bytes), not a PyTorch checkpoint")
+        return _legacy_load(fh, what, magic, pickle_module, pickle_load_args)
     reader = _Reader(fh, what)
-    data = io.BytesIO(reader.record("data.pkl"))
     storages = _Storages(reader)
+    return _unpickle(io.BytesIO(reader.record("data.pkl")), storages, what, pickle_module, pickle_load_args)
+
+
+def _unpickle(fh, storages, what, pickle_module, pickle_load_args, hint="", part="data.pkl"):
+    """One pickle from ``fh`` (weights-only, or full with ``pickle_module``), failing as torch.load does: a
+    weights-only UnpicklingError wrapped in its "Weights only load failed" text (``hint`` appended), malformed
+    opcodes as the error PyTorch lets escape (also an UnpicklingError naming the file)."""
     try:
         if pickle_module is None:
-            return _WeightsUnpickler(data, storages, **pickle_load_args).load()
-        up = _full_unpickler(pickle_module)(data, **pickle_load_args)
+            return _WeightsUnpickler(fh, storages, **pickle_load_args).load()
+        up = _full_unpickler(pickle_module)(fh, **pickle_load_args)
         up.storages = storages
         return up.load()
     except pickle.UnpicklingError as e:
         if pickle_module is None and type(e) is pickle.UnpicklingError and not str(e).startswith("hookgrad"):
-            raise pickle.UnpicklingError(_wo_message(str(e))) from None
+            raise pickle.UnpicklingError(_wo_message(str(e)) + hint) from None
         raise
     except (RuntimeError, MemoryError, RecursionError):
         raise
     except Exception as e:  # malformed opcodes and arguments: EOFError, ValueError, KeyError, IndexError, TypeError...
         if pickle_module is not None and not isinstance(e, _DUAL_BASES):
             raise                  # a full load: what the file's own code raised (ImportError, ...), as in torch
-        raise _as_load_error(e, what) from None
+        raise _as_load_error(e, what, part) from None
+
+
+class _LegacyStorages:
+    """persistent_load of the legacy format's ``('storage', torch.<Type>Storage, root_key, location, numel,
+    view_metadata)``: each root storage is allocated when first named and filled from the records that follow the
+    pickle (its tensors are views of it, so they see the data)."""
+
+    def __init__(self):
+        self.roots, self.views = {}, {}
+
+    def load(self, pid):
+        if type(pid) is not tuple:
+            raise AssertionError(f"saved_id must be a tuple, got {type(pid).__name__}")
+        if _decode_ascii(pid[0]) != "storage" or len(pid) != 6:
+            raise RuntimeError(f"Unknown saved id type: {pid[0]} (hookgrad.load reads storages only)")
+        _, stype, key, location, numel, view = pid
+        if type(stype) is not _StorageType:
+            raise AttributeError(f"'{type(stype).__name__}' object has no attribute 'dtype' (the storage type of a "
+                                 f"storage record is {stype!r})")
+        if type(numel) is not int or not 0 <= numel * stype.dtype.itemsize < 2 ** 40:
+            raise TypeError(f"hookgrad.load: a legacy storage declares {numel!r} elements")
+        key = str(_decode_ascii(key))
+        arr = self.roots.get(key)
+        if arr is None:
+            arr = self.roots[key] = np.zeros(numel, stype.dtype)
+        if view is None:
+            return arr
+        view_key, offset, view_size = view
+        v = self.views.get(str(view_key))
+        if v is None:
+            if type(offset) is not int or type(view_size) is not int or not 0 <= offset <= offset + view_size <= arr.size:
+                raise RuntimeError(f"hookgrad.load: a legacy storage view [{offset!r}, +{view_size!r}) is out of bounds "
+                                   f"of its storage of {arr.size} elements")
+            v = self.views[str(view_key)] = arr[offset:offset + view_size]
+        return v
+
+
+def _legacy_load(fh, what, magic, pickle_module, pickle_load_args):
+    """PyTorch's legacy (pre-1.6, non-zip) format, as torch.load reads it: pickles of the magic number, the protocol
+    version and the system info, the object (storages as persistent ids), the list of storage keys, then each
+    storage's elements (an int64 count, then the little-endian bytes)."""
+    start = fh.tell()
+    fh.seek(start + 257)
+    if fh.read(5) == b"ustar":
+        raise RuntimeError(f"hookgrad.load: {what} is in PyTorch's legacy .tar format (PyTorch < 0.4), which hookgrad "
+                           "does not read; re-save it with torch.save(obj, f) from PyTorch >= 1.6")
+    fh.seek(start)
+    hint = (f"\n\nhookgrad.load: {what} is not a zip archive (PyTorch's format since 1.6): it starts with {magic!r}; "
+            "is it a checkpoint?")
+    args = (what, pickle_module, pickle_load_args, hint, "legacy-format pickle")
+    if _unpickle(fh, None, *args) != MAGIC_NUMBER:
+        raise RuntimeError(f"Invalid magic number; corrupt file? (hookgrad.load: {what} is neither a zip archive, "
+                           f"PyTorch's format since 1.6, nor in its legacy format: it starts with {magic!r})")
+    version = _unpickle(fh, None, *args)
+    if version != PROTOCOL_VERSION:
+        raise RuntimeError(f"Invalid protocol version: {version}")
+    _unpickle(fh, None, *args)      # system info (byte order, type sizes)
+    storages = _LegacyStorages()
+    result = _unpickle(fh, storages, *args)
+    keys = _unpickle(fh, None, *args)
+    if not isinstance(keys, list):
+        raise RuntimeError(f"hookgrad.load: corrupt legacy checkpoint {what}: the storage keys are {keys!r}")
+    for key in keys:
+        arr = storages.roots.get(str(_decode_ascii(key)))
+        if arr is None:
+            raise AssertionError(f"storage key {key!r} not found in deserialized_objects")
+        head = fh.read(8)
+        n = struct.unpack("<q", head)[0] if len(head) == 8 else -1
+        data = fh.read(arr.nbytes) if n == arr.size else b""
+        if n != arr.size or len(data) != arr.nbytes:
+            raise RuntimeError(f"storage has wrong byte size: expected {arr.nbytes} got {max(n, 0) * arr.itemsize} "
+                               f"(hookgrad.load: storage {key} of {what} is truncated or corrupt)")
+        arr[...] = _from_bytes(bytearray(data), arr.dtype, "little")
+    return result
 
 
 # ======================================================================================= safetensors
