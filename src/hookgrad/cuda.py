@@ -280,3 +280,5 @@ from . import _missing  # noqa: E402
 __getattr__ = _missing.module_getattr(__name__, "torch.cuda")
 
 
+from .amp._deprecated import module_for as _amp_module  # noqa: E402
+amp = _amp_module("cuda", __name__)      # torch.cuda.amp: the deprecated aliases of torch.amp

@@ -23,7 +23,7 @@ LAYERS = (
     # 2: autograd's core: grad mode, saved tensors, nodes, the engine, views and rebase, custom Functions
     ("autograd.grad_mode", "autograd.saved", "autograd.op_hooks", "autograd.node", "autograd.formulas",
      "autograd.engine", "autograd.views", "autograd.graph", "autograd.multi_grad", "autograd.anomaly_mode",
-     "autograd.function", "autograd.forward_ad", "autograd.profiler"),
+     "autograd.function", "autograd.forward_ad", "autograd.profiler", "autograd.profiler_util"),
     # 3: tensors made from nothing (factories, random numbers, storages)
     ("_creation", "storage", "random"),
     # 4: the differentiable primitives and the in-place plumbing, one sub-layer per step of the op families'
@@ -46,14 +46,15 @@ LAYERS = (
     # above the primitives, built on the ops: the torch.autograd namespace (backward, grad, functional,
     #    gradcheck), nn, optim, utils, serialization, the namespaces of missing names, PyTorch's load-time modules
     ("autograd", "nn", "optim", "utils", "serialization", "_weights_only_unpickler", "_misc", "_nn_functions",
-     "futures", "distributed", "jit", "hub", "overrides", "multiprocessing", "backends", "cpu", "cuda", "primitives.linalg_ns",
-     "compiler", "_dynamo", "_tensor_str", "_utils",       # torch's load-time stand-ins (issue 22)
+     "futures", "distributed", "jit", "hub", "overrides", "multiprocessing", "backends", "cpu", "cuda", "amp", "profiler",
+     "primitives.linalg_ns",
+     "compiler", "_dynamo", "_tensor_str", "_utils", "_subclasses",  # torch's load-time stand-ins (issue 22)
      "primitives.special_ns", "primitives.fft", "primitives.signal", "_missing"),
     # the top: hookgrad itself (the flat namespace, ""), the namespace glue (torch._C, torch.ops, the torch
     #    alias) and the clients of the public API, which import hookgrad as their users do
     ("__config__",                          # describes the build (reads hookgrad.__version__)
      "", "_C", "ops", "library", "_custom_ops", "compat", "functional", "__main__", "_spawn", "tools", "models", "distributions", "testing",
-     "utils._python_dispatch", "_sample_fns"),
+     "utils._python_dispatch", "utils.flop_counter", "_sample_fns"),
 )
 # hookgrad/__init__ re-exports every layer: its own imports are not checked (an import of it from a layer
 # below the top is an upward import, reported as such), and they are left out of the cycle search.

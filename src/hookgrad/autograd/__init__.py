@@ -20,6 +20,9 @@ __all__ = ["backward", "grad", "no_grad", "enable_grad", "set_grad_enabled", "in
 
 # the legacy `variable` module and function, the profiler, forward_ad (names only) and is_tensor_like
 from . import variable as _variable_module, profiler, forward_ad  # noqa: E402,F401
+from . import profiler_util  # noqa: E402,F401
+from .profiler import _profiler_enabled  # noqa: E402,F401
+from .profiler_util import DeviceType  # noqa: E402,F401
 
 
 def variable(*args, **kwargs):

@@ -6,10 +6,15 @@ import threading
 
 from ..utils.hooks import add_hook, HookDict
 
-__all__ = ["OpHook", "register_op_hook", "op_name"]
+__all__ = ["OpHook", "register_op_hook", "op_name", "aten_name"]
 
 
 _op_hooks = HookDict()          # id -> OpHook; checked (one global lookup) on every op
+# The input cast at an op's entry (autocast, hookgrad.amp): None, or fn(cls, args) -> (args, fix), where fix is
+# None or fn(out) -> out, applied to the op's result. Its owner also keeps an entry in _op_hooks while it is
+# set, so that every op (fast paths included) comes through here. A composite op that PyTorch casts as a
+# whole calls it with its aten name instead of a class.
+_input_cast = [None]
 
 
 class _OpTLS(threading.local):
@@ -77,9 +82,38 @@ def op_name(node_or_cls):
     return op
 
 
+def cast_composite(name, args):
+    """``args`` as autocast casts them at the composite op ``name`` (aten's name: ``"linear"``), which PyTorch
+    casts as a whole; call only while ``_input_cast[0]`` is set."""
+    return _input_cast[0](name, args)[0]
+
+
+_ATEN_NAMES = {}
+_SNAKE = re.compile(r"(?<=[a-z])(?=[A-Z])|(?<=[A-Z0-9])(?=[A-Z][a-z])")
+
+
+def aten_name(node_or_cls):
+    """PyTorch's aten operator name of a primitive (class, node or op_name): ``AddmmBackward0`` -> ``"addmm"``,
+    ``MaxPool2DWithIndicesBackward0`` -> ``"max_pool2d_with_indices"``, ``ToCopyBackward0`` -> ``"_to_copy"``."""
+    name = node_or_cls if isinstance(node_or_cls, str) else \
+        node_or_cls.__name__ if isinstance(node_or_cls, type) else node_or_cls.name()
+    op = _ATEN_NAMES.get(name)
+    if op is None:
+        from .._coverage_names import ATEN_OVERLOADS as table
+        op = _SNAKE.sub("_", re.sub(r"Backward\d*$", "", name.rsplit("::", 1)[-1])).lower()
+        if op not in table:
+            op = "_" + op if "_" + op in table else re.sub(r"([a-z])(\d+d)$", r"\1_\2", op)
+        _ATEN_NAMES[name] = op
+    return op
+
+
 def _apply_with_op_hooks(cls, args, params, run=None):
     """``cls.apply(*args, **params)`` (or ``run(*args)``, a fast path computing the same op) between
-    the op hooks' forward_pre and forward_post."""
+    the op hooks' forward_pre and forward_post, after the input cast (autocast) if one is set."""
+    cast = _input_cast[0]
+    fix = None
+    if cast is not None:
+        args, fix = cast(cls, args)
     hooks = tuple(_op_hooks.values())
     name = op_name(cls)
     tls = _op_tls
@@ -89,6 +123,8 @@ def _apply_with_op_hooks(cls, args, params, run=None):
         for h in hooks:
             h.forward_pre(name, args)
         out = run(*args) if run is not None else cls.apply(*args, **params)
+        if fix is not None:
+            out = fix(out)
         node = (out[0] if type(out) is tuple else out).grad_fn
         node = node if type(node) is cls else None
         for h in hooks:

@@ -16,6 +16,7 @@ from ..primitives.linalg import addmm, matmul, mm as _mm
 from ..primitives.shape import t as _t
 from .._errors import float_kernel, not_implemented_for, scalar_name
 from ..autograd.grad_mode import no_grad
+from ..autograd.op_hooks import _input_cast, cast_composite as _cast_composite
 
 _int = (int, np.integer)
 
@@ -255,6 +256,8 @@ def linear(input, weight, bias=None):
         _tensor_arg(input, "linear", "input", 1)
         _tensor_arg(weight, "linear", "weight", 2)
         _tensor_arg(bias, "linear", "bias", 3)
+    if _input_cast[0] is not None:      # autocast casts aten::linear's arguments
+        input, weight, bias = _cast_composite("linear", (input, weight, bias))
     nd = input._data.ndim
     wt = _t(weight)         # the primitives themselves: internal calls skip the public wrappers
     if nd == 2:
@@ -361,6 +364,8 @@ def _conv(name, n, input, weight, bias, stride, padding, dilation, groups):
     if not isinstance(weight, Tensor):
         raise TypeError(f"{name}() received an invalid combination of arguments - got (Tensor, {C._tname(weight)}), "
                         "but expected one of:")
+    if _input_cast[0] is not None:      # autocast casts aten::conv<n>d's arguments
+        input, weight, bias = _cast_composite(name, (input, weight, bias))
     if nd == n + 1:
         return _conv(name, n, input.unsqueeze(0), weight, bias, stride, padding, dilation, groups).squeeze(0)
     k = tuple(weight.shape[2:])
@@ -408,6 +413,8 @@ def _conv_transpose(name, n, input, weight, bias, stride, padding, output_paddin
     for arg, v, pos in (("input", input, 1), ("weight", weight, 2)):
         if not isinstance(v, Tensor):
             raise TypeError(f"{name}(): argument '{arg}' (position {pos}) must be Tensor, not {C._tname(v)}")
+    if _input_cast[0] is not None:      # autocast casts aten::conv_transpose<n>d's arguments
+        input, weight, bias = _cast_composite(name, (input, weight, bias))
     nd = input.dim()
     if nd not in (n + 1, n + 2):
         raise RuntimeError(f"Expected {n + 1}D (unbatched) or {n + 2}D (batched) input to {name}, but got input of "
@@ -1744,6 +1751,8 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
         _class_target(input, target, weight)
     if (probs or label_smoothing > 0) and not 0.0 <= label_smoothing <= 1.0:
         raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing:g}")
+    if _input_cast[0] is not None:      # autocast: PyTorch casts cross_entropy_loss as a whole (float32)
+        input, weight = _cast_composite("cross_entropy_loss", (input, weight))
     logp = N.log_softmax(input, cdim)
     wshape = [1] * input.dim()
     wshape[cdim] = c

@@ -175,6 +175,8 @@ def matmul(input, other):
     folded into mm / mv, or expand + reshape + bmm, so that the graph has PyTorch's nodes at every level."""
     if not isinstance(input, Tensor) or not isinstance(other, Tensor):
         raise TypeError(f"matmul(): argument 'other' (position 2) must be Tensor, not {type(other).__name__}")
+    if _G._input_cast[0] is not None:   # autocast casts aten::matmul's arguments
+        input, other = _G.cast_composite("matmul", (input, other))
     da, db = input._data.ndim, other._data.ndim
     if da == 0 or db == 0:
         raise RuntimeError(f"both arguments to matmul need to be at least 1D, but they are {da}D and {db}D")

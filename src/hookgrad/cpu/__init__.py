@@ -80,3 +80,6 @@ class StreamContext(contextlib.AbstractContextManager):
 
 def stream(stream):
     return StreamContext(stream)
+
+
+from . import amp  # noqa: E402,F401  (torch.cpu.amp: the deprecated aliases of torch.amp)
