@@ -256,3 +256,38 @@ def __getattr__(name):
                                HashStore=distributed.HashStore, PrefixStore=distributed.PrefixStore,
                                GradBucket=distributed.GradBucket)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+class PyTorchFileReader:
+    """Reads the records of a checkpoint archive (``torch.save``'s zip format) by name, over the reader
+    ``torch.load`` uses. ``get_storage_from_record`` is not supported (hookgrad loads whole checkpoints)."""
+
+    def __init__(self, name_or_buffer):
+        from .serialization import _Reader
+        if isinstance(name_or_buffer, (str, bytes)) or hasattr(name_or_buffer, "__fspath__"):
+            self._file = open(name_or_buffer, "rb")
+            what = repr(str(name_or_buffer))
+        else:
+            self._file, what = name_or_buffer, "the buffer"
+        self._reader = _Reader(self._file, what)
+
+    def get_record(self, name):
+        return self._reader.record(name)
+
+    def has_record(self, name):
+        return f"{self._reader.prefix}/{name}" in self._reader.infos
+
+    def get_all_records(self):
+        return [n.split("/", 1)[1] for n in self._reader.infos]
+
+    def get_record_offset(self, name):
+        info = self._reader._info(name)
+        return info.header_offset + 30 + len(info.filename.encode()) + len(info.extra)
+
+    def serialization_id(self):
+        return self.get_record(".data/serialization_id").decode() if self.has_record(".data/serialization_id") \
+            else ""
+
+    def get_storage_from_record(self, name, numel, dtype):
+        raise NotImplementedError("torch._C.PyTorchFileReader.get_storage_from_record is not implemented in "
+                                  "hookgrad (load the checkpoint with torch.load)")

@@ -7,6 +7,8 @@ otherwise ignored.
 import collections.abc
 import re
 
+from typing import Generic, TypeVar
+
 import numpy as np
 
 from .dataset import IterableDataset
@@ -120,7 +122,10 @@ class _InfiniteConstantSampler:
             yield None
 
 
-class DataLoader:
+_T_co = TypeVar("_T_co", covariant=True)
+
+
+class DataLoader(Generic[_T_co]):
     """Iterate over a dataset in (optionally shuffled) batches; see the module docstring about workers.
 
     >>> import hookgrad as torch
@@ -149,6 +154,7 @@ class DataLoader:
         self.timeout = timeout
         self.worker_init_fn = worker_init_fn
         self.persistent_workers = persistent_workers
+        self._iterator = None           # PyTorch keeps the iterator of persistent workers here (never set: no workers)
         self._is_iterable = isinstance(dataset, IterableDataset)
         if self._is_iterable:
             if shuffle not in {False, None}:
@@ -207,7 +213,7 @@ class DataLoader:
         return self.collate_fn(ds[indices])
 
     def __iter__(self):
-        return _SingleProcessIter(self)
+        return _SingleProcessDataLoaderIter(self)
 
     def __len__(self):
         if self._is_iterable:
@@ -219,7 +225,20 @@ class DataLoader:
         return len(self._index_sampler)
 
 
-class _SingleProcessIter:
+class _BaseDataLoaderIter:
+    """The base class of DataLoader's iterators (packages test ``isinstance`` against it)."""
+
+
+class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
+    """PyTorch's iterator over worker processes. hookgrad's DataLoader loads in the main process whatever
+    ``num_workers`` says (see the module docstring), so it makes none."""
+
+    def __init__(self, loader):
+        raise NotImplementedError("hookgrad's DataLoader loads in the main process: it has no multiprocessing "
+                                  "iterator (iter(loader) gives a _SingleProcessDataLoaderIter)")
+
+
+class _SingleProcessDataLoaderIter(_BaseDataLoaderIter):
     """PyTorch's single-process iterator: each __next__ takes the next indices and fetches that batch, so an
     exception from __getitem__, the dataset's iterator or collate_fn propagates and the following next()
     goes on with the following batch (a generator would be finished by the exception)."""

@@ -4,12 +4,15 @@ import bisect
 import math
 import warnings
 from itertools import accumulate
+from typing import Generic, TypeVar
+
+T_co = TypeVar("T_co", covariant=True)
 
 __all__ = ["Dataset", "IterableDataset", "TensorDataset", "StackDataset", "Subset", "ConcatDataset", "ChainDataset",
            "random_split"]
 
 
-class Dataset:
+class Dataset(Generic[T_co]):
     """A map-style dataset: implement ``__getitem__`` (and usually ``__len__``)."""
 
     def __getitem__(self, index):
@@ -19,7 +22,7 @@ class Dataset:
         return ConcatDataset([self, other])
 
 
-class IterableDataset(Dataset):
+class IterableDataset(Dataset[T_co]):
     """An iterable-style dataset: implement ``__iter__``."""
 
     def __iter__(self):

@@ -1,4 +1,7 @@
 """Samplers: which indices a DataLoader fetches, and in which order."""
+from typing import Generic, TypeVar
+
+_T_co = TypeVar("_T_co", covariant=True)
 __all__ = ["Sampler", "SequentialSampler", "RandomSampler", "SubsetRandomSampler", "WeightedRandomSampler",
            "BatchSampler"]
 
@@ -15,7 +18,7 @@ def _new_generator():
     return C.Generator().manual_seed(_random_int64())
 
 
-class Sampler:
+class Sampler(Generic[_T_co]):
     """Base class: iterate over indices (or lists of indices for batch samplers)."""
 
     def __init__(self, data_source=None):

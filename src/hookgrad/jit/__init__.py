@@ -12,7 +12,7 @@ import os
 import typing
 import warnings
 
-from .futures import Future, _CFuture
+from ..futures import Future, _CFuture
 
 __all__ = ["script", "trace", "trace_module", "ignore", "unused", "export", "is_scripting", "is_tracing",
            "annotate", "Final", "interface", "fork", "wait", "save", "load", "ScriptModule", "ScriptFunction",
@@ -309,3 +309,7 @@ def load(f, map_location=None, _extra_files=None, _restore_shapes=False):
         raise ValueError(f"The provided filename {f} is a directory")
     raise RuntimeError(f"torch.jit.load reads TorchScript archives: {_NON_GOAL}. Save the weights with "
                        f"torch.save(model.state_dict(), f) and load them with torch.load(f) instead.")
+
+
+from .. import _missing  # noqa: E402
+__getattr__ = _missing.module_getattr(__name__, "torch.jit")

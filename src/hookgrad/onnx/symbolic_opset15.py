@@ -1,0 +1,3 @@
+"""torch.onnx.symbolic_opset15: ONNX opset 15's symbolic functions, used only while exporting (hookgrad never
+exports): reading one gives a function that raises NotImplementedError when called."""
+from ._symbolic import export_only as __getattr__  # noqa: F401
