@@ -455,7 +455,6 @@ class DeformConv2d(Node, name="DeformConv2dFunctionBackward"):
     def forward(self, x, w, off, mask, bias):
         _float(x, self.op)
         _check(x.ndim == 4 and off.ndim == 4 and w.ndim == 4, "Expected 4-D input, weight and offset")
-        _check(not self.use_mask or mask.ndim == 4, "Expected 4-D mask")
         N, Cin, H, W, Cout, Cg, kh, kw, OH, OW = self._geometry(x, w, off, mask)
         gw, og = self.n_weight_grps, self.n_offset_grps
         _check(kh > 0 and kw > 0, f"weight_h: {kh} weight_w: {kw}")
@@ -466,15 +465,17 @@ class DeformConv2d(Node, name="DeformConv2dFunctionBackward"):
         _check(Cout % gw == 0, "Expected weight.size(0) % n_weight_grps == 0")
         _check(off.shape[1] == og * 2 * kh * kw,
                f"offset.shape[1] is not valid: got: {off.shape[1]} expected: {og * 2 * kh * kw}")
-        _check(not self.use_mask or mask.shape[1] == og * kh * kw,
-               f"mask.shape[1] is not valid: got: {mask.shape[1]} expected: {og * kh * kw}")
         _check(Cin % og == 0, "Expected input.size(1) % n_offset_grps == 0")
         _check(off.shape[0] == N, "invalid batch size of offset")
         _check(off.shape[2] == OH and off.shape[3] == OW,
                f"offset output dims: ({off.shape[2]}, {off.shape[3]}) - computed output dims: ({OH}, {OW})")
-        _check(not self.use_mask or mask.shape[0] == N, "invalid batch size of mask")
-        _check(not self.use_mask or (mask.shape[2] == OH and mask.shape[3] == OW),
-               f"mask output dims: ({mask.shape[2]}, {mask.shape[3]}) - computed output dims: ({OH}, {OW})")
+        if self.use_mask:
+            _check(mask.ndim == 4, "Expected 4-D mask")
+            _check(mask.shape[1] == og * kh * kw,
+                   f"mask.shape[1] is not valid: got: {mask.shape[1]} expected: {og * kh * kw}")
+            _check(mask.shape[0] == N, "invalid batch size of mask")
+            _check(mask.shape[2] == OH and mask.shape[3] == OW,
+                   f"mask output dims: ({mask.shape[2]}, {mask.shape[3]}) - computed output dims: ({OH}, {OW})")
         _check(OH > 0 and OW > 0, f"Calculated output size too small - out_h: {OH} out_w: {OW}")
         self._geo = (N, Cin, H, W, Cout, Cg, kh, kw, OH, OW)
         out = array_module(x).zeros((N, Cout, OH * OW), x.dtype)
