@@ -344,6 +344,7 @@ class Tracer(TracerBase):
                 patcher.patch_method(Module, "__getattr__", module_getattr_wrapper, deduplicate=False)
                 patcher.patch_method(Module, "__call__", module_call_wrapper, deduplicate=False)
                 _patch_wrapped_functions(patcher)
+                _patch_tensor_operators(patcher)
                 _autowrap_check(patcher, fn_globals, self._autowrap_function_ids)
                 for module in self._autowrap_search:
                     _autowrap_check(patcher, module.__dict__, self._autowrap_function_ids)
@@ -462,6 +463,29 @@ def _patch_wrapped_functions(patcher):
         patcher.patch(frame_dict, name, _create_wrapped_func(orig_fn))
     for cls, name in _wrapped_methods_to_patch:
         patcher.patch_method(cls, name, _create_wrapped_method(cls, name))
+
+
+# ``tensor <op> proxy``: PyTorch's Tensor operators hand the call to Proxy.__torch_function__, which records these
+# methods; hookgrad's fast operators do not look at __torch_function__, so they are patched while tracing
+_TENSOR_OPERATORS = {"__add__": "add", "__sub__": "sub", "__mul__": "mul", "__truediv__": "div",
+                     "__floordiv__": "__floordiv__", "__mod__": "remainder", "__pow__": "pow", "__matmul__": "matmul",
+                     "__and__": "__and__", "__or__": "__or__", "__xor__": "__xor__", "__lshift__": "__lshift__",
+                     "__rshift__": "__rshift__", "__eq__": "eq", "__ne__": "ne", "__lt__": "lt", "__le__": "le",
+                     "__gt__": "gt", "__ge__": "ge"}
+
+
+def _tensor_operator(orig, method_name):
+    @functools.wraps(orig)
+    def op(self, other):
+        if isinstance(other, Proxy):
+            return other.tracer.create_proxy("call_method", method_name, (self, other), {})
+        return orig(self, other)
+    return op
+
+
+def _patch_tensor_operators(patcher):
+    for name, method_name in _TENSOR_OPERATORS.items():
+        patcher.patch_method(Tensor, name, _tensor_operator(getattr(Tensor, name), method_name))
 
 
 def _autowrap_check(patcher, frame_dict, function_ids):

@@ -5,6 +5,7 @@ import builtins
 import contextlib
 import copy
 import dataclasses
+import inspect
 import keyword
 import math
 import re
@@ -61,7 +62,7 @@ def _is_from_torch(obj):
     module = getattr(obj, "__module__", None)
     if module is not None:
         return (module == "torch" or module.startswith("torch.") or module == "hookgrad" or
-                module.startswith("hookgrad.")) and ".fx." not in module
+                module.startswith("hookgrad."))
     return False
 
 
@@ -503,8 +504,8 @@ class Graph:
             raise AssertionError("Node to insert after is not in graph.")
         return _InsertPoint(self, n.append)
 
-    def placeholder(self, name, type_expr=None, default_value=None):
-        args = () if default_value is None else (default_value,)
+    def placeholder(self, name, type_expr=None, default_value=inspect.Signature.empty):
+        args = () if default_value is inspect.Signature.empty else (default_value,)
         return self.create_node("placeholder", name, args=args, type_expr=type_expr)
 
     def get_attr(self, qualified_name, type_expr=None):

@@ -86,9 +86,7 @@ def _get_qualified_name(func):
     if getattr(Tensor, name, None) is func:
         return f"torch.Tensor.{name}"
     module = getattr(func, "__module__", None) or ""
-    if module == "_operator":
-        module = "operator"
-    elif module.startswith("hookgrad"):
+    if module.startswith("hookgrad"):
         module = "torch" + module[len("hookgrad"):]
     return f"{module}.{getattr(func, '__qualname__', name)}".replace("<locals>.", "")
 

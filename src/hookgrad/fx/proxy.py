@@ -2,6 +2,7 @@
 operation done on it as a Node (operators as ``call_function`` on ``operator.*``, attribute reads as
 ``getattr``, method calls as ``call_method``, hookgrad functions through ``__torch_function__``), and
 ``TracerBase``, which turns values into Node arguments."""
+import bisect
 import collections
 import copy
 import dis
@@ -220,13 +221,9 @@ class Proxy:
         frame = inspect.currentframe()
         calling_frame = frame.f_back
         insts = list(dis.get_instructions(calling_frame.f_code))
-        cur = calling_frame.f_lasti
-        for i, inst in enumerate(insts):
-            if inst.offset == cur:
-                for nxt in insts[i + 1:i + 3]:
-                    if nxt.opname == "UNPACK_SEQUENCE":
-                        return (self[j] for j in range(nxt.argval))
-                break
+        inst = insts[bisect.bisect_left(insts, calling_frame.f_lasti, key=lambda x: x.offset)]
+        if inst.opname == "UNPACK_SEQUENCE":     # ``a, b = proxy``: as many getitem Nodes
+            return (self[i] for i in range(inst.argval))
         return self.tracer.iter(self)
 
     def __abs__(self):
@@ -251,10 +248,6 @@ class Proxy:
     def __len__(self):
         raise RuntimeError("'len' is not supported in symbolic tracing by default. If you want this call to be "
                            "recorded, please call torch.fx.wrap('len') at module scope")
-
-    def __index__(self):
-        raise TraceError("symbolically traced variables cannot be used as an index or a size (they have no value "
-                         "while tracing)")
 
     @classmethod
     def __torch_function__(cls, orig_method, types, args=None, kwargs=None):
