@@ -203,22 +203,28 @@ def _map(args, fn):
                  else a for a in args)
 
 
-def _rounder(dt):
-    """The fix for an op's result: NumPy (ml_dtypes) computes a bfloat16 product in float32, PyTorch rounds it
-    to bfloat16; the result's array is rounded in place, before anything holds it."""
+def _result_dtype(dt, widen):
+    """The fix for an op's result, converting its floating arrays in place before anything holds them:
+    lower-precision ops round to ``dt`` (NumPy and ml_dtypes compute a bfloat16 product in float32, PyTorch
+    rounds it to bfloat16); float32 ops widen a lower-precision result (an op whose output dtype was fixed
+    before the cast, as prod's) to float32.
+    NOTE: a node that saved its output keeps the array it computed (the fix replaces the result's array only);
+    the lower-precision ops save no output, and a float32 op's ``dt`` is set before it runs."""
     npdt = dt.np
 
     def fix(out):
         for t in (out if type(out) is tuple else (out,)):
-            if isinstance(t, Tensor) and t._data.dtype != npdt and t._data.dtype.kind == "f":
+            if isinstance(t, Tensor) and t._data.dtype != npdt and t.dtype.is_floating_point and (
+                    not widen or t._data.dtype.itemsize < 4):
                 t._data = t._data.astype(npdt)
         return out
     return fix
 
 
-def _cast_inputs(cls, args):
+def _cast_inputs(cls, args, params):
     """The input cast of autocast's CPU policy for primitive ``cls`` (or a composite's aten name), installed in
-    op_hooks while CPU autocast is on in some thread: (the cast args, the fix of the result or None)."""
+    op_hooks while CPU autocast is on in some thread: (the cast args, the fix of the result or None). A float32
+    op's ``dt`` parameter (the output dtype its public function chose) becomes float32."""
     if not _state.enabled.get("cpu"):
         return args, None
     pol = _POLICY.get(cls, False)
@@ -228,9 +234,13 @@ def _cast_inputs(cls, args):
         return args, None
     if pol == "lower":
         dt = get_autocast_dtype("cpu")
-        return _map(args, lambda t: _cached_cast(t, dt)), _rounder(dt)
+        return _map(args, lambda t: _cached_cast(t, dt)), _result_dtype(dt, False)
     if pol == "fp32":
         dt = D.float32
+        odt = params.get("dt") if params else None
+        if odt is not None and getattr(odt, "kind", "") in "fV" and getattr(odt, "itemsize", 8) < 4:
+            params["dt"] = D.float32.np
+        return _map(args, lambda t: _cached_cast(t, dt)), _result_dtype(dt, True)
     else:
         dts = {x.dtype for a in args for x in (a if isinstance(a, (list, tuple)) else (a,)) if _eligible(x)}
         if len(dts) < 2:

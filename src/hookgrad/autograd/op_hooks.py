@@ -10,8 +10,8 @@ __all__ = ["OpHook", "register_op_hook", "op_name", "aten_name"]
 
 
 _op_hooks = HookDict()          # id -> OpHook; checked (one global lookup) on every op
-# The input cast at an op's entry (autocast, hookgrad.amp): None, or fn(cls, args) -> (args, fix), where fix is
-# None or fn(out) -> out, applied to the op's result. Its owner also keeps an entry in _op_hooks while it is
+# The input cast at an op's entry (autocast, hookgrad.amp): None, or fn(cls, args, params) -> (args, fix), where
+# fix is None or fn(out) -> out, applied to the op's result (params, a dict or None, may be updated in place). Its owner also keeps an entry in _op_hooks while it is
 # set, so that every op (fast paths included) comes through here. A composite op that PyTorch casts as a
 # whole calls it with its aten name instead of a class.
 _input_cast = [None]
@@ -85,7 +85,7 @@ def op_name(node_or_cls):
 def cast_composite(name, args):
     """``args`` as autocast casts them at the composite op ``name`` (aten's name: ``"linear"``), which PyTorch
     casts as a whole; call only while ``_input_cast[0]`` is set."""
-    return _input_cast[0](name, args)[0]
+    return _input_cast[0](name, args, None)[0]
 
 
 _ATEN_NAMES = {}
@@ -113,7 +113,7 @@ def _apply_with_op_hooks(cls, args, params, run=None):
     cast = _input_cast[0]
     fix = None
     if cast is not None:
-        args, fix = cast(cls, args)
+        args, fix = cast(cls, args, params)
     hooks = tuple(_op_hooks.values())
     name = op_name(cls)
     tls = _op_tls

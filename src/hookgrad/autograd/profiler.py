@@ -97,7 +97,11 @@ class _Session(OpHook):
 
     def open(self, name, inputs=None, user=False, seq=-1):
         t = (_now() - self._t0) / 1000.0
-        ev = FunctionEvent(next(_ids), name, threading.get_ident(), t, t, input_shapes=_shapes(inputs)
+        trace_name = name       # the steps share one name in the tables, as PyTorch's ("ProfilerStep*")
+        if user and name.startswith("ProfilerStep#"):
+            name = "ProfilerStep*"
+        ev = FunctionEvent(next(_ids), name, threading.get_ident(), t, t, trace_name=trace_name,
+                           input_shapes=_shapes(inputs)
                            if self.record_shapes and inputs is not None else [],
                            stack=_user_stack() if self.with_stack and not user else [], sequence_nr=seq,
                            is_user_annotation=user)
@@ -298,9 +302,6 @@ class profile:
     def total_average(self):
         self._check_finish()
         return self.function_events.total_average()
-
-    def events(self):
-        return self.function_events
 
     @property
     def self_cpu_time_total(self):

@@ -1831,6 +1831,8 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
 
 def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None, reduce=None, reduction="mean",
                                      pos_weight=None):
+    if _input_cast[0] is not None:      # autocast: PyTorch casts this loss as a whole (float32)
+        input, target = _cast_composite("binary_cross_entropy_with_logits", (input, target))
     reduction = _reduction(size_average, reduce, reduction)
     if tuple(target.shape) != tuple(input.shape):
         raise ValueError(f"Target size ({target.size()}) must be the same as input size ({input.size()})")
@@ -1951,6 +1953,8 @@ def margin_ranking_loss(input1, input2, target, margin=0.0, size_average=None, r
 
 
 def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=None, reduction="mean"):
+    if _input_cast[0] is not None:      # autocast: PyTorch casts this loss as a whole (float32)
+        input, target = _cast_composite("hinge_embedding_loss", (input, target))
     reduction = _valid_reduction(_reduction(size_average, reduce, reduction))
     zeros = C.zeros_like(input)
     out_margin = where(target != 1, (margin - input).clamp_min(0), zeros)
@@ -1959,6 +1963,8 @@ def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=No
 
 def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
     from ..primitives.losses import SoftMarginLoss
+    if _input_cast[0] is not None:      # autocast: PyTorch casts this loss as a whole (float32)
+        input, target = _cast_composite("soft_margin_loss", (input, target))
     reduction = _valid_reduction(_reduction(size_average, reduce, reduction))
     _no_grad_arg(target, "soft_margin_loss", "target")
     if input._data.dtype.kind != "f":
@@ -2032,6 +2038,8 @@ def _triplet_dims(anchor, positive, negative):
 
 def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, swap=False, size_average=None,
                         reduce=None, reduction="mean"):
+    if _input_cast[0] is not None:      # autocast: PyTorch casts this loss as a whole (float32)
+        anchor, positive, negative = _cast_composite("triplet_margin_loss", (anchor, positive, negative))
     reduction = _valid_reduction(_reduction(size_average, reduce, reduction))
     if margin <= 0:
         raise ValueError(f"margin must be greater than 0, got {margin}")
