@@ -16,6 +16,7 @@ nothing in hookgrad traces with fake tensors.
 >>> torch.ops.mylib.twice(torch.ones(2))
 tensor([2., 2.])
 """
+import contextlib
 import functools
 import inspect
 import sys
@@ -341,7 +342,7 @@ def _autograd_kernel(op, backward, setup_context):
 
     def kernel(*args, **kwargs):
         if kwargs:
-            args = _bind(op, args, kwargs)
+            args = _ops._bind(op, args, kwargs)
         if _state.enabled and any(isinstance(a, Tensor) and a.requires_grad for a in _flat(args)):
             return fn_cls.apply(*args)
         return _ops._backend_kernel(op)(*args)
@@ -355,19 +356,6 @@ def _flat(args):
             yield from a
         else:
             yield a
-
-
-def _bind(op, args, kwargs):
-    """Keyword arguments placed by the schema's argument names (positional-only kernels)."""
-    names = [a.name for a in op.schema.arguments]
-    out = list(args)
-    for n in names[len(args):]:
-        if n not in kwargs:
-            break
-        out.append(kwargs.pop(n))
-    if kwargs:
-        raise TypeError(f"{op.ns}::{op.name}() got unexpected keyword arguments {sorted(kwargs)}")
-    return tuple(out)
 
 
 def register_autograd(op, backward, /, *, setup_context=None, lib=None):
@@ -622,15 +610,11 @@ class OpCheckError(Exception):
     pass
 
 
-@typing.no_type_check
+@contextlib.contextmanager
 def _scoped_library(*args, **kwargs):
-    import contextlib
-
-    @contextlib.contextmanager
-    def scope():
-        lib = Library(*args, **kwargs)
-        try:
-            yield lib
-        finally:
-            lib._destroy()
-    return scope()
+    """A Library destroyed at the end of the ``with`` block."""
+    lib = Library(*args, **kwargs)
+    try:
+        yield lib
+    finally:
+        lib._destroy()

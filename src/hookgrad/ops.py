@@ -422,11 +422,50 @@ def _dispatch(ns, name, overload, args, kwargs):
         op = ops.get(overload)
         if op is None:
             raise RuntimeError(f"{ns}::{name}.{overload}: no such overload")
+    if kwargs or len(args) < len(op.schema.arguments):
+        args = _bind(op, args, kwargs)
     for key in ("Autograd", "AutogradCPU"):
         fn = op.kernels.get(key)
         if fn is not None:
-            return fn(*args, **kwargs)
-    return _backend_kernel(op)(*args, **kwargs)
+            return fn(*args)
+    return _backend_kernel(op)(*args)
+
+
+def _bind(op, args, kwargs):
+    """The arguments in schema order, as PyTorch hands them to a Python kernel: keywords placed by the schema's
+    names, omitted ones filled from its defaults, then trailing arguments equal to their defaults dropped."""
+    import ast
+    out, defaults = list(args), []
+    kwargs = dict(kwargs)
+    schema_args = op.schema.arguments
+    for a in schema_args[len(args):]:
+        if a.name in kwargs:
+            out.append(kwargs.pop(a.name))
+        elif a.default_value is not None:
+            d = a.default_value.strip()
+            try:
+                out.append(ast.literal_eval(d))
+            except (ValueError, SyntaxError):
+                out.append(d)
+        else:
+            raise RuntimeError(f"{op.ns}::{op.name}() is missing value for argument '{a.name}'. Declaration: "
+                               f"{op.schema}")
+    if kwargs:
+        raise RuntimeError(f"Unknown keyword argument '{next(iter(kwargs))}' for operator '{op.ns}::{op.name}'. "
+                           f"Schema: {op.schema}")
+    for a in schema_args:
+        d = a.default_value
+        if d is None:
+            defaults.append(None)
+            continue
+        try:
+            defaults.append(ast.literal_eval(d.strip()))
+        except (ValueError, SyntaxError):
+            defaults.append(d.strip())
+    while out and len(out) <= len(defaults) and schema_args[len(out) - 1].default_value is not None \
+            and type(out[-1]) in (int, float, bool, str, type(None)) and out[-1] == defaults[len(out) - 1]:
+        out.pop()
+    return tuple(out)
 
 
 def import_module(module):

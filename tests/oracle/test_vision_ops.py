@@ -411,6 +411,25 @@ def test_library_module_functions_same_results():
     np.testing.assert_array_equal(h, t)
 
 
+def test_library_keywords_and_defaults():
+    def scenario(lib, ns):
+        with lib.library._scoped_library(ns, "FRAGMENT") as L:
+            L.define("axpy(Tensor x, Tensor y, float a=2.0, bool neg=False) -> Tensor")
+            L.impl("axpy", lambda x, y, a=2.0, neg=False: -(a * x + y) if neg else a * x + y, "CPU")
+            op = getattr(lib.ops, ns).axpy
+            x, y = lib.tensor([1.0, 2.0]), lib.tensor([0.5, -1.0])
+            res = [_np(op(x, y)), _np(op(x, y=y, a=3.0)), _np(op.default(x, y, neg=True))]
+            try:
+                op(x)
+            except Exception as e:      # noqa: BLE001
+                res.append(type(e).__name__)
+        return res
+    t, h = _both(scenario)
+    for a, b in zip(h[:3], t[:3]):
+        np.testing.assert_array_equal(a, b)
+    assert h[3:] == t[3:]
+
+
 def test_library_errors_as_torch():
     def scenario(lib, ns):
         errs = []

@@ -84,6 +84,44 @@ def _scatter(plan, g):
     return out
 
 
+def _axis_matrices(idx, w):
+    """Per roi, one axis's sampling as a matrix over the roi's crop: (start (k,), A (k, bins, crop), crop
+    sizes (k,)); A[k, bin, i] sums the weights of that bin's samples on pixel start + i."""
+    nz = w != 0
+    k, nb = idx.shape[:2]
+    start = np.where(nz, idx, np.iinfo(np.int64).max).min((1, 2))
+    stop = np.where(nz, idx, -1).max((1, 2)) + 1
+    start = np.where(stop > 0, start, 0)
+    size = np.maximum(stop - start, 0)
+    m = int(size.max()) if k else 0
+    flat = ((np.arange(k)[:, None, None] * nb + np.arange(nb)[None, :, None]) * max(m, 1)
+            + (idx - start[:, None, None]))[nz]
+    A = np.bincount(flat, weights=w[nz].astype(np.float64), minlength=k * nb * max(m, 1))
+    return start, A.reshape(k, nb, max(m, 1)).astype(w.dtype), size
+
+
+def _scatter_separable(plan, g, shape, ps):
+    """roi_align's gradient, one roi at a time on the pixels it reads: dX[crop] += A_y^T g A_x (each channel,
+    or for ps_roi_align each bin's own channel). Sums in another order than the kernel's; a NaN gradient
+    spreads over its roi's crop."""
+    out = array_module(g).zeros(shape, g.dtype)
+    C = shape[1]
+    for ks, yi, wy, xi, wx in plan.sep:
+        y0, Ay, hs = _axis_matrices(yi, wy.astype(g.dtype, copy=False))
+        x0, Ax, ws = _axis_matrices(xi, wx.astype(g.dtype, copy=False))
+        for j, k in enumerate(ks):
+            hc, wc = int(hs[j]), int(ws[j])
+            if hc == 0 or wc == 0:
+                continue
+            ay, ax = Ay[j, :, :hc], Ax[j, :, :wc]
+            if ps:
+                r = np.einsum("ohp,hy,px->ohpyx", g[k], ay, ax).reshape(C, hc, wc)
+            else:
+                r = np.tensordot(np.tensordot(g[k], ax, axes=([2], [0])), ay, axes=([1], [0])).transpose(0, 2, 1)
+            out[plan.b[k], :, y0[j]:y0[j] + hc, x0[j]:x0[j] + wc] += r
+    return out
+
+
 def _bilinear_axis(c, size, valid):
     """torchvision's roi_align bilinear rule along one axis: (low, high, w_low, w_high) for coordinates
     ``c`` already known to lie in [-1, size] where ``valid``."""
@@ -119,7 +157,7 @@ def _align_plan(rois, dt, scale, PH, PW, sr, aligned, H, W, nb, ps):
             gw = np.nan_to_num(np.ceil(rw / T(PW))).astype(np.int64)
     cnt = gh * gw
     count = cnt.astype(dt) if ps else np.maximum(cnt, 1).astype(dt)
-    groups = []
+    groups, sep = [], []
     keys = np.stack([np.maximum(gh, 0), np.maximum(gw, 0)], 1)
     for key in np.unique(keys, axis=0) if K else ():
         ks = np.flatnonzero((keys == key).all(1))
@@ -155,8 +193,12 @@ def _align_plan(rois, dt, scale, PH, PW, sr, aligned, H, W, nb, ps):
         else:
             pos = pos + b[ks, None, None] * (H * W)
         groups.append((ks, pos, w.astype(dt, copy=False)))
+        # the same weights per axis (count folded into y's): the gradient's separable form
+        sep.append((ks, yi.reshape(k, PH, -1), (wy / count[ks, None, None, None]).reshape(k, PH, -1),
+                    xi.reshape(k, PW, -1), wx.reshape(k, PW, -1)))
     n_rows = nb * (P if ps else 1) * H * W
     plan = _Plan(n_rows, groups)
+    plan.sep, plan.b = sep, b
     if ps:
         # a roi with no sample divides zero by a zero count: NaN, as the kernel
         plan.nan_rois = np.flatnonzero(cnt == 0)
@@ -249,6 +291,8 @@ class RoiScatter(_GradNode, name="RoIAlignBackwardFunctionBackward"):
         PH, PW = g.shape[2:]
         if g.dtype == np.float16:
             g = g.astype(np.float32)
+        if getattr(self.plan, "sep", None) is not None:
+            return _scatter_separable(self.plan, g, self.shape, self.ps).astype(self.dtype, copy=False)
         r = _scatter(self.plan, _grad_rows(g, PH, PW))
         P = PH * PW
         return _unrows(r, self.shape, self.ps, P).astype(self.dtype, copy=False)
