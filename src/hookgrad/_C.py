@@ -1,5 +1,6 @@
 """The few ``torch._C`` entry points that user code and PyTorch's own hook tests call: the engine's
 queries from inside a backward pass, and the node classes under ``_C._functions``."""
+import sys
 from types import SimpleNamespace
 
 from .autograd.engine import _current_autograd_node, _current_graph_task_id, _will_engine_execute_node
@@ -255,7 +256,8 @@ def __getattr__(name):
         return SimpleNamespace(Reducer=distributed.Reducer, Logger=distributed.Logger, Store=distributed.Store,
                                HashStore=distributed.HashStore, PrefixStore=distributed.PrefixStore,
                                GradBucket=distributed.GradBucket)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from . import _missing
+    return _missing.not_found(sys.modules[__name__], "torch._C", name, f"module {__name__!r} has no attribute {name!r}")
 
 
 class PyTorchFileReader:

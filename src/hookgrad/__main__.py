@@ -3,7 +3,8 @@
 Installs the ``torch`` alias (hookgrad.compat), then runs the program as ``python`` would: as
 ``__main__``, with ``sys.argv``, ``sys.path[0]`` (the script's folder), exit status and traceback as
 ``python script.py`` gives them. ``python -m hookgrad -m module [args...]`` runs a module as ``python -m``
-does, ``python -m hookgrad -c "code" [args...]`` runs a string.
+does, ``python -m hookgrad -c "code" [args...]`` runs a string. ``--lazy`` first turns on lazy mode: torch names
+hookgrad lacks raise only where the program uses them, not where it names them (see hookgrad._missing).
 """
 import os
 import runpy
@@ -13,7 +14,9 @@ import types
 USAGE = """usage: python -m hookgrad script.py [args ...]
        python -m hookgrad -m module [args ...]
        python -m hookgrad -c command [args ...]
-Runs the program with `import torch` meaning hookgrad (hookgrad.compat.install())."""
+       python -m hookgrad --lazy script.py|-m module|-c command [args ...]
+Runs the program with `import torch` meaning hookgrad (hookgrad.compat.install()).
+--lazy: a torch name hookgrad lacks raises NotImplementedName where the program uses it, not where it names it."""
 
 
 def _fresh_main(file=None, spec=None, loader=None):
@@ -77,6 +80,9 @@ def _print_user_traceback(exc):
 
 def main(argv=None):
     argv = list(sys.argv[1:] if argv is None else argv)
+    lazy = bool(argv) and argv[0] == "--lazy"
+    if lazy:
+        argv = argv[1:]
     if not argv or argv[0] in ("-h", "--help"):
         print(USAGE, file=sys.stdout if argv else sys.stderr)
         return 0 if argv else 2
@@ -84,7 +90,7 @@ def main(argv=None):
         print(f"Argument expected for the {argv[0]} option\n{USAGE}", file=sys.stderr)
         return 2
     from . import compat
-    compat.install()
+    compat.install(lazy=lazy)
     if argv[0] == "-m":
         sys.argv = [argv[1]] + argv[2:]
         run, target = _run_module, argv[1]

@@ -104,10 +104,48 @@ class _AliasFinder(importlib.abc.MetaPathFinder):
             except ModuleNotFoundError:        # a parent that does not exist
                 spec = None
             if spec is None:                   # hookgrad has no such module: "No module named 'torch.x'"
+                lazy = _lazy_spec(fullname)
+                if lazy is not None:
+                    return lazy
                 _raise_if_torch_has(fullname)
+                _raise_if_named_directly(fullname)
                 return None
             is_package = spec.submodule_search_locations is not None
         return importlib.machinery.ModuleSpec(fullname, _AliasLoader(real), is_package=is_package)
+
+
+class _LazyModuleLoader(importlib.abc.Loader):
+    """Lazy mode: makes the placeholder module of a torch module hookgrad lacks (see hookgrad._missing)."""
+
+    def __init__(self, where):
+        self.where = where
+
+    def create_module(self, spec):
+        from ._missing import MissingModule
+        return MissingModule(spec.name, self.where)
+
+    def exec_module(self, module):
+        pass
+
+
+def _raise_if_named_directly(fullname):
+    """An import statement (not a probe, not inside a try) of a torch module hookgrad lacks: Python's error, with
+    where lazy mode is."""
+    from . import _missing
+    if _missing.direct_reference(sys._getframe(2)) is not None:
+        raise ModuleNotFoundError(f"No module named {fullname!r} (hookgrad has no such module.{_missing.LAZY_HINT})",
+                                  name=fullname)
+
+
+def _lazy_spec(fullname):
+    """In lazy mode, the spec of a placeholder module when an import statement names ``fullname`` directly."""
+    from . import _missing
+    if not _missing.is_lazy():
+        return None
+    where = _missing.direct_reference(sys._getframe(2))
+    if where is None:
+        return None
+    return importlib.machinery.ModuleSpec(fullname, _LazyModuleLoader(where), is_package=True)
 
 
 def _raise_if_torch_has(fullname):
@@ -144,12 +182,18 @@ def _is_ours(name, mod):
     return sys.modules.get(_TARGET + name[len(_ALIAS):]) is mod
 
 
-def install():
+def install(lazy=False):
     """Make ``import torch`` (and every ``torch.x.y``) give hookgrad's modules. Returns the ``torch`` module.
 
     Idempotent. Raises TorchAlreadyImportedError (an ImportError and a RuntimeError) if the real PyTorch
     is already imported in this process: two libraries cannot both be ``torch``.
+
+    ``lazy=True`` turns on lazy mode (``python -m hookgrad --lazy``): torch names hookgrad lacks that code names
+    directly resolve to placeholders that raise NotImplementedName only when used (rule: hookgrad._missing).
     """
+    from . import _missing
+    if lazy:
+        _missing.set_lazy(True)
     with _lock:
         found = _real_torch_loaded()
         if found is not None:
@@ -201,6 +245,8 @@ def uninstall():
 
     Objects made meanwhile stay hookgrad objects; modules that did ``import torch`` keep their reference.
     """
+    from . import _missing
+    _missing.set_lazy(False)
     with _lock:
         if _state["finder"] in sys.meta_path:
             sys.meta_path.remove(_state["finder"])

@@ -268,4 +268,4 @@ def __getattr__(name):
     if name == "SDPBackend":
         return _SDPBackend()
     from ... import _missing
-    raise _missing.missing(None, "torch.backends.cuda", name, f"module {__name__!r} has no attribute {name!r}")
+    return _missing.not_found(None, "torch.backends.cuda", name, f"module {__name__!r} has no attribute {name!r}")
