@@ -76,7 +76,24 @@ def from_dlpack(ext_tensor):
         arr = np.from_dlpack(src)
     except (BufferError, TypeError, RuntimeError) as e:
         raise RuntimeError(f"from_dlpack: {e}") from None
+    if not arr.flags.writeable and isinstance(src, _Capsule):
+        arr = _writable(arr)
     return Tensor._make(arr)
+
+
+class _Memory:
+    """The same memory as a read-only array, offered writable through ``__array_interface__`` (keeps it alive)."""
+
+    def __init__(self, a):
+        self.a = a
+        self.__array_interface__ = {"shape": a.shape, "typestr": a.dtype.str, "strides": a.strides, "version": 3,
+                                    "data": (a.__array_interface__["data"][0], False)}
+
+
+def _writable(a):
+    """NumPy marks an array read-only when it comes from a legacy DLPack capsule (no read-only flag in that
+    format); PyTorch treats such a tensor as writable, and so does hookgrad: a writable view of the memory."""
+    return np.asarray(_Memory(a))
 
 
 # ---- the Tensor side of the protocol (installed on Tensor below, as primitives/ installs the op methods)
@@ -85,7 +102,7 @@ def __dlpack__(self, *, stream=-1, max_version=None, dl_device=None, copy=None):
     """A DLPack capsule viewing this tensor's memory (the protocol ``numpy.from_dlpack`` and
     ``torch.from_dlpack`` consume)."""
     if self.requires_grad:
-        raise RuntimeError("Can't export tensors that require gradient, use tensor.detach()")
+        raise BufferError("Can't export tensors that require gradient, use tensor.detach()")
     if stream is not None and stream != -1 and not isinstance(stream, int):
         raise TypeError("stream must be ``int`` or ``none``")
     a = self._data
