@@ -146,19 +146,39 @@ def _deregister_pytree_node(cls):
 
 
 def register_dataclass(cls, *, field_names=None, drop_field_names=None, serialized_type_name=None):
-    """Register a dataclass: its (init) fields are the children, in declaration order."""
-    if field_names is None:
-        field_names = [f.name for f in dataclasses.fields(cls) if f.init and f.name not in (drop_field_names or ())]
+    """Register a dataclass (or, with ``field_names``, any class): its fields that are not None are the
+    children, in declaration order; the context is ``[names with a value, names that were None]``."""
+    drop_field_names = drop_field_names or []
+    if not dataclasses.is_dataclass(cls):
+        if field_names is None:
+            raise ValueError("field_names must be specified with a list of all fields used to initialize "
+                             f"{cls}, as it is not a dataclass.")
+    elif field_names is None:
+        field_names = [f.name for f in dataclasses.fields(cls) if f.init]
+    else:
+        init_fields = {f.name for f in dataclasses.fields(cls) if f.init} - set(drop_field_names)
+        if init_fields != set(field_names):
+            raise ValueError("field_names does not include all dataclass fields.\n")
     field_names = list(field_names)
 
     def flatten(obj):
-        return [getattr(obj, n) for n in field_names], field_names
+        values, names, none_names = [], [], []
+        for name in field_names:
+            v = getattr(obj, name)
+            if v is None:
+                none_names.append(name)
+            else:
+                values.append(v)
+                names.append(name)
+        return values, [names, none_names]
 
     def unflatten(values, context):
-        return cls(**dict(zip(context, values)))
+        names, none_names = context
+        return cls(**dict(zip(names, values)), **dict.fromkeys(none_names))
 
     def flatten_with_keys(obj):
-        return [(GetAttrKey(n), getattr(obj, n)) for n in field_names], field_names
+        values, (names, _) = flatten(obj)
+        return [(GetAttrKey(k), v) for k, v in zip(names, values)], names
     _private_register_pytree_node(cls, flatten, unflatten, serialized_type_name=serialized_type_name,
                                   flatten_with_keys_fn=flatten_with_keys)
 
