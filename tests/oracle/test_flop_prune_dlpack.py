@@ -220,3 +220,8 @@ def test_dlpack_device_and_errors():
             lib.ones(2, requires_grad=True).__dlpack__()
     with pytest.raises(TypeError):
         hg.from_dlpack([1, 2])
+    c = hg.from_dlpack(torch.ones(2), copy=True)
+    assert not np.shares_memory(c.numpy(), torch.ones(2).numpy()) and c.tolist() == [1.0, 1.0]
+    for lib in (torch, hg):
+        with pytest.raises(AssertionError):
+            lib.from_dlpack(lib.utils.dlpack.to_dlpack(lib.ones(2)), copy=True)

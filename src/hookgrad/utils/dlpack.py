@@ -52,32 +52,37 @@ class _Capsule:
         return (DLDeviceType.kDLCPU, 0)
 
 
-def from_dlpack(ext_tensor):
+def from_dlpack(ext_tensor, *, device=None, copy=None):
     """A tensor sharing the memory of ``ext_tensor``: an object with ``__dlpack__`` (a torch tensor, a NumPy
-    array, another library's CPU array) or a DLPack capsule.
+    array, another library's CPU array) or a DLPack capsule. ``copy=True`` copies; ``device`` must be the CPU.
 
     >>> a = numpy.arange(3.0); t = hookgrad.from_dlpack(a); t[0] = 5.0; a[0]
     5.0
     """
-    if isinstance(ext_tensor, Tensor):
-        return ext_tensor
     if hasattr(ext_tensor, "__dlpack__"):
+        if device is not None:
+            from .._tensor import _check_device
+            _check_device(device)
         dev = ext_tensor.__dlpack_device__() if hasattr(ext_tensor, "__dlpack_device__") else (1, 0)
         if int(dev[0]) != DLDeviceType.kDLCPU:
             raise RuntimeError(f"hookgrad runs on the CPU only: from_dlpack got a tensor on DLPack device type "
                                f"{int(dev[0])} ({_device_name(dev[0])})")
         src = ext_tensor
     elif type(ext_tensor).__name__ == "PyCapsule":
+        if device is not None or copy is not None:
+            raise AssertionError("device and copy kwargs not supported when ext_tensor is already a DLPack capsule.")
         src = _Capsule(ext_tensor)
     else:
         raise TypeError(f"from_dlpack(): expected an object with __dlpack__ or a DLPack capsule, got "
                         f"{type(ext_tensor).__name__}")
     try:
         arr = np.from_dlpack(src)
-    except (BufferError, TypeError, RuntimeError) as e:
+    except (TypeError, RuntimeError) as e:
         raise RuntimeError(f"from_dlpack: {e}") from None
     if not arr.flags.writeable and isinstance(src, _Capsule):
         arr = _writable(arr)
+    if copy:
+        arr = arr.copy()
     return Tensor._make(arr)
 
 
