@@ -589,6 +589,13 @@ _TV_SCRIPT = textwrap.dedent("""
         res["box_iou"] = O.box_iou(T("boxes")[:5], T("boxes")[5:9]).numpy().tolist()
         res["tv_roi_align"] = O.roi_align(x.detach(), T("rois"), (2, 3), 0.5, 2, True).numpy().tolist()
         res["tv_roi_pool"] = O.roi_pool(x.detach(), T("rois"), (2, 3), 0.5).numpy().tolist()
+        xd = T("xd").requires_grad_(True)
+        dc = O.deform_conv2d(xd, T("off"), T("w"), None, (1, 1), (1, 1), (1, 1), T("mask"))
+        dc.sum().backward()
+        res["deform"], res["deform_grad"] = dc.detach().numpy().tolist(), xd.grad.numpy().tolist()
+        res["deform_nomask"] = O.deform_conv2d(xd.detach(), T("off"), T("w"), T("b"), padding=(1, 1)).numpy().tolist()
+        res["ps_roi_align"] = O.ps_roi_align(T("xps"), T("rois"), (2, 3), 0.5, 2).numpy().tolist()
+        res["ps_roi_pool"] = O.ps_roi_pool(T("xps"), T("rois"), (2, 3), 0.5).numpy().tolist()
         res["tv_roi_align_list"] = O.roi_align(x.detach(), [T("rois")[:2, 1:], T("rois")[2:, 1:]], (2, 3), 0.5, 2,
                                                True).numpy().tolist()
     print(json.dumps(res))
@@ -607,7 +614,11 @@ def test_torchvision_python_on_hookgrad(tmp_path):
     scores = rng.choice(np.linspace(0, 1, 9), n)
     idxs = rng.integers(0, 3, n)
     g = rng.standard_normal((4, 3, 2, 3))
-    data = {"x": x.tolist(), "rois": rois.tolist(), "boxes": boxes.tolist(), "scores": scores.tolist(),
+    xd, w, off, mask, b, *_ = _deform_inputs(rng, N=1, Cin=2, Cout=3, H_=5, W_=5, k=(3, 3), groups=1, og=1,
+                                             stride=(1, 1), pad=(1, 1), dil=(1, 1))
+    xps = rng.standard_normal((2, 12, 8, 9))
+    data = {"xd": xd.tolist(), "w": w.tolist(), "off": off.tolist(), "mask": mask.tolist(), "b": b.tolist(),
+            "xps": xps.tolist(), "x": x.tolist(), "rois": rois.tolist(), "boxes": boxes.tolist(), "scores": scores.tolist(),
             "idxs": idxs.tolist(), "g_align": g.tolist()}
     (tmp_path / "data.json").write_text(json.dumps(data))
     (tmp_path / "tv.py").write_text(_TV_SCRIPT)
@@ -645,6 +656,17 @@ def test_torchvision_python_on_hookgrad(tmp_path):
     np.testing.assert_allclose(res["tv_roi_align_list"], R.roi_align(x, listed, 0.5, 2, 3, 2, True), rtol=1e-12,
                                atol=1e-12)
     np.testing.assert_array_equal(res["tv_roi_pool"], pref)
+    geo = ((1, 1), (1, 1), (1, 1), 1, 1)
+    np.testing.assert_allclose(res["deform"], R.deform_conv2d(xd, w, off, mask, np.zeros(3), *geo, True), rtol=1e-11,
+                               atol=1e-11)
+    np.testing.assert_allclose(res["deform_nomask"], R.deform_conv2d(xd, w, off, mask, b, *geo, False), rtol=1e-11,
+                               atol=1e-11)
+    hx = H(xd, True)
+    _deform(hx, H(w), H(off), H(mask), H(np.zeros(3)), *geo, True).sum().backward()
+    np.testing.assert_allclose(res["deform_grad"], hx.grad.numpy(), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(res["ps_roi_align"], R.ps_roi_align(xps, rois, 0.5, 2, 3, 2)[0], rtol=1e-12,
+                               atol=1e-12, equal_nan=True)
+    np.testing.assert_allclose(res["ps_roi_pool"], R.ps_roi_pool(xps, rois, 0.5, 2, 3), rtol=1e-12, atol=1e-12)
     tb = torch.tensor(boxes)
     area = lambda b: (b[:, 2] - b[:, 0]) * (b[:, 3] - b[:, 1])  # noqa: E731
     lt = torch.max(tb[:5, None, :2], tb[5:9, None, :2].transpose(0, 1))
