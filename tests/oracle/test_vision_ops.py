@@ -301,6 +301,10 @@ def test_nms_errors_and_empty():
         V.nms(H(np.zeros((3, 3))), H(np.zeros(3)), 0.5)
     with pytest.raises(RuntimeError, match="same number of elements"):
         V.nms(H(np.zeros((3, 4))), H(np.zeros(2)), 0.5)
+    with pytest.raises(RuntimeError, match="\"nms_kernel\" not implemented for 'Half'"):   # float and double only
+        V.nms(H(np.zeros((3, 4), "float16")), H(np.zeros(3, "float16")), 0.5)
+    with pytest.raises(RuntimeError, match="roi_pool only supports float and double"):
+        V.roi_pool(H(np.zeros((1, 1, 4, 4), "float16")), H(np.zeros((1, 5), "float16")), 1.0, 2, 2)
 
 
 # ------------------------------------------------------------------------------ torch.ops.load_library

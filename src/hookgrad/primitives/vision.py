@@ -269,9 +269,14 @@ def _check_rois(x, rois, name):
     _check(x.dtype == rois.dtype, f"{name}: input should have the same type as rois")
 
 
-def _float(x, name):
-    if x.dtype.kind != "f":
-        raise RuntimeError(f'"{name}" not implemented for \'{x.dtype}\'')
+_TORCH_NAMES = {"float16": "Half", "bfloat16": "BFloat16", "int64": "Long", "int32": "Int", "int16": "Short",
+                "int8": "Char", "uint8": "Byte", "bool": "Bool"}
+
+
+def _float(x, name, half=True):
+    """The kernels' dtype dispatch: floating types (float16 too where ``half``)."""
+    if x.dtype.kind != "f" or (not half and x.dtype == np.float16):
+        raise RuntimeError(f'"{name}" not implemented for \'{_TORCH_NAMES.get(str(x.dtype), str(x.dtype))}\'')
 
 
 # ------------------------------------------------------------------------------ the gradient nodes
@@ -369,7 +374,7 @@ class PsRoiPool(Node, name="PSROIPoolFunctionBackward"):
     op = "ps_roi_pool"
 
     def forward(self, x, rois):
-        _float(x, self.op)
+        _check(x.dtype in (np.float32, np.float64), "ps_roi_pool only supports float and double types")
         _check_rois(x, rois, self.op)
         N, C, H, W = x.shape
         PH, PW = self.PH, self.PW
@@ -399,7 +404,7 @@ class RoiPool(Node, name="ROIPoolFunctionBackward"):
     op = "roi_pool"
 
     def forward(self, x, rois):
-        _float(x, self.op)
+        _check(x.dtype in (np.float32, np.float64), "roi_pool only supports float and double types")
         _check_rois(x, rois, self.op)
         N, C, H, W = x.shape
         PH, PW = self.PH, self.PW
@@ -595,7 +600,7 @@ def nms_indices(boxes, scores, iou_threshold):
     _check(boxes.shape[0] == scores.shape[0], "boxes and scores should have same number of elements in "
            f"dimension 0, got {boxes.shape[0]} and {scores.shape[0]}")
     _check(boxes.dtype == scores.dtype, "dets should have the same type as scores")
-    _float(boxes, "nms_kernel")
+    _float(boxes, "nms_kernel", half=False)
     n = boxes.shape[0]
     if n == 0:
         return np.zeros(0, np.int64)
