@@ -9,6 +9,13 @@ implementation of the operator: the function of the same name in ``hookgrad``, t
 then ``nn.functional`` (aten's schemas are those of ``torch.<op>``), or an adapter in ``_ADAPTERS`` where
 aten's arguments differ (``convolution``, ``_softmax``, ``slice``...). An operator hookgrad lacks raises
 NotImplementedError naming it when called; a name torch has no operator for raises torch's AttributeError.
+
+Other namespaces hold the operators defined through ``torch.library`` (hookgrad.library) and those of the one
+compiled library hookgrad stands in for: ``load_library`` of torchvision's ``_C`` registers hookgrad's own
+implementations of its operators (hookgrad.primitives.vision) as their CPU kernels; any other library raises
+OSError, as torch does for a library it cannot load. The registry (``_registry``) keeps, per operator overload,
+its schema and its kernels by dispatch key; a call binds its arguments by the schema and runs the Autograd
+kernel if one is registered, else the backend kernel (CPU, CompositeExplicitAutograd, CompositeImplicitAutograd).
 """
 import sys
 import types
