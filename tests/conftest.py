@@ -6,6 +6,14 @@ import pytest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "oracle"))
 sys.path.insert(0, os.path.dirname(__file__))
+# torchvision beside the CPU torch oracle, in this process and in every subprocess (tests/torch_site)
+_TORCH_SITE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "torch_site")
+sys.path.insert(0, _TORCH_SITE)
+os.environ["PYTHONPATH"] = os.pathsep.join([_TORCH_SITE] + [p for p in os.environ.get("PYTHONPATH", "").split(
+    os.pathsep) if p and p != _TORCH_SITE])
+import _before_torchvision  # noqa: E402
+
+_before_torchvision.install()
 
 import backend  # noqa: E402  (tests/backend: HOOKGRAD_TEST_BACKEND=xarray runs the suites on XArray)
 

@@ -548,8 +548,13 @@ class Node:
     def __call__(self, *grads):
         return tuple(self._run_backward(list(grads)))
 
+    # a node class written in Python in PyTorch (a custom Function's node) prints with its module, as
+    # Python's object repr does there: <torch.autograd.function.MyFnBackward object at 0x...>
+    _repr_module = None
+
     def __repr__(self):
-        return f"<{type(self).__name__} object at {hex(id(self))}>"
+        module = f"{self._repr_module}." if self._repr_module else ""
+        return f"<{module}{type(self).__qualname__} object at {hex(id(self))}>"
 
     def _input_shapes(self):
         return [m[0] if m else None for m in self._in_meta]

@@ -971,7 +971,7 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
         invstd = (1.0 / np.sqrt(running_var._data.astype(np.float64) + eps)).astype(x.dtype).reshape(pshape)
     args = (input, weight, bias)
     return N.Norm.apply(*args, sshape=x.shape, axes=axes, pshape=pshape, mean=mean, invstd=invstd,
-                        batch_stats=bool(training), eps=eps, wshape=(c,))
+                        batch_stats=bool(training), eps=eps, wshape=(c,), running=(running_mean, running_var))
 
 
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):

@@ -1174,7 +1174,12 @@ class Norm(Node, name="NativeBatchNormBackward0"):
     """
     save = (0, 1)
     saved_names = ("input", "weight")
-    saved_attrs = ("eps", "training=batch_stats", "result1=mean.reshape(-1)", "result2=invstd.reshape(-1)")
+    # the running statistics are saved as the buffers themselves (None without them); in eval mode PyTorch's
+    # result1/result2 are empty (nothing was computed from the batch)
+    saved_attrs = ("eps", "training=batch_stats", "running_mean=running[0]", "running_var=running[1]",
+                   "result1=mean.reshape(-1)[:mean.size if batch_stats else 0]",
+                   "result2=invstd.reshape(-1)[:invstd.size if batch_stats else 0]")
+    running = (None, None)
 
     def forward(self, x, w=None, b=None):
         if _fast_norm(x, w, b, self.mean, self.invstd):
@@ -1317,6 +1322,8 @@ class LayerNormNode(Norm, name="NativeLayerNormBackward0"):
 
 
 class GroupNormNode(Norm, name="NativeGroupNormBackward0"):
+    saved_attrs = ("eps", "training=batch_stats", "result1=mean.reshape(-1)", "result2=invstd.reshape(-1)")
+
     def _fused_forward(self, x, w, b):
         nb, groups = self.sshape[:2]
         c = x.shape[1]

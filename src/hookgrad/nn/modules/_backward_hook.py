@@ -38,6 +38,7 @@ class BackwardHookFunctionBackward(Node, name="BackwardHookFunctionBackward"):
     outputs are forbidden through ``_forbid_inplace`` (checked by ``primitives._inplace.check_inplace``).
     """
     _bw_hook = None
+    _repr_module = "torch.autograd.function"     # a custom Function's node in PyTorch
     _is_output = False
     _all_diff = True          # False when some wrapped tensor does not require grad (no edge)
     _nondiff_slots = True     # a custom Function: non-differentiable outputs keep their grad slot
