@@ -196,7 +196,8 @@ def _check_shapes(p, g, state=None, grad_first=False, grad_shaped=False):
     ps = p._data.shape
     if g.shape != ps:
         what = f"its gradient has shape {list(g.shape)}"
-        err = _fits(ps, g.shape, what, ps, grad_first) or (_fits(g.shape, ps, what, ps) if grad_shaped else None)
+        err = (_fits(g.shape, ps, what, ps) or _fits(ps, g.shape, what, ps)) if grad_shaped else \
+            _fits(ps, g.shape, what, ps, grad_first)
         if err is not None:
             raise err
     for k, v in (state or {}).items():
