@@ -10,6 +10,7 @@ from . import stats as ST
 from ._inplace import inplace_apply, resize_ as _resize_, resize_as_ as _resize_as_
 from ._dispatch import as_tensor_arg, _scalar_result
 from .. import _creation as C
+from .. import _dtype as _D
 from . import fill as FL
 from .._errors import is_number
 
@@ -170,6 +171,12 @@ _METHODS.update({
     "is_set_to": _Q.is_set_to, "cauchy_": _Q.cauchy_, "log_normal_": _Q.log_normal_, "geometric_": _Q.geometric_,
     "broadcast_to": S.broadcast_to, "ger": L.ger, "inner": L.inner, "multinomial": C.multinomial,
     "split_with_sizes": _Q.split_with_sizes_method,
+    "is_mps": _Q.not_on_device, "is_xpu": _Q.not_on_device, "is_ipu": _Q.not_on_device, "is_maia": _Q.not_on_device,
+    "is_mtia": _Q.not_on_device, "is_vulkan": _Q.not_on_device, "is_xla": _Q.not_on_device,
+    "is_pinned": _Q.is_pinned, "pin_memory": _Q.pin_memory, "is_shared": _Q.is_shared,
+    "share_memory_": _Q.share_memory_,
+    "cfloat": lambda self, memory_format=None: self.to(_D.complex64),
+    "cdouble": lambda self, memory_format=None: self.to(_D.complex128),
 })
 from . import linalg_legacy as _LL      # det, inverse, svd, qr, cholesky, ... (and the removed eig, lstsq, ...)
 _METHODS.update(_LL.METHODS)

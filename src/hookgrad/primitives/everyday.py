@@ -144,6 +144,27 @@ def _volatile_set(self, value):
 
 volatile = property(_volatile_get, _volatile_set)
 is_cpu = property(lambda self: True)
+# the backends hookgrad has no device for: a tensor is never on them (what a PyTorch build without them says)
+not_on_device = property(lambda self: False)
+
+
+def is_pinned(self, device=None):
+    return False
+
+
+def pin_memory(self, device=None):
+    """Page-locked host memory serves copies to an accelerator; like a PyTorch build without one, refuse."""
+    raise RuntimeError("Cannot access accelerator device when none is available.")
+
+
+def is_shared(self):
+    return False
+
+
+def share_memory_(self):
+    """PyTorch moves the storage to shared memory for worker processes; hookgrad's workers get pickled copies,
+    so this returns the tensor as it is (docs/differences.md)."""
+    return self
 
 
 def const_data_ptr(self):

@@ -154,6 +154,9 @@ class DataLoader(Generic[_T_co]):
         self.timeout = timeout
         self.worker_init_fn = worker_init_fn
         self.persistent_workers = persistent_workers
+        self.multiprocessing_context = multiprocessing_context
+        self.pin_memory_device = pin_memory_device
+        self.in_order = in_order
         self._iterator = None           # PyTorch keeps the iterator of persistent workers here (never set: no workers)
         self._is_iterable = isinstance(dataset, IterableDataset)
         if self._is_iterable:
