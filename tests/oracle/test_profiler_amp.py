@@ -348,3 +348,35 @@ def test_grad_scaler_errors():
         return errs
     t, h = both(run)
     assert t == h and len(h) == 2
+
+
+def test_trace_handler_files_nesting_and_stacks(tmp_path):
+    def run(L):
+        x = data(L, 3)
+        d = tmp_path / L.__name__
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            with L.profiler.profile(schedule=L.profiler.schedule(wait=0, warmup=1, active=1, repeat=2),
+                                    on_trace_ready=L.profiler.tensorboard_trace_handler(str(d), "w", use_gzip=True)) as p:
+                for _ in range(5):
+                    x.exp()
+                    p.step()
+        files = sorted(f.name.split(".")[-3:] for f in d.iterdir())
+        with L.profiler.profile() as outer:
+            x.sin()
+            with L.profiler.profile() as inner:
+                x.cos()
+        keys = sorted(e.key for e in outer.key_averages() if e.key in ("aten::sin", "aten::cos")), \
+            sorted(e.key for e in inner.key_averages() if e.key in ("aten::sin", "aten::cos"))
+        return files, keys
+    t, h = both(run)
+    # (a nested torch profiler ends PyTorch's whole session, so its outer one loses everything: hookgrad's
+    # profilers nest, each recording what runs inside it)
+    assert t[0] == h[0] and len(h[0]) == 2 and t[1][1] == h[1][1] and h[1][0] == ["aten::cos", "aten::sin"]
+    with hg.profiler.profile(with_stack=True) as p:
+        hg.ones(2).exp()
+    ev = [e for e in p.events() if e.name == "aten::exp"][0]
+    assert ev.stack and __file__.rstrip("c") in ev.stack[0]
+    assert "Source Location" in p.key_averages(group_by_stack_n=1).table()
+    p.export_stacks(str(tmp_path / "stacks.txt"), "self_cpu_time_total")
+    assert (tmp_path / "stacks.txt").read_text().strip()

@@ -23,7 +23,7 @@ __all__ = ["profile", "record_function", "emit_itt", "emit_nvtx", "load_nvprof",
            "parse_nvprof_trace", "KinetoStepTracker", "EventList", "FunctionEvent", "FunctionEventAvg"]
 
 _is_profiler_enabled = False
-_active = [None]                    # the recording session, or None
+_active = []                        # the recording sessions (profilers may nest: each records what runs inside)
 _lock = threading.Lock()
 _now = time.perf_counter_ns
 _PKG_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
@@ -31,7 +31,7 @@ _PKG_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 
 def _profiler_enabled():
     """``torch.autograd._profiler_enabled()``: whether a profiler is recording."""
-    return _active[0] is not None
+    return bool(_active)
 
 
 def _set_is_profiler_enabled(enable):
@@ -150,9 +150,7 @@ class _Session(OpHook):
 
     def start(self):
         with _lock:
-            if _active[0] is not None:
-                raise RuntimeError("Profiler is already enabled on this thread")
-            _active[0] = self
+            _active.append(self)
         self._handle = register_op_hook(self)
         _set_is_profiler_enabled(True)
 
@@ -161,9 +159,9 @@ class _Session(OpHook):
             self._handle.remove()
             self._handle = None
         with _lock:
-            if _active[0] is self:
-                _active[0] = None
-        _set_is_profiler_enabled(False)
+            if self in _active:
+                _active.remove(self)
+        _set_is_profiler_enabled(bool(_active))
         for st in [getattr(self._tls, "stack", [])]:
             while st:
                 self.close(st[-1])
@@ -180,26 +178,27 @@ class record_function(contextlib.ContextDecorator):
         self.record = None
 
     def __enter__(self):
-        s = _active[0]
-        self.record = s.open(self.name, user=True) if s is not None else None
+        self.record = [(s, s.open(self.name, user=True)) for s in tuple(_active)] or None
         return self
 
+    def _close(self, records):
+        for s, ev in records or ():
+            if s in _active:
+                s.close(ev)
+
     def __exit__(self, exc_type, exc_value, traceback):
-        if self.record is not None and self.run_callbacks_on_exit:
-            s = _active[0]
-            if s is not None:
-                s.close(self.record)
+        if self.run_callbacks_on_exit:
+            self._close(self.record)
             self.record = None
         return False
 
     def _call_end_callbacks_on_future(self, fut):
         """Close the range when ``fut`` completes (hookgrad's futures complete before they are returned)."""
         self.run_callbacks_on_exit = False
-        s, rec = _active[0], self.record
+        records = self.record
 
         def end(f):
-            if s is not None and rec is not None:
-                s.close(rec)
+            self._close(records)
             return f.wait() if hasattr(f, "wait") else f
         return fut.then(end) if hasattr(fut, "then") else fut
 
