@@ -29,7 +29,7 @@ import types
 
 import numpy as np
 
-__all__ = ["kernel", "fast", "available", "disabled", "elementwise", "rows"]
+__all__ = ["kernel", "strict", "fast", "available", "disabled", "elementwise", "rows"]
 
 _state = {"numba": None, "on": os.environ.get("HOOKGRAD_JIT", "1") != "0"}
 _compile_lock = threading.RLock()      # a kernel compiles the kernels it calls
@@ -73,6 +73,7 @@ def disabled():
 
 class kernel:
     """A Python loop compiled by numba on first use (nogil, cached on disk)."""
+    fastmath = _FASTMATH
 
     def __init__(self, fn):
         self.py = fn
@@ -98,8 +99,15 @@ class kernel:
                                         self.py.__closure__)
                 fn.__qualname__, fn.__module__ = self.py.__qualname__, self.py.__module__
                 self.compiled = numba.njit(nogil=True, cache=True, error_model="numpy",
-                                           fastmath=_FASTMATH)(fn)
+                                           fastmath=self.fastmath)(fn)
             return self.compiled
+
+
+class strict(kernel):
+    """A kernel compiled without fast-math: every operation rounded in the order written (no reassociation, no
+    fused multiply-add), for loops that must give another library's bits (``primitives/_reduce_order.py``).
+    The kernels it calls should be ``strict`` too."""
+    fastmath = False
 
 
 def elementwise(k, *inputs, out=None, grain=1 << 16):

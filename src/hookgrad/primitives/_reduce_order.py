@@ -30,7 +30,7 @@ empty, so x86 PyTorch runs their AVX2 (or default) build: 32-byte vectors, 8 flo
 """
 import numpy as np
 
-from .. import _parallel
+from .. import _jit, _parallel
 
 __all__ = ["applies", "torch_sum", "torch_norm2"]
 
@@ -50,19 +50,25 @@ def _ceil_log2(x):
 
 
 def _fold(a, axis=0):
-    """((a[0] + a[1]) + a[2]) + ... along ``axis`` (a running accumulator); 0 when the axis is empty.
+    """((a[0] + a[1]) + a[2]) + ... along ``axis`` (a running accumulator: ``np.add.accumulate`` adds strictly
+    in order); 0 when the axis is empty.
     NOTE: starts from a[0], not 0 + a[0]: only the sign of an all-zero result differs, which the callers
     normalise once (``+ 0``), as PyTorch's output starts at +0."""
-    a = np.moveaxis(a, axis, 0)
-    n = a.shape[0]
+    axis = axis % a.ndim
+    n = a.shape[axis]
+    last = (slice(None),) * axis + (-1,)
     if n == 0:
-        return np.zeros(a.shape[1:], a.dtype)
-    if n <= 32:
-        s = a[0].copy()
+        return np.zeros(a.shape[:axis] + a.shape[axis + 1:], a.dtype)
+    if n == 1:
+        return a[last].copy()
+    if n <= 32 and a.size >= 64 * n:        # few steps over many accumulators: one vector add per step
+        s = a[(slice(None),) * axis + (0,)].copy()
         for i in range(1, n):
-            s += a[i]
+            s += a[(slice(None),) * axis + (i,)]
         return s
-    return np.add.accumulate(a, axis=0)[-1]
+    if a.size < n * n:                      # long runs over few accumulators: each run contiguous
+        return np.add.accumulate(np.ascontiguousarray(np.moveaxis(a, axis, -1)), axis=-1)[..., -1]
+    return np.add.accumulate(a, axis=axis)[last]
 
 
 def _mrs(a):
@@ -70,15 +76,22 @@ def _mrs(a):
     m, rest = a.shape[0], a.shape[1:]
     step = 1 << max(4, _ceil_log2(m) // 4)
     nb = m // step
-    acc0 = _fold(a[nb * step:])
-    levels = [acc0]
+    acc = _fold(a[nb * step:])                                    # level 0's accumulator after the last block
+    if nb == 0:
+        return acc
     b = _fold(a[:nb * step].reshape((nb, step) + rest), 1)        # level 0: blocks of ``step`` values
+    levels = []
     for _ in range(2):                                            # levels 1 and 2: blocks of blocks
         n = b.shape[0] // step
         levels.append(_fold(b[n * step:]))                        # what is left in this level's accumulator
+        if n == 0:
+            break
         b = _fold(b[:n * step].reshape((n, step) + rest), 1)
-    levels.append(_fold(b))                                       # level 3 accumulates everything above
-    return ((levels[0] + levels[1]) + levels[2]) + levels[3]
+    else:
+        levels.append(_fold(b))                                   # level 3 accumulates everything above
+    for lv in levels:                                             # (a level that never filled adds 0)
+        acc = acc + lv
+    return acc
 
 
 def _row_sum(a):
@@ -185,11 +198,22 @@ def torch_sum(x, dims):
 
 
 def _row_result(rows, seg_stride, isz, w):
-    """The sum of each row of ``rows`` (reduced axis last) as one call of the 2-d loop computes it."""
+    """The sum of each row of ``rows`` (reduced axis last) as one call of the 2-d loop computes it:
+    vectorized_inner_sum for a contiguous row of >= w elements, else row_sum."""
+    n = rows.shape[-1]
+    vec = seg_stride == isz and n >= w
+    if _jit.available():
+        flat = np.ascontiguousarray(rows).reshape(-1, n)
+        out = np.empty(flat.shape[0], rows.dtype)
+        _k_rows(flat, w, vec, *_scratch(rows.dtype, 4 * w, 4 * w, w), out)
+        return out.reshape(rows.shape[:-1])
     a = np.moveaxis(rows, -1, 0)
-    if seg_stride == isz and a.shape[0] >= w:
-        return _vec_inner(a, w)
-    return _row_sum(a)
+    return _vec_inner(a, w) if vec else _row_sum(a)
+
+
+def _scratch(dtype, *sizes):
+    """Zeroed work arrays for the kernels: (4, n) for the first size, (n,) for the others."""
+    return [np.zeros((4, sizes[0]), dtype)] + [np.zeros(max(1, n), dtype) for n in sizes[1:]]
 
 
 def _serial(v, ti, w):
@@ -205,19 +229,26 @@ def _serial(v, ti, w):
         return _fold(rows.reshape(kept + (-1,)), -1)
     s_k0 = ti[1][1] if len(ti) > 1 else 0
     k0 = ti[1][0] if len(ti) > 1 else 1
-    if s_r0 == isz and ti[0][0] >= w:
-        return _vec_inner(np.moveaxis(v, -1, 0), w)
+    if s_r0 == isz and ti[0][0] >= w:       # vectorized_inner_sum
+        return _row_result(v, s_r0, isz, w)
     if s_k0 == isz and k0 >= w:             # vectorized_outer_sum: columns side by side
         group = (k0 // (4 * w)) * 4 * w
     elif s_r0 < s_k0:                       # scalar_inner_sum
-        return _row_sum(np.moveaxis(v, -1, 0))
+        return _row_result(v, s_r0, isz, w)
     else:                                   # scalar_outer_sum: 4 columns at a time
         group = (k0 // 4) * 4
-    a = np.moveaxis(v, -1, 0)               # (reduced, ..., k0)
+    if group == 0:                          # (a column at a time: row_sum, as for a row)
+        return _row_result(v, s_r0, isz, w)
+    a = np.moveaxis(v, -1, -2)              # (..., reduced, k0)
+    if _jit.available():
+        x3 = a.reshape((-1,) + a.shape[-2:])
+        out = np.empty((x3.shape[0], k0), v.dtype)
+        col = np.empty(x3.shape[1], v.dtype)
+        _k_columns(x3, group, col, *_scratch(v.dtype, max(group, 4), 4, max(group, 1)), out)
+        return out.reshape(a.shape[:-2] + (k0,))
+    a = np.moveaxis(a, -2, 0)               # (reduced, ..., k0)
     if group == k0:
         return _mrs(a)
-    if group == 0:
-        return _row_sum(a)
     return np.concatenate([_mrs(a[..., :group]), _row_sum(a[..., group:])], axis=-1)
 
 
@@ -300,8 +331,9 @@ def torch_norm2(x, dims):
     m = sum(t[2] for t in ti)
     if m == 0:
         return np.sqrt(v * v).reshape(out_shape)
+    w = _VEC_BYTES // x.itemsize
     if m == 1 and ti[0][1] == x.itemsize:
-        r = _norm_lastdim(np.moveaxis(v, -1, 0), _VEC_BYTES // x.itemsize)
+        r = _sumsq(v, w, True)
     else:                               # binary_kernel_reduce(NormTwoOps): acc + x * x in iteration order
         n = 1
         for t in ti[:m]:
@@ -309,11 +341,24 @@ def torch_norm2(x, dims):
         flat = v.reshape(-1, n)
         threads = _parallel.get_num_threads()
         if flat.shape[0] == 1 and n >= GRAIN and threads > 1:      # one range per thread, then combined
-            parts = [_fold(flat[0, b:e] * flat[0, b:e]) for b, e in _omp_ranges(n, GRAIN, threads)]
-            r = _fold(np.stack(parts))
+            r = _fold(np.concatenate([_sumsq(flat[:, b:e], w, False) for b, e in _omp_ranges(n, GRAIN, threads)]))
         else:
-            r = _fold(flat * flat, -1)
+            r = _sumsq(flat, w, False)
     return np.sqrt(r + x.dtype.type(0)).reshape(out_shape)
+
+
+def _sumsq(rows, w, lastdim):
+    """The sum of squares along the last axis of ``rows``: norm's vectorised path when ``lastdim``, else in
+    order."""
+    if _jit.available():
+        n = rows.shape[-1]
+        flat = np.ascontiguousarray(rows).reshape(-1, n)
+        out = np.empty(flat.shape[0], rows.dtype)
+        _k_norm_rows(flat, w, lastdim, np.zeros(w, rows.dtype), out)
+        return out.reshape(rows.shape[:-1])
+    if lastdim:
+        return _norm_lastdim(np.moveaxis(rows, -1, 0), w)
+    return _fold(rows * rows, -1)
 
 
 def _norm_lastdim(a, w):
@@ -351,3 +396,148 @@ def _fma_sq(a, c):
     with np.errstate(invalid="ignore"):
         r = s + (err + e)
     return np.where(np.isfinite(s), r, s)
+
+
+# ------------------------------------------------------------------------------ compiled kernels (numba)
+# The same orders as the NumPy code above, as loops (``_jit.strict``: no fast-math, so no reassociation and
+# no fused multiply-add that the loop does not write); the tests compare both paths with torch.
+@_jit.strict
+def _k_ceil_log2(x):
+    if x <= 2:
+        return 1
+    n = 0
+    v = x - 1
+    while v > 0:
+        v >>= 1
+        n += 1
+    return n
+
+
+@_jit.strict
+def _k_mrs(a, acc, out):
+    """multi_row_sum along axis 0 of a (m, k), into out (k,); acc: scratch of (4, >= k)."""
+    m, k = a.shape
+    p = _k_ceil_log2(m) // 4
+    if p < 4:
+        p = 4
+    step = 1 << p
+    mask = step - 1
+    for lv in range(4):
+        for c in range(k):
+            acc[lv, c] = 0
+    i = 0
+    while i + step <= m:
+        for j in range(step):
+            for c in range(k):
+                acc[0, c] += a[i, c]
+            i += 1
+        for lv in range(1, 4):
+            for c in range(k):
+                acc[lv, c] += acc[lv - 1, c]
+                acc[lv - 1, c] = 0
+            if (i & (mask << (lv * p))) != 0:
+                break
+    while i < m:
+        for c in range(k):
+            acc[0, c] += a[i, c]
+        i += 1
+    for lv in range(1, 4):
+        for c in range(k):
+            acc[0, c] += acc[lv, c]
+    for c in range(k):
+        out[c] = acc[0, c]
+
+
+@_jit.strict
+def _k_row_sum(a, acc, tmp, out):
+    """row_sum along axis 0 of a C-contiguous a (m, k), into out (k,); scratch acc (4, >= 4k), tmp (>= 4k,)."""
+    m, k = a.shape
+    q = m // 4
+    _k_mrs(a[:4 * q].reshape(q, 4 * k), acc, tmp)
+    for i in range(4 * q, m):
+        for c in range(k):
+            tmp[c] += a[i, c]
+    for j in range(1, 4):
+        for c in range(k):
+            tmp[c] += tmp[j * k + c]
+    for c in range(k):
+        out[c] = tmp[c]
+
+
+@_jit.strict
+def _k_rows(x, w, vec, acc, tmp, lanes, out):
+    """The sum of each row of a C-contiguous x (rows, n): vectorized_inner_sum when ``vec``, else row_sum."""
+    rows, n = x.shape
+    for r in range(rows):
+        row = x[r]
+        out[r] = 0
+        if vec:
+            v = n // w
+            _k_row_sum(row[:v * w].reshape(v, w), acc, tmp, lanes)
+            for i in range(v * w, n):
+                out[r] += row[i]
+            for i in range(w):
+                out[r] += lanes[i]
+        else:
+            _k_row_sum(row.reshape(n, 1), acc, tmp, lanes)
+            out[r] += lanes[0]
+
+
+@_jit.strict
+def _k_columns(x, group, col, acc, tmp, lanes, out):
+    """The sums down the columns of x (b, m, k): multi_row_sum for the first ``group`` columns, row_sum for the
+    others (vectorized_outer_sum / scalar_outer_sum), into out (b, k)."""
+    nb, m, k = x.shape
+    for b in range(nb):
+        if group > 0:
+            _k_mrs(x[b, :, :group], acc, lanes)
+            for c in range(group):
+                out[b, c] = lanes[c]
+        for c in range(group, k):
+            for i in range(m):
+                col[i] = x[b, i, c]
+            _k_row_sum(col.reshape(m, 1), acc, tmp, lanes)
+            out[b, c] = lanes[0]
+
+
+@_jit.strict
+def _k_norm_rows(x, w, lastdim, lanes, out):
+    """The sum of squares of each row of a C-contiguous x (rows, n): norm's vectorised last-dim path (w lanes,
+    folded, then the tail: 4-wide products, then fused multiply-adds) when ``lastdim``, else in order."""
+    rows, n = x.shape
+    is32 = x.itemsize == 4
+    for r in range(rows):
+        row = x[r]
+        if not lastdim:
+            out[r] = 0
+            for i in range(n):
+                out[r] += row[i] * row[i]
+            continue
+        v = n // w
+        for j in range(w):
+            lanes[j] = 0
+        for i in range(v):
+            for j in range(w):
+                lanes[j] += row[i * w + j] * row[i * w + j]
+        out[r] = lanes[0]
+        for j in range(1, w):
+            out[r] += lanes[j]
+        t = n - v * w
+        k4 = (t // 4) * 4
+        for i in range(v * w, v * w + k4):
+            out[r] += row[i] * row[i]
+        for i in range(v * w + k4, n):
+            a = np.float64(row[i])
+            c = np.float64(out[r])
+            if is32:
+                out[r] = a * a + c
+            else:                           # (the error-free transforms of _fma_sq)
+                p = a * a
+                s = a * 134217729.0
+                hi = s - (s - a)
+                lo = a - hi
+                e = ((hi * hi - p) + 2 * hi * lo) + lo * lo
+                s = p + c
+                z = s - p
+                err = (p - (s - z)) + (c - z)
+                out[r] = s + (err + e) if np.isfinite(s) else s
