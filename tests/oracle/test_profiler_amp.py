@@ -183,7 +183,9 @@ def test_autocast_conv_and_matmul_families():
         a, b, c = data(L, 2, 3, 4, seed=2), data(L, 4, 5, seed=3), data(L, 2, 4, 5, seed=4)
         with L.autocast("cpu"):
             outs = [conv(x), convt(data(L, 1, 2, 4)), a @ b, L.bmm(a, c), L.baddbmm(data(L, 2, 3, 5), a, c),
-                    L.mm(a[0], b), L.addmm(data(L, 5), a[0], b), L.softmax(b, 1), a[0] + 1]
+                    L.mm(a[0], b), L.addmm(data(L, 5), a[0], b), L.softmax(b, 1), a[0] + 1,
+                    L.mm(a[0].bfloat16(), b), L.bmm(a, c.bfloat16()), L.addbmm(data(L, 3, 5), a.bfloat16(), c),
+                    L.baddbmm(data(L, 2, 3, 5).bfloat16(), a, c)]
         outs[0].float().sum().backward()
         return outs + [x.grad, conv.weight.grad]
     for a, b in zip(*both(run)):

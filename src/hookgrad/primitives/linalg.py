@@ -269,6 +269,8 @@ def _mv(input, vec):
 
 
 def mm(input, mat2):
+    if _G._input_cast[0] is not None:   # autocast casts aten::mm's arguments
+        input, mat2 = _G.cast_composite("mm", (input, mat2))
     if input._data.ndim != 2:
         raise RuntimeError(f"self must be a matrix")
     if mat2._data.ndim != 2:
@@ -280,6 +282,8 @@ def mm(input, mat2):
 
 
 def bmm(input, mat2):
+    if _G._input_cast[0] is not None:   # autocast casts aten::bmm's arguments
+        input, mat2 = _G.cast_composite("bmm", (input, mat2))
     _batch_check(input, mat2)
     return Bmm.apply(input, mat2)
 
@@ -356,6 +360,8 @@ class Addmm(Node, name="AddmmBackward0"):
 
 
 def addmm(input, mat1, mat2, *, beta=1, alpha=1):
+    if _G._input_cast[0] is not None:   # autocast casts aten::addmm's arguments
+        input, mat1, mat2 = _G.cast_composite("addmm", (input, mat1, mat2))
     a, b = mat1._data, mat2._data
     if a.ndim != 2 or b.ndim != 2:
         raise RuntimeError("mat1 must be a matrix" if a.ndim != 2 else "mat2 must be a matrix")
@@ -641,6 +647,8 @@ def _batch_check(b1, b2):
 
 def baddbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
     """beta * input + alpha * bmm(batch1, batch2)."""
+    if _G._input_cast[0] is not None:   # autocast casts aten::baddbmm's arguments
+        input, batch1, batch2 = _G.cast_composite("baddbmm", (input, batch1, batch2))
     _batch_check(batch1, batch2)
     shape = batch1._data.shape[:2] + batch2._data.shape[2:]
     return _finish_out(_add_product(Baddbmm, input, batch1, batch2, shape, beta, alpha, "baddbmm"), out)
@@ -648,6 +656,8 @@ def baddbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
 
 def addbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
     """beta * input + alpha * (the sum over the batch of batch1[i] @ batch2[i])."""
+    if _G._input_cast[0] is not None:   # autocast casts aten::addbmm's arguments
+        input, batch1, batch2 = _G.cast_composite("addbmm", (input, batch1, batch2))
     _batch_check(batch1, batch2)
     shape = (batch1._data.shape[1], batch2._data.shape[2])
     return _finish_out(_add_product(Addbmm, input, batch1, batch2, shape, beta, alpha, "addbmm"), out)
