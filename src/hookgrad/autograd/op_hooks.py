@@ -101,8 +101,12 @@ def aten_name(node_or_cls):
     if op is None:
         from .._coverage_names import ATEN_OVERLOADS as table
         op = _SNAKE.sub("_", re.sub(r"Backward\d*$", "", name.rsplit("::", 1)[-1])).lower()
-        if op not in table:
-            op = "_" + op if "_" + op in table else re.sub(r"([a-z])(\d+d)$", r"\1_\2", op)
+        if op not in table:     # aten's spellings the grad_fn name does not show
+            for alt in ("_" + op, re.sub(r"([a-z])(\d+d)$", r"\1_\2", op), re.sub(r"(\d)_", r"\1", op),
+                        op + "_backward", re.sub(r"_(\d)", r"\1", op)):
+                if alt in table:
+                    op = alt
+                    break
         _ATEN_NAMES[name] = op
     return op
 
