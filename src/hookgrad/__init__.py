@@ -211,6 +211,7 @@ __version__ = "0.1.0"
 torch = __import__("sys").modules[__name__]     # torch.torch: the module itself, as in PyTorch
 from . import __config__  # noqa: E402  (torch.__config__: how this library is built)
 from ._C import PyTorchFileReader  # noqa: E402,F401  (torch.PyTorchFileReader: a checkpoint's records)
+from .jit import ScriptModule, ScriptFunction  # noqa: E402,F401  (torch.ScriptModule, as PyTorch exports them)
 # PyTorch's argument-parser errors (after every block that defines or wraps functions)
 from .primitives._dispatch import install_checks as _r_install
 from ._missing import torch_names as _missing_names

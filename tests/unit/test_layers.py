@@ -48,7 +48,7 @@ LAYERS = (
     ("autograd", "nn", "optim", "utils", "serialization", "_weights_only_unpickler", "_misc", "_nn_functions",
      "futures", "distributed", "jit", "hub", "overrides", "multiprocessing", "backends", "cpu", "cuda", "amp", "profiler",
      "primitives.linalg_ns",
-     "compiler", "_dynamo", "_tensor_str", "_utils", "_subclasses", "onnx",  # torch's load-time stand-ins (issue 22)
+     "compiler", "_dynamo", "_tensor_str", "_utils", "_subclasses", "onnx", "accelerator",  # torch's load-time stand-ins (issue 22)
      "primitives.special_ns", "primitives.fft", "primitives.signal", "_missing"),
     # the top: hookgrad itself (the flat namespace, ""), the namespace glue (torch._C, torch.ops, the torch
     #    alias) and the clients of the public API, which import hookgrad as their users do
