@@ -304,6 +304,34 @@ def test_graph_edit():
     assert hc.code == hg.code and type(hc) is not type(hg)
     assert_same(tg(torch.tensor(x)), hc(hookgrad.tensor(x)))
     assert sorted(hc.state_dict()) == sorted(tg.state_dict())
+    import pickle
+    hp, tp = pickle.loads(pickle.dumps(hg)), pickle.loads(pickle.dumps(tg))   # the code is traced again
+    assert hp.code == tp.code
+    assert_same(tg(torch.tensor(x)), hp.eval()(hookgrad.tensor(x)))
+
+
+def _rewrite(lib):
+    class M(lib.nn.Module):
+        def forward(self, x, w1, w2):
+            m1 = lib.cat([w1, w2]).sum()
+            m2 = lib.cat([w1, w2]).sum()
+            m3 = lib.cat([w2, x]).sum()
+            return x + lib.max(m1) + lib.max(m2) + m3.relu()
+
+    def pattern(w1, w2):
+        return lib.cat([w1, w2]).sum()
+
+    def replacement(w1, w2):
+        return lib.stack([w1, w2])
+    gm = lib.fx.symbolic_trace(M())
+    matches = lib.fx.replace_pattern(gm, pattern, replacement)
+    maps = [sorted((k.name, v.name) for k, v in m.nodes_map.items()) for m in matches]
+    x = lib.tensor([[1.0, -2.0], [3.0, 4.0]])
+    return maps, [m.anchor.name for m in matches], gm.code, gm(x, x * 2, -x).tolist()
+
+
+def test_replace_pattern():
+    assert _rewrite(hookgrad) == _rewrite(torch)
 
 
 def _transform(lib, gm):

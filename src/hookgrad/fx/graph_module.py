@@ -53,9 +53,23 @@ def _forward_from_src(src, globals, co_fields=None):
     return forward_fn
 
 
+def _hookgrad_import(import_str):
+    """A custom builtin's import line (``import torch``) naming hookgrad, so that a pickled GraphModule loads
+    into hookgrad without the torch alias."""
+    return {"import torch": "import hookgrad as torch", "from torch import device": "from hookgrad import device"}.get(
+        import_str, import_str.replace("import torch.", "import hookgrad."))
+
+
 def _format_import_block(globals, importer=None):
-    lines = {v.import_str for v in _custom_builtins.values()}
-    return "\n".join(sorted(lines))
+    lines = set()
+    for name, obj in globals.items():
+        if name in _custom_builtins:
+            lines.add(_hookgrad_import(_custom_builtins[name].import_str))
+        elif _is_from_torch(obj):
+            lines.add("import hookgrad as torch")
+        else:
+            lines.add(f"from {obj.__module__} import {obj.__qualname__} as {name}")
+    return "\n".join(sorted(lines)) + "\n"
 
 
 def reduce_graph_module(body, import_block):
