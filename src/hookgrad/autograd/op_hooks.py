@@ -93,14 +93,13 @@ _SNAKE = re.compile(r"(?<=[a-z])(?=[A-Z])|(?<=[A-Z0-9])(?=[A-Z][a-z])")
 
 
 def aten_name(node_or_cls):
-    """PyTorch's aten operator name of a primitive (class, node or op_name): ``AddmmBackward0`` -> ``"addmm"``,
+    """PyTorch's aten operator name of a primitive (class, node, or its ``op_name``): ``AddmmBackward0`` -> ``"addmm"``,
     ``MaxPool2DWithIndicesBackward0`` -> ``"max_pool2d_with_indices"``, ``ToCopyBackward0`` -> ``"_to_copy"``."""
-    name = node_or_cls if isinstance(node_or_cls, str) else \
-        node_or_cls.__name__ if isinstance(node_or_cls, type) else node_or_cls.name()
+    name = node_or_cls if isinstance(node_or_cls, str) else op_name(node_or_cls)
     op = _ATEN_NAMES.get(name)
     if op is None:
         from .._coverage_names import ATEN_OVERLOADS as table
-        op = _SNAKE.sub("_", re.sub(r"Backward\d*$", "", name.rsplit("::", 1)[-1])).lower()
+        op = _SNAKE.sub("_", name.rsplit("::", 1)[-1]).lower()
         if op not in table:     # aten's spellings the grad_fn name does not show
             for alt in ("_" + op, re.sub(r"([a-z])(\d+d)$", r"\1_\2", op), re.sub(r"(\d)_", r"\1", op),
                         op + "_backward", re.sub(r"_(\d)", r"\1", op)):
