@@ -382,3 +382,18 @@ def test_trace_handler_files_nesting_and_stacks(tmp_path):
     assert "Source Location" in p.key_averages(group_by_stack_n=1).table()
     p.export_stacks(str(tmp_path / "stacks.txt"), "self_cpu_time_total")
     assert (tmp_path / "stacks.txt").read_text().strip()
+
+
+def test_conv_backward_node_runs_aten_convolution_backward():
+    def run(L):
+        L.manual_seed(0)
+        c = L.nn.Conv2d(2, 3, 3)
+        x = data(L, 1, 2, 5, 5).requires_grad_()
+        with L.profiler.profile() as p:
+            c(x).sum().backward()
+        node = [e for e in p.events() if e.name == "ConvolutionBackward0"][0]
+        n = counts(p)
+        return node.cpu_parent.name, "aten::convolution_backward" in {ch.name for ch in node.cpu_children}, \
+            n["aten::convolution"], n["torch::autograd::AccumulateGrad"]
+    t, h = both(run)
+    assert t == h
