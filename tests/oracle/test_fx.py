@@ -14,7 +14,8 @@ import hookgrad
 from oracle import assert_same, to_np
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", ".."))
-from bench.models import resnet18  # noqa: E402
+import hookgrad.models.resnet as _hg_resnet  # noqa: E402
+from bench.models import _module_under  # noqa: E402
 
 LIBS = (torch, hookgrad)
 
@@ -181,18 +182,23 @@ def test_wrap_and_autowrap_are_leaves():
     assert [n.meta.get("is_wrapped") for n in hg.graph.nodes if n.target is leaf_sq] == [True]
 
 
-def test_resnet18():
-    traced = {}
-    models = {lib: resnet18(lib) for lib in LIBS}
-    # NOTE: bench.models.resnet18(hookgrad) is a second model drawn after the reference whose weights torch's
-    # copy gets; copy hookgrad's weights here
-    models[torch].load_state_dict({k: torch.tensor(v.numpy()) for k, v in models[hookgrad].state_dict().items()})
-    for lib, model in models.items():
-        traced[lib] = (model, lib.fx.symbolic_trace(model))
+def _resnet_blocks(lib):
+    """hookgrad.models.resnet's blocks (torchvision's code) under ``lib``: a BasicBlock and a strided Bottleneck
+    with its downsample branch, inside a module that is no leaf."""
+    R = _module_under(lib, _hg_resnet)
+    nn = lib.nn
+    down = nn.Sequential(R.conv1x1(16, 32, 2), nn.BatchNorm2d(32))
+    return nn.Sequential(nn.Conv2d(3, 16, 3, padding=1), R.BasicBlock(16, 16), R.Bottleneck(16, 8, 2, down),
+                         nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(32, 4))
+
+
+def test_resnet_blocks():
+    traced = _traced(_resnet_blocks)
     tg, hg = _same_graph(traced)
-    assert "layer1_0_conv1" in [n.name for n in hg.graph.nodes]
-    x = np.random.default_rng(0).standard_normal((1, 3, 32, 32)).astype(np.float32)
+    assert "_2_downsample_0" in [n.name for n in hg.graph.nodes]
+    x = np.random.default_rng(0).standard_normal((2, 3, 8, 8)).astype(np.float32)
     _run_both(traced, x)
+    _run_both(traced, x, train=True)
 
 
 @pytest.mark.parametrize("concrete", [{"double": False, "bias": None}, {"double": True, "bias": None}],
