@@ -160,6 +160,8 @@ def _same_graph(traced):
     assert _nodes(hookgrad, hg) == _nodes(torch, tg)
     assert hg.code == tg.code
     assert str(hg.graph) == str(tg.graph)
+    assert hg.print_readable(print_output=False) == tg.print_readable(print_output=False)
+    assert str(hg) == str(tg)
     return tg, hg
 
 

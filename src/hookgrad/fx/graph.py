@@ -320,7 +320,13 @@ class CodeGen:
                 return
             raise NotImplementedError(f"node: {node.op} {node.target}")
 
+        summary = None
         for node in nodes:
+            if verbose and node.op not in ("placeholder", "output"):
+                text = "\n# No stacktrace found for following nodes\n"
+                if text != summary:
+                    summary = text
+                    body.append(text)
             emit_node(node)
             delete_unused_values(node)
         if len(body) == 0:

@@ -293,23 +293,14 @@ class GraphModule(Module):
         return out
 
     def _print_readable(self, module_name):
-        src = self._graph.python_code(root_module="self", verbose=True).src
-        src = src.lstrip("\n")
-        lines = src.split("\n")
-        body, seen_summary = [], False
-        for line in lines:
-            stripped = line.strip()
-            if line.startswith("    ") and not seen_summary and stripped and not stripped.startswith("return") \
-                    and not stripped.startswith("#"):
-                body.append("    # No stacktrace found for following nodes")
-                seen_summary = True
-            body.append(line)
+        src = self._graph.python_code(root_module="self", verbose=True).src.lstrip("\n")
+        body = src.split("\n")
         submodule_code = []
         for name, mod in self.named_children():
             if isinstance(mod, GraphModule):
                 submodule_code.append(mod._print_readable(name))
         text = f"class {module_name}(torch.nn.Module):\n"
-        text += "\n".join(("    " + ln) if ln else ln for ln in body).rstrip() + "\n"
+        text += "\n".join(("    " + ln) if ln.strip() else "" for ln in body).rstrip() + "\n"
         for sub in submodule_code:
             text += "\n".join("    " + ln if ln else ln for ln in sub.split("\n")) + "\n"
         return text
