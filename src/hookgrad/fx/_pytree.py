@@ -1,8 +1,8 @@
 """torch.fx._pytree: flattening a pytree along a given spec (``tree_flatten_spec``), with per-type functions
 registered by ``register_pytree_flatten_spec``."""
-from ..utils._pytree import (_get_node_type, _is_leaf, _node_def, _dict_flatten, is_namedtuple_instance,
-                             tree_flatten, TreeSpec)
 from collections import namedtuple
+
+from ..utils._pytree import TreeSpec
 
 __all__ = ["register_pytree_flatten_spec", "tree_flatten_spec"]
 
@@ -57,4 +57,3 @@ register_pytree_flatten_spec(dict, _dict_flatten_spec)
 register_pytree_flatten_spec(list, _list_flatten_spec)
 register_pytree_flatten_spec(tuple, _tuple_flatten_spec)
 register_pytree_flatten_spec(namedtuple, _namedtuple_flatten_spec)
-_ = (_get_node_type, _is_leaf, _node_def, _dict_flatten, is_namedtuple_instance, tree_flatten)

@@ -27,7 +27,8 @@ F_LAYOUTS = {
     'dropout3d': 'input | p training inplace',
     'elu': 'input | alpha inplace',
     'embedding': 'input weight | padding_idx max_norm norm_type scale_grad_by_freq sparse',
-    'embedding_bag': 'input weight | offsets max_norm norm_type scale_grad_by_freq mode sparse per_sample_weights include_last_offset padding_idx',
+    'embedding_bag': ('input weight | offsets max_norm norm_type scale_grad_by_freq mode sparse '
+        'per_sample_weights include_last_offset padding_idx'),
     'feature_alpha_dropout': 'input | p training inplace',
     'fold': 'input output_size kernel_size | dilation padding stride',
     'fractional_max_pool2d': 'input kernel_size | output_size output_ratio return_indices _random_samples',
@@ -50,7 +51,8 @@ F_LAYOUTS = {
     'l1_loss': 'input target | size_average reduce reduction',
     'layer_norm': 'input normalized_shape | weight bias eps',
     'leaky_relu': 'input | negative_slope inplace',
-    'linear_cross_entropy': 'input linear_weight target | linear_bias weight reduction ignore_index label_smoothing options',
+    'linear_cross_entropy': ('input linear_weight target | linear_bias weight reduction ignore_index label_smoothing '
+        'options'),
     'local_response_norm': 'input size | alpha beta k',
     'log_softmax': 'input | dim _stacklevel dtype',
     'lp_pool1d': 'input norm_type kernel_size | stride ceil_mode',
@@ -68,7 +70,10 @@ F_LAYOUTS = {
     'max_unpool3d': 'input indices kernel_size | stride padding output_size',
     'mish': 'input | inplace',
     'mse_loss': 'input target | size_average reduce reduction weight',
-    'multi_head_attention_forward': 'query key value embed_dim_to_check num_heads in_proj_weight in_proj_bias bias_k bias_v add_zero_attn dropout_p out_proj_weight out_proj_bias | training key_padding_mask need_weights attn_mask is_causal use_separate_proj_weight q_proj_weight k_proj_weight v_proj_weight static_k static_v average_attn_weights',
+    'multi_head_attention_forward': ('query key value embed_dim_to_check num_heads in_proj_weight in_proj_bias bias_k bias_v '
+        'add_zero_attn dropout_p out_proj_weight out_proj_bias | training key_padding_mask '
+        'need_weights attn_mask is_causal use_separate_proj_weight q_proj_weight k_proj_weight '
+        'v_proj_weight static_k static_v average_attn_weights'),
     'multi_margin_loss': 'input target | p margin weight size_average reduce reduction',
     'multilabel_margin_loss': 'input target | size_average reduce reduction',
     'multilabel_soft_margin_loss': 'input target | weight size_average reduce reduction',

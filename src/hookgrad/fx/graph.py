@@ -9,10 +9,9 @@ import inspect
 import keyword
 import math
 import re
-from collections import defaultdict
 
 from ._compatibility import compatibility
-from .node import Node, _format_arg, _get_qualified_name, _type_repr, map_arg
+from .node import Node, _get_qualified_name, _type_repr, map_arg
 
 __all__ = ["PythonCode", "CodeGen", "Graph"]
 
@@ -647,6 +646,3 @@ class Graph:
             finally:
                 self._codegen._body_transformer = on_gen_code_old
         return on_generate_code_context_manager()
-
-
-_ = defaultdict, _format_arg

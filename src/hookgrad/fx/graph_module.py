@@ -3,7 +3,6 @@ Graph (``gm.code``), holding the submodules, parameters and buffers the graph us
 import copy
 import itertools
 import linecache
-import sys
 
 from ..nn.modules.module import Module
 from ..nn.parameter import Parameter
@@ -340,6 +339,3 @@ class GraphModule(Module):
         new_gm = self.__copy__()
         new_gm._is_replica = True
         return new_gm
-
-
-_ = sys

@@ -10,8 +10,8 @@ def _no_mutation(self, *args, **kwargs):
     raise NotImplementedError(f"{type(self).__name__!r} object does not support mutation. {_help}")
 
 
-_help = ("If you are attempting to modify the kwargs or args of a torch.fx.Node object,\ninstead create a new copy of it "
-         "and assign the copy to the node:\n    new_args = ... # copy and mutate args\n    node.args = new_args\n")
+_help = ("If you are attempting to modify the kwargs or args of a torch.fx.Node object,\ninstead create a new copy "
+         "of it and assign the copy to the node:\n    new_args = ... # copy and mutate args\n    node.args = new_args\n")
 
 
 def _create_immutable_container(base, mutable_functions):

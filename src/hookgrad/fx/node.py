@@ -350,4 +350,3 @@ def map_aggregate(a, fn):
     if isinstance(a, slice):
         return slice(map_aggregate(a.start, fn), map_aggregate(a.stop, fn), map_aggregate(a.step, fn))
     return fn(a)
-

@@ -129,5 +129,3 @@ def _position(graph, node):
         if n is node:
             return i
     return -1
-
-

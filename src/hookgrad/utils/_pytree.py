@@ -337,7 +337,8 @@ _private_register_pytree_node(OrderedDict, _ordereddict_flatten, _ordereddict_un
                               serialized_type_name="collections.OrderedDict",
                               flatten_with_keys_fn=_ordereddict_flatten_with_keys)
 _private_register_pytree_node(defaultdict, _defaultdict_flatten, _defaultdict_unflatten,
-                              serialized_type_name="collections.defaultdict", to_dumpable_context=_defaultdict_serialize,
+                              serialized_type_name="collections.defaultdict",
+                              to_dumpable_context=_defaultdict_serialize,
                               from_dumpable_context=_defaultdict_deserialize,
                               flatten_with_keys_fn=_defaultdict_flatten_with_keys)
 _private_register_pytree_node(deque, _deque_flatten, _deque_unflatten, serialized_type_name="collections.deque",
