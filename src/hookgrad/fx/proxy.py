@@ -264,12 +264,27 @@ class Proxy:
             raise RuntimeError(f"Found multiple different tracers {list(tracers.keys())} while trying to trace "
                                f"operations {orig_method}")
         tracer = next(iter(tracers.keys()))
+        method = _tensor_method_name(orig_method)
+        if method is not None:      # torch.Tensor.view(proxy, ...)
+            return tracer.create_proxy("call_method", method, args, kwargs)
         name = getattr(orig_method, "__name__", "")
-        if getattr(Tensor, name, None) is orig_method:
-            return tracer.create_proxy("call_method", name, args, kwargs)
         args, kwargs = _torch_layout(orig_method, args, kwargs)
         return tracer.create_proxy("call_function", orig_method, args, kwargs,
                                    name=tracer.graph._target_to_str(name))
+
+
+_TENSOR_METHODS = {}
+
+
+def _tensor_method_name(fn):
+    """The name under which ``fn`` is a method of Tensor, or None."""
+    if not _TENSOR_METHODS:
+        for k in dir(Tensor):
+            v = getattr(Tensor, k, None)
+            if callable(v) and not isinstance(v, type):
+                _TENSOR_METHODS.setdefault(id(v), (k, v))
+    hit = _TENSOR_METHODS.get(id(fn))
+    return hit[0] if hit is not None and hit[1] is fn else None
 
 
 def _torch_layout(fn, args, kwargs):
