@@ -23,7 +23,13 @@ from .proxy import ParameterProxy, Proxy, Scope, ScopeContextManager, TracerBase
 
 __all__ = ["PH", "ProxyableClassMeta", "Tracer", "symbolic_trace", "wrap", "is_fx_tracing"]
 
+from types import FunctionType  # noqa: E402,F401  (torch's module has it; torch_geometric's tracer reads it here)
+
 HAS_VARSTUFF = inspect.CO_VARARGS | inspect.CO_VARKEYWORDS
+
+
+class ScriptObject:
+    """TorchScript's objects (torch._C.ScriptObject): hookgrad has none; tracers test ``isinstance`` with it."""
 _orig_module_call = Module.__call__
 _orig_module_getattr = Module.__getattr__
 _proxyable_classes = {}
