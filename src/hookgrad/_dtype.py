@@ -345,7 +345,7 @@ class finfo:
             res = 0.01 if d is bfloat16 else 1.0
         else:
             f = np.finfo(d.np)
-            res = f.resolution
+            res = 10.0 ** -f.precision      # PyTorch's 10 ** -digits10, a double (NumPy's is in the dtype)
         self.dtype = d.name
         self.bits = f.bits
         self.eps = 0.125 if d is float8_e5m2fnuz else float(f.eps)   # NOTE: PyTorch's value (ml_dtypes: 0.25)

@@ -49,6 +49,9 @@ class _StridedShard(Shard):
         super().__init__(dim)
         self.split_factor = split_factor
 
+    def is_shard(self, dim=None):
+        return False            # as PyTorch's: a strided shard is not a plain Shard
+
     def __eq__(self, other):
         return type(other) is type(self) and (other.dim, other.split_factor) == (self.dim, self.split_factor)
 
