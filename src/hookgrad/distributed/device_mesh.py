@@ -33,7 +33,7 @@ class DeviceMesh:
 
     @property
     def mesh(self):
-        from ..._creation import tensor
+        from .._creation import tensor
         return tensor(self._ranks.tolist())
 
     @property
