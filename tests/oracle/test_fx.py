@@ -218,6 +218,18 @@ def test_concrete_args(concrete):
         hg(hookgrad.tensor(x), not concrete["double"])
 
 
+def _pytree_args(lib):
+    def f(x, d):
+        return x + d["a"] * 2, [d["b"]]
+    gm = lib.fx.symbolic_trace(f, concrete_args={"d": {"a": lib.fx.PH, "b": lib.fx.PH}})
+    out = gm(lib.ones(2), {"a": lib.arange(2.0), "b": lib.zeros(1)})
+    return gm.code, str(gm._in_spec), str(gm._out_spec), out[0].tolist(), out[1][0].tolist()
+
+
+def test_concrete_args_pytree():
+    assert _pytree_args(hookgrad) == _pytree_args(torch)
+
+
 def _control_flow(lib):
     class If(lib.nn.Module):
         def forward(self, x):
