@@ -299,6 +299,38 @@ def test_distributed_names_without_init():
     assert not isinstance(hg.nn.Linear(1, 1), fsdp.FullyShardedDataParallel)
 
 
+def test_flex_attention_eager():
+    """create_block_mask / flex_attention (transformers imports them at load): values, lse and the block mask."""
+    import warnings
+
+    from torch.nn.attention import flex_attention as tfa
+
+    from hookgrad.nn.attention import flex_attention as hfa
+    rng = np.random.default_rng(0)
+    q, k, v = (rng.standard_normal((2, 4, 5, 3)).astype(np.float32) for _ in range(3))
+    kv2 = [a[:, :2].copy() for a in (k, v)]
+
+    def causal(b, h, qi, ki):
+        return qi >= ki
+
+    def bias(s, b, h, qi, ki):
+        return s + (qi - ki) * 0.1 + h
+
+    def run(lib, fa):
+        m = fa.create_block_mask(fa.and_masks(causal, fa.noop_mask), 2, 4, 5, 5, device="cpu", BLOCK_SIZE=2)
+        T = lib.from_numpy
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            out, lse = fa.flex_attention(T(q), T(k), T(v), score_mod=bias, block_mask=m, return_lse=True)
+            gqa = fa.flex_attention(T(q), T(kv2[0]), T(kv2[1]), block_mask=m, enable_gqa=True, scale=0.5)
+        return out.numpy(), lse.numpy(), gqa.numpy(), m.to_dense().numpy(), m.shape, m.seq_lengths, m.BLOCK_SIZE
+    for t, h in zip(run(torch, tfa), run(hg, hfa)):
+        if isinstance(t, np.ndarray):
+            np.testing.assert_allclose(h, t, rtol=1e-5, atol=1e-6)
+        else:
+            assert h == t
+
+
 # ------------------------------------------------------------------------------------------------ lazy mode
 FAKE_PACKAGE = '''
 import torch
