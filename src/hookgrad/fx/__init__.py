@@ -14,6 +14,7 @@ from .interpreter import Interpreter as Interpreter, Transformer as Transformer
 
 from .subgraph_rewriter import replace_pattern
 from . import passes  # noqa: F401
+from .annotate import annotate  # noqa: F401
 
 __all__ = ["symbolic_trace", "Tracer", "wrap", "PH", "ProxyableClassMeta", "Graph", "CodeGen", "GraphModule", "Node",
            "map_arg", "has_side_effect", "Proxy", "Interpreter", "Transformer", "replace_pattern"]
