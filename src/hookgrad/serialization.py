@@ -580,9 +580,10 @@ class _LegacyStorages:
         view_key, offset, view_size = view
         v = self.views.get(str(view_key))
         if v is None:
-            if type(offset) is not int or type(view_size) is not int or not 0 <= offset <= offset + view_size <= arr.size:
-                raise RuntimeError(f"hookgrad.load: a legacy storage view [{offset!r}, +{view_size!r}) is out of bounds "
-                                   f"of its storage of {arr.size} elements")
+            if type(offset) is not int or type(view_size) is not int or not 0 <= offset <= offset + view_size \
+                    <= arr.size:
+                raise RuntimeError(f"hookgrad.load: a legacy storage view [{offset!r}, +{view_size!r}) is out of "
+                                   f"bounds of its storage of {arr.size} elements")
             v = self.views[str(view_key)] = arr[offset:offset + view_size]
         return v
 

@@ -4,7 +4,8 @@ import numpy as np
 from .._array import array_module
 from .._tensor import Tensor
 from ..autograd.grad_mode import no_grad
-from .optimizer import Optimizer, _to_float, _step_tensor, _bump, _mul_, _add_, _lerp_, _check_shapes, _numpy_errors_as_torch
+from .optimizer import (Optimizer, _to_float, _step_tensor, _bump, _mul_, _add_, _lerp_, _check_shapes,
+                        _numpy_errors_as_torch)
 
 __all__ = ["Adafactor"]
 
