@@ -183,7 +183,10 @@ class Proxy:
     def __del__(self):
         if self.__dict__.get("_fx_counted"):
             self.__dict__["_fx_counted"] = False
-            _dispatch.torch_function_objects -= 1
+            try:
+                _dispatch.torch_function_objects -= 1
+            except (AttributeError, TypeError):     # interpreter shutdown: the module is gone
+                pass
 
     def __repr__(self):
         return f"Proxy({self.node.name})"
