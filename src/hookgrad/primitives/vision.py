@@ -425,27 +425,26 @@ class RoiPool(Node, name="ROIPoolFunctionBackward"):
         out = xp.zeros((K, C, PH, PW), dt)
         arg = xp.full((K, C, PH, PW), -1, np.int32)
         lo = -_FLT_MAX.astype(dt)
-        for k in range(K):          # one roi at a time: its bins padded to the largest one
+        xt = np.ascontiguousarray(x.transpose(0, 2, 3, 1))                   # (N, H, W, C)
+        for k in range(K):          # one roi at a time, one window offset at a time (bins padded to the largest)
             nh, nw = he[k] - hs[k], we[k] - ws[k]
             mh, mw = max(int(nh.max()), 0), max(int(nw.max()), 0)
             if mh == 0 or mw == 0 or C == 0:
                 continue
-            yy = hs[k][:, None] + np.arange(mh)                      # (PH, mh)
-            xx = ws[k][:, None] + np.arange(mw)
-            vy, vx = np.arange(mh) < nh[:, None], np.arange(mw) < nw[:, None]
-            yc, xc = np.where(vy, yy, 0), np.where(vx, xx, 0)
-            v = x[b[k]][:, yc[:, :, None, None], xc[None, None, :, :]]      # (C, PH, mh, PW, mw)
-            v = v.transpose(0, 1, 3, 2, 4).reshape(C, PH, PW, mh * mw)
-            valid = (vy[:, None, :, None] & vx[None, :, None, :]).reshape(PH, PW, mh * mw)
-            v = np.where(valid & ~np.isnan(v), v, -np.inf)
-            a = v.argmax(-1)
-            best = np.take_along_axis(v, a[..., None], -1)[..., 0]
-            flat = (yc[:, None, :, None] * W + xc[None, :, None, :]).reshape(PH, PW, mh * mw)
-            pos = np.take_along_axis(np.broadcast_to(flat, v.shape), a[..., None], -1)[..., 0]
-            hit = best > lo
-            empty = (nh[:, None] <= 0) | (nw[None, :] <= 0)
-            out[k] = np.where(hit, best, np.where(empty, np.zeros((), dt), lo))
-            arg[k] = np.where(hit, pos, -1)
+            best = xp.full((PH, PW, C), lo, dt)
+            pos = xp.full((PH, PW, C), -1, np.int64)
+            img = xt[b[k]]
+            for i in range(mh):     # row-major window order and a strict > : the first maximum wins, NaN never
+                r, vr = np.minimum(hs[k] + i, H - 1), i < nh
+                for j in range(mw):
+                    c, vc = np.minimum(ws[k] + j, W - 1), j < nw
+                    v = img[r[:, None], c[None, :]]                         # (PH, PW, C)
+                    take = (v > best) & (vr[:, None] & vc[None, :])[..., None]
+                    np.copyto(best, v, where=take)
+                    np.copyto(pos, (r[:, None] * W + c[None, :])[..., None], where=take)
+            best[(nh[:, None] <= 0) | (nw[None, :] <= 0)] = 0               # an empty bin is 0
+            out[k] = best.transpose(2, 0, 1)
+            arg[k] = pos.transpose(2, 0, 1)
         self.b, self.argmax, self.shape = b, arg, x.shape
         return out, arg
 
