@@ -43,7 +43,8 @@ class _Old:
                                    f"dict, got {type(got).__name__}")
             extra = set(got) - set(names)
             if extra:
-                raise RuntimeError(f"impl_backward for {self.qualname}: got gradients for unknown inputs {sorted(extra)}")
+                raise RuntimeError(f"impl_backward for {self.qualname}: got gradients for unknown inputs "
+                                   f"{sorted(extra)}")
             return tuple(got.get(n) for n in names)
         _library.register_autograd(self.qualname, backward, setup_context=setup_context, lib=self.lib)
 

@@ -16,6 +16,7 @@ nothing in hookgrad traces with fake tensors.
 >>> torch.ops.mylib.twice(torch.ones(2))
 tensor([2., 2.])
 """
+import collections.abc
 import contextlib
 import functools
 import inspect
@@ -422,12 +423,6 @@ def get_kernel(op, dispatch_key):
 
 # ------------------------------------------------------------------------------ custom_op
 _custom_defs = {}       # qualname -> CustomOpDef
-_TYPE_NAMES = {"Tensor": "Tensor", "int": "SymInt", "float": "float", "bool": "bool", "str": "str",
-               "Optional[Tensor]": "Tensor?", "List[Tensor]": "Tensor[]", "Sequence[Tensor]": "Tensor[]",
-               "List[int]": "SymInt[]", "Sequence[int]": "SymInt[]", "List[float]": "float[]",
-               "Optional[int]": "SymInt?", "Optional[float]": "float?", "Optional[bool]": "bool?",
-               "Number": "Scalar", "Union[int, float, bool]": "Scalar", "dtype": "ScalarType",
-               "Tuple[Tensor, Tensor]": None}
 
 
 def _type_name(ann):
@@ -440,7 +435,7 @@ def _type_name(ann):
     if origin is typing.Union and type(None) in args and len(args) == 2:
         inner = _type_name(args[0] if args[1] is type(None) else args[1])
         return inner + "?"
-    if origin in (list, tuple, typing.Sequence, __import__("collections.abc").abc.Sequence) and args:
+    if origin in (list, tuple, typing.Sequence, collections.abc.Sequence) and args:
         return _type_name(args[0]) + "[]"
     name = getattr(ann, "__name__", str(ann))
     return {"dtype": "ScalarType", "device": "Device"}.get(name, name)

@@ -179,7 +179,7 @@ def ps_roi_pool_backward(g, rois, scale, PH, PW, shape):
     return gi
 
 
-# ------------------------------------------------------------------------------ deform_conv2d (deform_conv2d_kernel.cpp)
+# ------------------------------------------------------------------------------ deform_conv2d (its kernel.cpp)
 def _deform_bilinear(img, H, W, h, w):
     if h <= -1 or H <= h or w <= -1 or W <= w:
         return 0.0
@@ -187,7 +187,8 @@ def _deform_bilinear(img, H, W, h, w):
     hh_, wh = hl + 1, wl + 1
     lh, lw = h - hl, w - wl
     v = lambda a, b: img[a, b] if 0 <= a <= H - 1 and 0 <= b <= W - 1 else 0.0  # noqa: E731
-    return (1 - lh) * (1 - lw) * v(hl, wl) + (1 - lh) * lw * v(hl, wh) + lh * (1 - lw) * v(hh_, wl) + lh * lw * v(hh_, wh)
+    return ((1 - lh) * (1 - lw) * v(hl, wl) + (1 - lh) * lw * v(hl, wh) + lh * (1 - lw) * v(hh_, wl)
+            + lh * lw * v(hh_, wh))
 
 
 def deform_conv2d(x, w, off, mask, bias, stride, pad, dil, groups, og, use_mask):

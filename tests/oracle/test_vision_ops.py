@@ -622,7 +622,8 @@ def test_torchvision_python_on_hookgrad(tmp_path):
                                              stride=(1, 1), pad=(1, 1), dil=(1, 1))
     xps = rng.standard_normal((2, 12, 8, 9))
     data = {"xd": xd.tolist(), "w": w.tolist(), "off": off.tolist(), "mask": mask.tolist(), "b": b.tolist(),
-            "xps": xps.tolist(), "x": x.tolist(), "rois": rois.tolist(), "boxes": boxes.tolist(), "scores": scores.tolist(),
+            "xps": xps.tolist(), "x": x.tolist(), "rois": rois.tolist(), "boxes": boxes.tolist(),
+            "scores": scores.tolist(),
             "idxs": idxs.tolist(), "g_align": g.tolist()}
     (tmp_path / "data.json").write_text(json.dumps(data))
     (tmp_path / "tv.py").write_text(_TV_SCRIPT)

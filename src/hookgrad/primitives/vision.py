@@ -26,10 +26,6 @@ def _T(a):
     return Tensor._make(a)
 
 
-def _need(node, i):
-    return node.next_functions[i][0] is not None
-
-
 def _check(cond, msg):
     if not cond:
         raise RuntimeError(msg)
