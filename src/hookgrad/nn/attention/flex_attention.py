@@ -4,8 +4,25 @@ softmax(score_mod(q @ k^T * scale) masked) @ v composed of hookgrad's ops (so it
 see every op). PyTorch compiles it into a block-sparse kernel; the results are the same up to rounding, but no
 block is skipped here (memory and time grow with the full Q x KV grid; see docs/differences.md)."""
 import math
+from typing import Any, NamedTuple, TypedDict
 
-__all__ = ["BlockMask", "flex_attention", "create_block_mask", "create_mask", "or_masks", "and_masks", "noop_mask"]
+__all__ = ["BlockMask", "flex_attention", "AuxOutput", "AuxRequest", "FlexKernelOptions", "create_block_mask",
+           "create_mask", "or_masks", "and_masks", "noop_mask"]
+
+
+class AuxRequest(NamedTuple):
+    """Which auxiliary outputs flex_attention returns (``return_aux=``)."""
+    lse: bool = False
+    max_scores: bool = False
+
+
+class AuxOutput(NamedTuple):
+    lse: Any = None
+    max_scores: Any = None
+
+
+class FlexKernelOptions(TypedDict, total=False):
+    """Options of PyTorch's compiled kernel (accepted and unused: hookgrad runs the composition)."""
 
 _DEFAULT_SPARSE_BLOCK_SIZE = 128
 
@@ -123,4 +140,7 @@ def flex_attention(query, key, value, score_mod=None, block_mask=None, scale=Non
     lse = logsumexp(scores, dim=-1)
     weights = (scores - lse.unsqueeze(-1)).exp().nan_to_num(0.0)     # a fully masked row gives zeros, as PyTorch
     out = weights @ value
+    if return_aux is not None:
+        return out, AuxOutput(lse=lse if return_aux.lse else None,
+                              max_scores=scores.amax(dim=-1) if return_aux.max_scores else None)
     return (out, lse) if return_lse else out
