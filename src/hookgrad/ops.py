@@ -283,8 +283,11 @@ class FunctionSchema:
 
     @property
     def arguments(self):
-        args = self._text.split("(", 1)[1].rsplit(") ->", 1)[0] if "(" in self._text else ""
-        return [SimpleArg(a) for a in _split_args(args)]
+        args = self.__dict__.get("_args")
+        if args is None:            # parsed once (every call with keywords or omitted defaults reads it)
+            text = self._text.split("(", 1)[1].rsplit(") ->", 1)[0] if "(" in self._text else ""
+            args = self._args = [SimpleArg(a) for a in _split_args(text)]
+        return args
 
     def __str__(self):
         return self._text
