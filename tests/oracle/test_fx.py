@@ -230,6 +230,46 @@ def test_concrete_args_pytree():
     assert _pytree_args(hookgrad) == _pytree_args(torch)
 
 
+def functional(lib):
+    nn, F = lib.nn, lib.nn.functional
+
+    class Functional(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = nn.Parameter(lib.ones(4, 3, 3, 3) * 0.1)
+            self.b = nn.Parameter(lib.zeros(4))
+            self.lw = nn.Parameter(lib.ones(5, 16) * 0.05)
+            self.register_buffer("rm", lib.zeros(4))
+            self.register_buffer("rv", lib.ones(4))
+
+        def forward(self, x):
+            x = F.conv2d(x, self.w, self.b, padding=1)
+            x = F.batch_norm(x, self.rm, self.rv, None, self.b, training=False)
+            x = F.interpolate(F.pad(x, (1, 1, 1, 1)), scale_factor=2, mode="nearest")
+            x = F.layer_norm(F.adaptive_avg_pool2d(F.avg_pool2d(x, 2), (2, 2)), (2,))
+            x = F.dropout(lib.flatten(x, 1), p=0.2, training=self.training)
+            x = F.normalize(F.leaky_relu(F.softmax(F.silu(F.gelu(x)), dim=-1), 0.1), dim=1)
+            q = x.view(-1, 2, 8)
+            a = F.scaled_dot_product_attention(q, q, q)
+            y = F.linear(x, self.lw)
+            z = lib.matmul(a, a.transpose(-1, -2)).mean() + lib.sum(y, dim=0).max()
+            return F.cross_entropy(y, lib.zeros(y.shape[0], dtype=lib.long)) + z + F.mse_loss(y, y.detach())
+    return Functional().eval()     # dropout(training=self.training) is fixed at trace time
+
+
+def test_functional_calls():
+    """nn.functional's Python functions record their arguments as PyTorch's hand them to __torch_function__.
+    NOTE: PyTorch names its C functions of nn.functional ``torch._C._nn.<name>``; hookgrad (no such module
+    functions) prints ``torch.nn.functional.<name>``."""
+    traced = _traced(functional)
+    (_, tg), (_, hg) = traced[torch], traced[hookgrad]
+    assert "torch._C._nn.gelu" in tg.code
+    assert hg.code == tg.code.replace("torch._C._nn.", "torch.nn.functional.")
+    assert [n for n in _nodes(hookgrad, hg)] == [(op, t.replace("torch._C._nn.", "torch.nn.functional."), name)
+                                                   for op, t, name in _nodes(torch, tg)]
+    _run_both(traced, np.random.default_rng(4).standard_normal((2, 3, 4, 4)).astype(np.float32))
+
+
 def _control_flow(lib):
     class If(lib.nn.Module):
         def forward(self, x):
