@@ -28,6 +28,8 @@ empty, so x86 PyTorch runs their AVX2 (or default) build: 32-byte vectors, 8 flo
 (``_VEC_BYTES``). Everything here is plain NumPy: reshapes into the chunk/lane layout, and sequential adds
 (a Python loop over <= 16 slices, or ``np.add.accumulate``, which is strictly sequential) over the small axes.
 """
+import threading
+
 import numpy as np
 
 from .. import _jit, _parallel
@@ -37,6 +39,7 @@ __all__ = ["applies", "torch_sum", "torch_norm2"]
 GRAIN = 32768           # at::internal::GRAIN_SIZE
 _VEC_BYTES = 32         # Vectorized<T> of the AVX2 / default build (see the module docstring)
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
+_POOL_GRAIN = 1 << 16   # elements per chunk when the compiled kernels share rows or columns out on hookgrad's pool
 
 
 def applies(x):
@@ -165,6 +168,24 @@ def _ti_dims(x, dims):
     return ti
 
 
+def _layout(x, dims):
+    """(``_ti_dims``, ``_view``) of reducing ``x`` over ``dims``; at once for the common case, a C-contiguous
+    array reduced over its last dims (all of them, or the last ones)."""
+    nd = x.ndim
+    if x.flags.c_contiguous and dims == tuple(range(nd - len(dims), nd)):
+        r = 1
+        for d in dims:
+            r *= x.shape[d]
+        k = x.size // r
+        if r > 1:
+            ti = [[r, x.itemsize, True, list(dims)]]
+            if k == 1:
+                return ti, x.reshape(r)
+            return ti + [[k, r * x.itemsize, False, list(range(nd - len(dims)))]], x.reshape(k, r)
+    ti = _ti_dims(x, dims)
+    return ti, (_view(x, ti) if ti else None)
+
+
 def _view(x, ti):
     """``x`` as an array whose axes are the TensorIterator dims, slowest first (kept dims, then reduced)."""
     axes = [d for t in reversed(ti) for d in t[3]]
@@ -181,10 +202,9 @@ def torch_sum(x, dims):
     out_shape = tuple(s for d, s in enumerate(x.shape) if d not in dims)
     if x.size == 0:
         return np.zeros(out_shape, x.dtype)
-    ti = _ti_dims(x, dims)
+    ti, v = _layout(x, dims)
     if not ti:                                                  # a single element
         return (x.reshape(()) + x.dtype.type(0)).reshape(out_shape)
-    v = _view(x, ti)
     w = _VEC_BYTES // x.itemsize
     m = sum(t[2] for t in ti)
     threads = _parallel.get_num_threads()
@@ -202,18 +222,30 @@ def _row_result(rows, seg_stride, isz, w):
     vectorized_inner_sum for a contiguous row of >= w elements, else row_sum."""
     n = rows.shape[-1]
     vec = seg_stride == isz and n >= w
-    if _jit.available():
+    if _jit.available():                    # (rows on the pool: each row's order is its own)
         flat = np.ascontiguousarray(rows).reshape(-1, n)
         out = np.empty(flat.shape[0], rows.dtype)
-        _k_rows(flat, w, vec, *_scratch(rows.dtype, 4 * w, 4 * w, w), out)
+        _parallel.parallel_for(flat.shape[0], lambda lo, hi: _k_rows(
+            flat[lo:hi], w, vec, *_scratch(rows.dtype, 4 * w, 4 * w, w), out[lo:hi]), max(1, _POOL_GRAIN // n))
         return out.reshape(rows.shape[:-1])
     a = np.moveaxis(rows, -1, 0)
     return _vec_inner(a, w) if vec else _row_sum(a)
 
 
+_scratches = threading.local()
+
+
 def _scratch(dtype, *sizes):
-    """Zeroed work arrays for the kernels: (4, n) for the first size, (n,) for the others."""
-    return [np.zeros((4, sizes[0]), dtype)] + [np.zeros(max(1, n), dtype) for n in sizes[1:]]
+    """Work arrays for the kernels, kept per thread (the kernels write before they read): (4, n) for the first
+    size, (n,) for the others."""
+    key = (dtype.char,) + sizes
+    cache = _scratches.__dict__
+    got = cache.get(key)
+    if got is None:
+        if len(cache) > 64:
+            cache.clear()
+        got = cache[key] = [np.zeros((4, sizes[0]), dtype)] + [np.zeros(max(1, n), dtype) for n in sizes[1:]]
+    return got
 
 
 def _serial(v, ti, w):
@@ -240,11 +272,14 @@ def _serial(v, ti, w):
     if group == 0:                          # (a column at a time: row_sum, as for a row)
         return _row_result(v, s_r0, isz, w)
     a = np.moveaxis(v, -1, -2)              # (..., reduced, k0)
-    if _jit.available():
-        x3 = a.reshape((-1,) + a.shape[-2:])
+    if _jit.available():                    # (columns on the pool: each column's order is its own)
+        x3 = np.ascontiguousarray(a.reshape((-1,) + a.shape[-2:]))
         out = np.empty((x3.shape[0], k0), v.dtype)
-        col = np.empty(x3.shape[1], v.dtype)
-        _k_columns(x3, group, col, *_scratch(v.dtype, max(group, 4), 4, max(group, 1)), out)
+
+        def cols(lo, hi):
+            acc, col, tmp, lanes = _scratch(v.dtype, max(group, 4), x3.shape[1], 4, max(group, 1))
+            _k_columns(x3, lo, hi, group, col, acc, tmp, lanes, out)
+        _parallel.parallel_for(k0, cols, max(4 * w, _POOL_GRAIN // (x3.shape[0] * x3.shape[1])))
         return out.reshape(a.shape[:-2] + (k0,))
     a = np.moveaxis(a, -2, 0)               # (reduced, ..., k0)
     if group == k0:
@@ -297,10 +332,18 @@ def _two_pass(v, ti, w, threads):
     r0 = ti[0][0]
     flat = v.reshape(-1, r0)
     slots = np.zeros(threads, v.dtype)
-    for t, (b, e) in enumerate(_omp_ranges(v.size, GRAIN, threads)):
-        if len(ti) == 1:                    # one dim: one call of the 2-d loop over the range
-            slots[t] = _row_result(flat[0, b:e], ti[0][1], isz, w)
-            continue
+    ranges = _omp_ranges(v.size, GRAIN, threads)
+    _parallel.parallel_for(len(ranges), lambda lo, hi: [_slot(flat, ti, w, b, e, slots, t)
+                                                        for t, (b, e) in enumerate(ranges[lo:hi], lo)], 1)
+    return _serial(slots, [[threads, isz, True, [0]]], w)
+
+
+def _slot(flat, ti, w, b, e, slots, t):
+    """One thread's share of two_pass_reduction: elements b:e (in TensorIterator order) into slots[t]."""
+    isz, r0 = flat.itemsize, flat.shape[1]
+    if len(ti) == 1:                        # one dim: one call of the 2-d loop over the range
+        slots[t] = _row_result(flat[0, b:e], ti[0][1], isz, w)
+    else:
         segs, pos = [], b
         while pos < e:                      # serial_for_each's 2-d steps: partial rows, then whole rows
             i, j = divmod(pos, r0)
@@ -312,7 +355,6 @@ def _two_pass(v, ti, w, threads):
                 segs.append(_row_result(flat[i:end // r0], ti[0][1], isz, w))
             pos = end
         slots[t] = _fold(np.concatenate(segs))
-    return _serial(slots, [[threads, isz, True, [0]]], w)
 
 
 # ------------------------------------------------------------------------------ 2-norm
@@ -324,10 +366,9 @@ def torch_norm2(x, dims):
     out_shape = tuple(s for d, s in enumerate(x.shape) if d not in dims)
     if x.size == 0:
         return np.zeros(out_shape, x.dtype)
-    ti = _ti_dims(x, dims)
+    ti, v = _layout(x, dims)
     if not ti:
         return np.sqrt(x * x).reshape(out_shape)
-    v = _view(x, ti)
     m = sum(t[2] for t in ti)
     if m == 0:
         return np.sqrt(v * v).reshape(out_shape)
@@ -354,7 +395,8 @@ def _sumsq(rows, w, lastdim):
         n = rows.shape[-1]
         flat = np.ascontiguousarray(rows).reshape(-1, n)
         out = np.empty(flat.shape[0], rows.dtype)
-        _k_norm_rows(flat, w, lastdim, np.zeros(w, rows.dtype), out)
+        _parallel.parallel_for(flat.shape[0], lambda lo, hi: _k_norm_rows(
+            flat[lo:hi], w, lastdim, _scratch(rows.dtype, 1, w)[1], out[lo:hi]), max(1, _POOL_GRAIN // n))
         return out.reshape(rows.shape[:-1])
     if lastdim:
         return _norm_lastdim(np.moveaxis(rows, -1, 0), w)
@@ -414,22 +456,21 @@ def _k_ceil_log2(x):
 
 
 @_jit.strict
-def _k_mrs(a, acc, out):
-    """multi_row_sum along axis 0 of a (m, k), into out (k,); acc: scratch of (4, >= k)."""
-    m, k = a.shape
+def _k_mrs(a, lo, hi, acc, out):
+    """multi_row_sum along axis 0 of columns lo:hi of a (m, .), into out (hi - lo,); acc: scratch (4, >= hi - lo)."""
+    m = a.shape[0]
+    k = hi - lo
     p = _k_ceil_log2(m) // 4
     if p < 4:
         p = 4
     step = 1 << p
     mask = step - 1
-    for lv in range(4):
-        for c in range(k):
-            acc[lv, c] = 0
+    acc = np.zeros((4, k), a.dtype)         # (a fresh array: the compiler knows it aliases nothing)
     i = 0
     while i + step <= m:
         for j in range(step):
             for c in range(k):
-                acc[0, c] += a[i, c]
+                acc[0, c] += a[i, lo + c]
             i += 1
         for lv in range(1, 4):
             for c in range(k):
@@ -439,7 +480,7 @@ def _k_mrs(a, acc, out):
                 break
     while i < m:
         for c in range(k):
-            acc[0, c] += a[i, c]
+            acc[0, c] += a[i, lo + c]
         i += 1
     for lv in range(1, 4):
         for c in range(k):
@@ -453,7 +494,7 @@ def _k_row_sum(a, acc, tmp, out):
     """row_sum along axis 0 of a C-contiguous a (m, k), into out (k,); scratch acc (4, >= 4k), tmp (>= 4k,)."""
     m, k = a.shape
     q = m // 4
-    _k_mrs(a[:4 * q].reshape(q, 4 * k), acc, tmp)
+    _k_mrs(a[:4 * q].reshape(q, 4 * k), 0, 4 * k, acc, tmp)
     for i in range(4 * q, m):
         for c in range(k):
             tmp[c] += a[i, c]
@@ -484,16 +525,17 @@ def _k_rows(x, w, vec, acc, tmp, lanes, out):
 
 
 @_jit.strict
-def _k_columns(x, group, col, acc, tmp, lanes, out):
-    """The sums down the columns of x (b, m, k): multi_row_sum for the first ``group`` columns, row_sum for the
-    others (vectorized_outer_sum / scalar_outer_sum), into out (b, k)."""
+def _k_columns(x, lo, hi, group, col, acc, tmp, lanes, out):
+    """The sums down columns lo:hi of x (b, m, k): multi_row_sum for the columns before ``group``, row_sum for
+    the others (vectorized_outer_sum / scalar_outer_sum), into out (b, k)."""
     nb, m, k = x.shape
+    g = min(hi, group)
     for b in range(nb):
-        if group > 0:
-            _k_mrs(x[b, :, :group], acc, lanes)
-            for c in range(group):
-                out[b, c] = lanes[c]
-        for c in range(group, k):
+        if g > lo:
+            _k_mrs(x[b], lo, g, acc, lanes)
+            for c in range(lo, g):
+                out[b, c] = lanes[c - lo]
+        for c in range(max(lo, group), hi):
             for i in range(m):
                 col[i] = x[b, i, c]
             _k_row_sum(col.reshape(m, 1), acc, tmp, lanes)
