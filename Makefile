@@ -11,10 +11,10 @@ $(BIN)/python:
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 
-# one environment for both targets; the test extra pins torch==2.13.0 (the local CPU wheel), which
-# keeps the resolver from fetching another torch for packages that depend on it
-$(STAMP): $(BIN)/python pyproject.toml
-	$(BIN)/pip install -q -e ".[test,demo,models]"
+# one environment for both targets; constraints.txt pins torch==2.13.0 (the local CPU wheel) for every package
+# that depends on it, so that the resolver never fetches another torch
+$(STAMP): $(BIN)/python pyproject.toml constraints.txt
+	$(BIN)/pip install -q -c constraints.txt -e ".[test,demo,models,ecosystem]"
 	touch $(STAMP)
 
 # the demo's own environment: NumPy, the data set and plots, the tokenizer and weights of the pretrained

@@ -4,6 +4,7 @@ The script (cases/<package>_case.py) runs twice in subprocesses of its own: unde
 weights it built, and under ``python -m hookgrad``, which loads them. Every recorded value is compared:
 tensors by dtype, shape and value, everything else exactly.
 """
+import importlib.util
 import os
 import pickle
 import subprocess
@@ -20,13 +21,51 @@ PACKAGES = ["einops", "torchmetrics", "transformers", "torchvision", "timm", "ko
 RTOL, ATOL = 2e-4, 2e-5
 
 
-def _run(package, mode, folder):
+def _command(package, mode, folder):
     cmd = [sys.executable] + (["-m", "hookgrad"] if mode == "hookgrad" else []) + [
         os.path.join(HERE, "runner.py"), package, mode, str(folder)]
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([SRC, os.environ.get("PYTHONPATH", "")]), HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1",
-               TOKENIZERS_PARALLELISM="false", PYTHONWARNINGS="ignore")
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600, cwd=str(folder))
-    assert proc.returncode == 0, f"{package} under {mode} failed:\n{proc.stderr[-6000:]}"
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([SRC, os.environ.get("PYTHONPATH", "")]), HF_HUB_OFFLINE="1",
+               TRANSFORMERS_OFFLINE="1", TOKENIZERS_PARALLELISM="false", PYTHONWARNINGS="ignore",
+               OMP_NUM_THREADS="1")
+    return cmd, env
+
+
+def _run_all(packages, mode, folder, at_once=2):
+    """Runs every package's script under ``mode``, ``at_once`` processes at a time (one per core here);
+    returns {package: (returncode, stderr)}."""
+    pending, running, done = list(packages), [], {}
+    while pending or running:
+        while pending and len(running) < at_once:
+            pkg = pending.pop(0)
+            cmd, env = _command(pkg, mode, folder)
+            err = open(os.path.join(folder, f"{pkg}.{mode}.err"), "w+")
+            running.append((pkg, subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err, env=env,
+                                                  cwd=str(folder)), err))
+        for item in list(running):
+            pkg, proc, err = item
+            try:
+                proc.wait(timeout=0.2)
+            except subprocess.TimeoutExpired:
+                continue
+            err.seek(0)
+            done[pkg] = (proc.returncode, err.read())
+            err.close()
+            running.remove(item)
+    return done
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory):
+    """Both sides of every installed package, run once: PyTorch first (it saves the weights), then hookgrad."""
+    folder = tmp_path_factory.mktemp("ecosystem")
+    installed = [p for p in PACKAGES if importlib.util.find_spec(p) is not None]
+    return folder, {mode: _run_all(installed, mode, folder) for mode in ("torch", "hookgrad")}
+
+
+def _load(results, package, mode):
+    folder, runs = results
+    code, stderr = runs[mode][package]
+    assert code == 0, f"{package} under {mode} failed:\n{stderr[-6000:]}"
     with open(os.path.join(folder, f"{package}.{mode}.pkl"), "rb") as f:
         return pickle.load(f)
 
@@ -55,10 +94,10 @@ def _compare(want, got, where):
 
 
 @pytest.mark.parametrize("package", PACKAGES)
-def test_typical_use_gives_torchs_results(package, tmp_path):
+def test_typical_use_gives_torchs_results(package, results):
     pytest.importorskip(package)
-    want = _run(package, "torch", tmp_path)
-    got = _run(package, "hookgrad", tmp_path)
+    want = _load(results, package, "torch")
+    got = _load(results, package, "hookgrad")
     assert sorted(got) == sorted(want)
     for name in want:
         _compare(want[name], got[name], f"{package}:{name}")
