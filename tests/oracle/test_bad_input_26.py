@@ -249,7 +249,7 @@ def test_random_bytes(tmp_path, as_path):
 def test_random_bytes_after_a_zip_header(tmp_path, n, as_path):
     """PyTorch's reader (miniz) searches backwards for the end record and, between 4 KiB and ~68 KiB, seeks before
     the start of the file: OSError from a file, ValueError from BytesIO; RuntimeError otherwise."""
-    data = b"PK\x03\x04" + bytes(random.Random(n).getrandbits(8) for _ in range(n))
+    data = b"PK\x03\x04" + random.Random(n).randbytes(n)
     te, he = same_error(_load(data, tmp_path / "z.pt" if as_path else None), prefix=False)
     assert ("z.pt" if as_path else "<file object>") in str(he)
     if 4096 < n < 60000:
