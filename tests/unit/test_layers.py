@@ -31,7 +31,7 @@ LAYERS = (
     #    the shared plumbing and leaf kernels (in-place and dispatch helpers, out=, return types, fill, the NumPy
     #    erf kernel, the indexing nodes that index and join share)
     ("primitives._inplace", "primitives._dispatch", "primitives._out", "primitives.return_types", "primitives.fill",
-     "primitives._kernels", "primitives._index_nodes"),
+     "primitives._kernels", "primitives._reduce_order", "primitives._index_nodes"),
     ("primitives.elementwise",),            # unary/binary maths, where
     ("primitives.join",),                   # cat/stack/split/pad (the others build on cat)
     ("primitives.nn", "primitives.attention"),   # conv, pooling, activations; scaled dot-product attention
