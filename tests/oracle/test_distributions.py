@@ -156,9 +156,9 @@ def test_imports_tools_use():
     from hookgrad.distributions import constraints, kl_divergence   # noqa: F401
     from hookgrad.distributions.utils import probs_to_logits, logits_to_probs  # noqa: F401
     assert Categorical is hookgrad.distributions.Categorical
-    with pytest.raises(AttributeError, match=r"torch\.distributions\.Wishart is not implemented in hookgrad yet; "
+    with pytest.raises(AttributeError, match=r"torch\.distributions\.LKJCholesky is not implemented in hookgrad yet; "
                                              r"it comes later: the distributions issue 12 did not list"):
-        hookgrad.distributions.Wishart
+        hookgrad.distributions.LKJCholesky
 
 
 # ------------------------------------------------------------------ the random kernels, PyTorch's numbers

@@ -331,6 +331,37 @@ def test_flex_attention_eager():
             assert h == t
 
 
+@pytest.mark.parametrize("param", ["covariance_matrix", "precision_matrix", "scale_tril"])
+def test_wishart(param):
+    """peft imports torch.distributions.wishart at load: PyTorch's formulas; samples by hookgrad's samplers."""
+    from torch.distributions.wishart import Wishart as TW
+
+    from hookgrad.distributions.wishart import Wishart as HW
+    a = np.array([[2.0, 0.3, 0.1], [0.3, 1.5, 0.2], [0.1, 0.2, 1.0]])
+    x = np.array([[3.0, 0.5, 0.2], [0.5, 2.0, 0.1], [0.2, 0.1, 1.5]])
+
+    def run(lib, W):
+        m = lib.from_numpy(a)
+        if param == "scale_tril":
+            m = lib.linalg.cholesky(m)
+        w = W(lib.tensor([4.0, 6.5], dtype=lib.float64), **{param: m})
+        return [w.log_prob(lib.from_numpy(x)).numpy(), w.entropy().numpy(), w.mean.numpy(), w.variance.numpy(),
+                w.mode.numpy(), tuple(w.batch_shape), tuple(w.event_shape), tuple(w.expand((3, 2)).batch_shape),
+                tuple(w.rsample((5,)).shape), tuple(w._bartlett_sampling(lib.Size()).shape)]
+    for t, h in zip(run(torch, TW), run(hg, HW)):
+        if isinstance(t, np.ndarray):
+            np.testing.assert_allclose(h, t, rtol=1e-10, equal_nan=True)
+        else:
+            assert h == t
+    hg.manual_seed(0)
+    w = HW(hg.tensor(6.5, dtype=hg.float64), covariance_matrix=hg.from_numpy(a))
+    ratio = w.rsample((4000,)).mean(0).numpy() / w.mean.numpy()
+    assert np.all(np.abs(ratio - 1) < 0.15), ratio
+    assert hg.distributions.Wishart is HW
+    with pytest.raises(ValueError, match="expected to be greater than ndim - 1 = 2"):
+        HW(hg.tensor(1.0), covariance_matrix=hg.from_numpy(a))
+
+
 # ------------------------------------------------------------------------------------------------ lazy mode
 FAKE_PACKAGE = '''
 import torch

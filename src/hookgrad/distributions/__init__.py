@@ -6,8 +6,8 @@ reparameterised ``rsample``, ``TransformedDistribution`` with the common transfo
 and ``kl_divergence``/``register_kl`` for the pairs PyTorch registers among them. Samples are PyTorch's numbers
 under the same ``manual_seed`` (the same generator calls in the same order) except those of Gamma (and so
 Beta, Dirichlet, Chi2, StudentT), Poisson and Binomial, whose samplers are hookgrad's own (see
-docs/differences.md). The rest of PyTorch's package (Wishart, LKJCholesky, VonMises, ...) is not here: reading
-one raises an AttributeError that says so.
+docs/differences.md); Wishart's samples too. The rest of PyTorch's package (LKJCholesky, VonMises, ...) is not
+here: reading one raises an AttributeError that says so.
 """
 from . import constraints, transforms
 from .bernoulli import Bernoulli
@@ -40,6 +40,7 @@ from .transforms import (AbsTransform, AffineTransform, ComposeTransform, ExpTra
                          PowerTransform, SigmoidTransform, SoftmaxTransform, StickBreakingTransform, TanhTransform,
                          Transform, identity_transform)
 from .uniform import Uniform
+from .wishart import Wishart
 
 __all__ = ["AbsTransform", "AffineTransform", "Bernoulli", "Beta", "Binomial", "Categorical", "Cauchy", "Chi2",
            "ComposeTransform", "Dirichlet", "Distribution", "ExpTransform", "Exponential", "ExponentialFamily",
@@ -47,7 +48,7 @@ __all__ = ["AbsTransform", "AffineTransform", "Bernoulli", "Beta", "Binomial", "
            "LogNormal", "MultivariateNormal", "Normal", "OneHotCategorical", "Poisson", "PowerTransform",
            "RelaxedBernoulli", "RelaxedOneHotCategorical", "SigmoidTransform", "SoftmaxTransform",
            "StickBreakingTransform", "StudentT", "TanhTransform", "Transform", "TransformedDistribution", "Uniform",
-           "identity_transform", "kl_divergence", "register_kl"]
+           "Wishart", "identity_transform", "kl_divergence", "register_kl"]
 
 from .. import _missing  # noqa: E402
 __getattr__ = _missing.module_getattr(__name__, "torch.distributions")
