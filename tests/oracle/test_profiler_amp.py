@@ -192,6 +192,18 @@ def test_autocast_conv_and_matmul_families():
         close(a, b)
 
 
+def test_autocast_attention_kernel():
+    def run(L):
+        x = data(L, 1, 2, 5, 4).requires_grad_()
+        with L.autocast("cpu"):
+            y = L.nn.functional.scaled_dot_product_attention(x, x * 0.5, x, is_causal=True)
+        y.float().sum().backward()
+        return y, x.grad
+    t, h = both(run)
+    close(t[0], h[0])
+    close(t[1], h[1], tol=5e-2)
+
+
 def test_autocast_fp32_ops_and_promotion():
     def run(L):
         y = data(L, 4, 3).bfloat16()

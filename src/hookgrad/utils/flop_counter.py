@@ -342,13 +342,14 @@ class FlopCounterMode:
 
     # ---- module tracking (PyTorch's ModuleTracker naming: the root by class name, children by attribute)
     def _name(self, mod):
+        """A module's path: its class name for a module first seen on its own, else its parent's path and
+        attribute name (the entry keeps the module alive, so its id is not reused while counting)."""
         name = self._names.get(id(mod))
         if name is None:
             name = self._names[id(mod)] = (type(mod).__name__, mod)
-        if not getattr(mod, "_flop_seen", None) is self:
-            for child_name, sub in mod.named_children():
-                if id(sub) not in self._names:
-                    self._names[id(sub)] = (f"{name[0]}.{child_name}", sub)
+        for child_name, sub in mod.named_children():
+            if id(sub) not in self._names:
+                self._names[id(sub)] = (f"{name[0]}.{child_name}", sub)
         return name[0]
 
     def _pre(self, mod, args):
