@@ -236,6 +236,10 @@ class GraphModule(Module):
         cls.forward = _forward_from_src(self._code, python_code.globals, getattr(self._graph, "_co_fields", {}))
         return python_code
 
+    def to_folder(self, folder, module_name="FxModule"):
+        raise NotImplementedError("GraphModule.to_folder is not implemented in hookgrad; pickle the GraphModule "
+                                  "(hookgrad.save) or save gm.code and gm.state_dict()")
+
     def add_submodule(self, target, m):
         """Installs ``m`` at the dotted path ``target`` (making plain Modules for the missing parents)."""
         *prefix, field = target.split(".")
