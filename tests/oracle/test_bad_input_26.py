@@ -443,3 +443,26 @@ def test_saving_to_a_pipe_or_a_link_writes_through_it(tmp_path):
         L.save({"a": L.ones(2)}, link)
         assert os.path.islink(link) and torch.load(target)["a"].tolist() == [1.0, 1.0]
         target.write_bytes(b"old")
+
+
+@pytest.mark.parametrize("name", ["Adam", "AdamW", "RMSprop", "Adagrad", "Adamax", "Adadelta", "NAdam", "RAdam",
+                                  "Rprop", "ASGD", "Adafactor"])
+def test_state_with_python_numbers_loads_as_in_torch(name):
+    """Checkpoints of PyTorch < 1.12 keep ``step`` (and ASGD's eta/mu, NAdam's mu_product) as Python numbers:
+    PyTorch makes them 0-dim tensors when the state is loaded, and so does hookgrad (no internal error)."""
+    out = []
+    for L in (torch, hookgrad):
+        p = L.nn.Parameter(L.linspace(1, 2, 5))
+        p.grad = L.full((5,), 0.5)
+        o = getattr(L.optim, name)([p])
+        o.step()
+        sd = o.state_dict()
+        for k in ("step", "eta", "mu", "mu_product"):
+            if k in sd["state"][0]:
+                sd["state"][0][k] = sd["state"][0][k].item() if k != "step" else int(sd["state"][0][k].item())
+        o2 = getattr(L.optim, name)([p])
+        o2.load_state_dict(sd)
+        o2.step()
+        out.append((p.detach().numpy().copy(), isinstance(o2.state[p]["step"], L.Tensor)))
+    np.testing.assert_allclose(out[1][0], out[0][0], rtol=1e-6)
+    assert out[0][1] and out[1][1]

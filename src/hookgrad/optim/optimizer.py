@@ -291,6 +291,13 @@ class Optimizer:
                 setattr(self, name, HookDict())
         self._patch_step_function()
         self.defaults.setdefault("differentiable", False)
+        for group in self.param_groups:     # PyTorch's: Python numbers from old checkpoints become 0-dim tensors
+            for p in group["params"]:
+                p_state = self.state.get(p)
+                for k in ("step", "eta", "mu", "mu_product") if p_state else ():
+                    v = p_state.get(k)
+                    if v is not None and not isinstance(v, Tensor):
+                        p_state[k] = Tensor._make(default_module().asarray(float(v), dtype=_get_scalar_dtype().np))
 
     def __repr__(self):
         s = self.__class__.__name__ + " ("
