@@ -137,7 +137,8 @@ def test_pruning_hook_fires_and_remove():
         prune.remove(m, "weight")
         errs = []
         for f in (lambda: prune.remove(m, "weight"), lambda: prune.l1_unstructured(m, "bias", amount=1.5),
-                  lambda: prune.l1_unstructured(m, "bias", amount=10), lambda: prune.random_structured(m, "bias", 1, 0)):
+                  lambda: prune.l1_unstructured(m, "bias", amount=10),
+                  lambda: prune.random_structured(m, "bias", 1, 0)):
             try:
                 f()
             except (ValueError, TypeError, IndexError) as e:

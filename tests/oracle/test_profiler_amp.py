@@ -210,7 +210,8 @@ def test_autocast_fp32_ops_and_promotion():
         with L.autocast("cpu"):
             return [L.nn.functional.mse_loss(y, L.zeros(4, 3)),
                     L.nn.functional.binary_cross_entropy_with_logits(y, L.ones(4, 3)),
-                    L.nn.functional.soft_margin_loss(y, L.ones(4, 3)), L.nn.functional.hinge_embedding_loss(y, -L.ones(4, 3)),
+                    L.nn.functional.soft_margin_loss(y, L.ones(4, 3)),
+                    L.nn.functional.hinge_embedding_loss(y, -L.ones(4, 3)),
                     L.nn.functional.triplet_margin_loss(y, y * 2, y + 1), L.nn.functional.l1_loss(y, L.ones(4, 3)),
                     L.cat([y, data(L, 1, 3)]), L.stack([y[0], data(L, 3)]), y.prod()]
     for a, b in zip(*both(run)):
@@ -370,8 +371,9 @@ def test_trace_handler_files_nesting_and_stacks(tmp_path):
         d = tmp_path / L.__name__
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
+            handler = L.profiler.tensorboard_trace_handler(str(d), "w", use_gzip=True)
             with L.profiler.profile(schedule=L.profiler.schedule(wait=0, warmup=1, active=1, repeat=2),
-                                    on_trace_ready=L.profiler.tensorboard_trace_handler(str(d), "w", use_gzip=True)) as p:
+                                    on_trace_ready=handler) as p:
                 for _ in range(5):
                     x.exp()
                     p.step()

@@ -11,9 +11,10 @@ __all__ = ["OpHook", "register_op_hook", "op_name", "aten_name"]
 
 _op_hooks = HookDict()          # id -> OpHook; checked (one global lookup) on every op
 # The input cast at an op's entry (autocast, hookgrad.amp): None, or fn(cls, args, params) -> (args, fix), where
-# fix is None or fn(out) -> out, applied to the op's result (params, a dict or None, may be updated in place). Its owner also keeps an entry in _op_hooks while it is
-# set, so that every op (fast paths included) comes through here. A composite op that PyTorch casts as a
-# whole calls it with its aten name instead of a class.
+# fix is None or fn(out) -> out, applied to the op's result (params, a dict or None, may be updated in place).
+# Its owner also keeps an entry in _op_hooks while it is set, so that every op (fast paths included) comes
+# through here. A composite op that PyTorch casts as a whole calls it with its aten name instead of a class
+# (cast_composite).
 _input_cast = [None]
 
 
@@ -93,8 +94,10 @@ _SNAKE = re.compile(r"(?<=[a-z])(?=[A-Z])|(?<=[A-Z0-9])(?=[A-Z][a-z])")
 
 
 def aten_name(node_or_cls):
-    """PyTorch's aten operator name of a primitive (class, node, or its ``op_name``): ``AddmmBackward0`` -> ``"addmm"``,
-    ``MaxPool2DWithIndicesBackward0`` -> ``"max_pool2d_with_indices"``, ``ToCopyBackward0`` -> ``"_to_copy"``."""
+    """PyTorch's aten operator name of a primitive (class, node, or its ``op_name``): ``AddmmBackward0`` ->
+    ``"addmm"``, ``MaxPool2DWithIndicesBackward0`` -> ``"max_pool2d_with_indices"``, ``ToCopyBackward0`` ->
+    ``"_to_copy"``. The profiler names its events with it (``aten::addmm``), autocast and the flop counter
+    look their tables up by it."""
     name = node_or_cls if isinstance(node_or_cls, str) else op_name(node_or_cls)
     op = _ATEN_NAMES.get(name)
     if op is None:
