@@ -217,7 +217,9 @@ default_generator.seed()   # like PyTorch 2.13, the default generator starts fro
 
 
 def manual_seed(seed):
-    """Seed the default generator; returns it, like torch.manual_seed."""
+    """Seed the default generator (and the cuda device's, as PyTorch); returns it, like torch.manual_seed."""
+    if _cuda_gen:
+        _cuda_gen[0].manual_seed(seed)
     return default_generator.manual_seed(seed)
 
 
@@ -242,8 +244,25 @@ def set_rng_state(new_state):
     default_generator.set_state(new_state)
 
 
-def _gen(generator):
-    return generator or default_generator
+def _gen(generator, device=None):
+    if generator is not None:
+        return generator
+    if device is not None and str(device).startswith("cuda") or isinstance(device, int):
+        return cuda_generator()
+    return default_generator
+
+
+_cuda_gen = []
+
+
+def cuda_generator():
+    """The generator of the cuda device's random numbers (``torch.cuda.default_generators[0]``): PyTorch's CPU
+    algorithm, drawn on the host and copied to the device (not bit-equal to PyTorch's CUDA Philox)."""
+    if not _cuda_gen:
+        g = Generator("cuda")
+        g.manual_seed(default_generator.initial_seed())
+        _cuda_gen.append(g)
+    return _cuda_gen[0]
 
 
 def _rng(generator):
@@ -270,12 +289,14 @@ def _size(size, fname="empty"):
 
 def _finish(data, dtype, requires_grad, device=None, xp=None):
     """The new tensor over ``data``, in array module ``xp`` (default: the default module; data drawn or
-    computed on the host, as random numbers, is converted once here)."""
-    _check_device(device)
-    if xp is None:
+    computed on the host, as random numbers, is converted once here); a ``device`` given takes its module."""
+    dm = _check_device(device)
+    if dm is not None:
+        xp = dm
+    elif xp is None:
         xp = _array.default_module()
     if _array.array_module(data) is not xp:
-        data = xp.asarray(data)
+        data = _array.asarray(data, xp)
     if dtype is not None:
         dt = D.to_dtype(dtype)
         if data.dtype != dt.np:
@@ -389,7 +410,35 @@ def as_tensor(data, dtype=None, device=None):
     return tensor(data, dtype=dtype, device=device)
 
 
-asarray = as_tensor
+def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=False):
+    """torch.asarray: shares memory with ``obj`` (a tensor, an array, a storage, a buffer) unless ``copy=True``
+    or a dtype conversion needs a copy (``copy=False`` then raises, as PyTorch). A storage is read as bytes
+    (uint8), or as ``dtype`` reinterpreting them (how safetensors maps a file into tensors)."""
+    from ._tensor import UntypedStorage, _bytes
+    _check_device(device)
+    if isinstance(obj, UntypedStorage):
+        data = _bytes(obj._array)
+        if getattr(obj, "dtype", None) is not None and dtype is None:
+            dtype = obj.dtype
+        if dtype is not None and D.to_dtype(dtype) is not D.uint8:
+            data = data.view(D.to_dtype(dtype).np)
+        t = Tensor._make(data.copy() if copy else data)
+    elif isinstance(obj, (bytes, bytearray, memoryview)) and dtype is not None:
+        t = frombuffer(bytearray(obj) if copy else obj, dtype=dtype)
+    else:
+        if isinstance(obj, Tensor):
+            t = obj.detach() if requires_grad is False and not obj.requires_grad else obj
+        else:
+            t = as_tensor(obj, dtype=dtype)
+        if dtype is not None and D.to_dtype(dtype) is not t.dtype:
+            if copy is False:
+                raise ValueError(f"can't alias tensor from type {t.dtype} to {D.to_dtype(dtype)}.")
+            t = t.to(dtype)
+        elif copy:
+            t = t.clone()
+    if requires_grad:
+        t = t.detach().requires_grad_(True) if t.grad_fn is None and not t.requires_grad else t
+    return t
 
 
 def from_numpy(ndarray):
@@ -453,13 +502,14 @@ def _like(fn):
     def like(input, *, dtype=None, layout=None, device=None, pin_memory=False, requires_grad=False, memory_format=None):
         _need_tensor(input, fn.__name__ + "_like")
         return _in_module(fn(input._data.shape, dtype=dtype if dtype is not None else input.dtype, device=device,
-                             requires_grad=requires_grad), input._xp)
+                             requires_grad=requires_grad), input._xp, device)
     return like
 
 
-def _in_module(t, xp):
-    """A tensor just made (a leaf of no graph) moved to array module ``xp``: ``*_like`` follow their input."""
-    if t._xp is not xp:
+def _in_module(t, xp, device=None):
+    """A tensor just made (a leaf of no graph) moved to array module ``xp``: ``*_like`` follow their input
+    (unless a device was given)."""
+    if t._xp is not xp and device is None:
         t._data = xp.asarray(t._data)
     return t
 
@@ -574,9 +624,9 @@ def rand(*args, size=None, generator=None, out=None, dtype=None, layout=None, de
     shp = _size(size_args(args, size, "rand"), "rand")
     if dt.kind == "c":      # PyTorch: uniform real and imaginary parts (the real view, filled)
         rdt = np.dtype(dt.char.lower())
-        u = _gen(generator)._uniform01(2 * _numel(shp), rdt).astype(rdt)
+        u = _gen(generator, device)._uniform01(2 * _numel(shp), rdt).astype(rdt)
         return _finish(u.view(dt).reshape(shp), None, requires_grad, device)
-    return _finish(_gen(generator)._uniform01(_numel(shp), dt).reshape(shp).astype(dt), None, requires_grad, device)
+    return _finish(_gen(generator, device)._uniform01(_numel(shp), dt).reshape(shp).astype(dt), None, requires_grad, device)
 
 
 def randn(*args, size=None, generator=None, out=None, dtype=None, layout=None, device=None, requires_grad=False,
@@ -585,9 +635,9 @@ def randn(*args, size=None, generator=None, out=None, dtype=None, layout=None, d
     shp = _size(size_args(args, size, "randn"), "randn")
     if dt.kind == "c":      # PyTorch: the real view filled with normals of std 1/sqrt(2) (unit variance)
         rdt = np.dtype(dt.char.lower())
-        z = _gen(generator)._normal(2 * _numel(shp), rdt, std=1.0 / np.sqrt(2.0)).astype(rdt)
+        z = _gen(generator, device)._normal(2 * _numel(shp), rdt, std=1.0 / np.sqrt(2.0)).astype(rdt)
         return _finish(z.view(dt).reshape(shp), None, requires_grad, device)
-    return _finish(_gen(generator)._normal(_numel(shp), dt).reshape(shp).astype(dt), None, requires_grad, device)
+    return _finish(_gen(generator, device)._normal(_numel(shp), dt).reshape(shp).astype(dt), None, requires_grad, device)
 
 
 def randint(low=0, high=None, size=None, *, generator=None, out=None, dtype=None, layout=None, device=None,
@@ -608,7 +658,7 @@ def randint(low=0, high=None, size=None, *, generator=None, out=None, dtype=None
         raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}")
     dt = D.to_dtype(dtype).np if dtype is not None else np.int64
     shp = _size((size,), "randint")
-    return _finish(_gen(generator)._randint(low, high, _numel(shp)).reshape(shp).astype(dt), None, requires_grad, device)
+    return _finish(_gen(generator, device)._randint(low, high, _numel(shp)).reshape(shp).astype(dt), None, requires_grad, device)
 
 
 def randperm(n, *, generator=None, out=None, dtype=None, layout=None, device=None, pin_memory=False, requires_grad=False):
@@ -616,19 +666,19 @@ def randperm(n, *, generator=None, out=None, dtype=None, layout=None, device=Non
     if n < 0:
         raise RuntimeError(f"Trying to create tensor with negative dimension {n}: [{n}]")
     dt = D.to_dtype(dtype).np if dtype is not None else np.int64
-    return _finish(_gen(generator)._randperm(n).astype(dt), None, requires_grad, device)
+    return _finish(_gen(generator, device)._randperm(n).astype(dt), None, requires_grad, device)
 
 
 def rand_like(input, *, generator=None, dtype=None, layout=None, device=None, pin_memory=False, requires_grad=False,
               memory_format=None):
-    return _in_module(rand(input._data.shape, dtype=dtype or input.dtype, generator=generator, device=device,
-                           requires_grad=requires_grad), input._xp)
+    return _in_module(rand(input._data.shape, dtype=dtype or input.dtype, generator=generator,
+                           device=_like_device(input, device), requires_grad=requires_grad), input._xp, device)
 
 
 def randn_like(input, *, generator=None, dtype=None, layout=None, device=None, pin_memory=False, requires_grad=False,
                memory_format=None):
-    return _in_module(randn(input._data.shape, dtype=dtype or input.dtype, generator=generator, device=device,
-                            requires_grad=requires_grad), input._xp)
+    return _in_module(randn(input._data.shape, dtype=dtype or input.dtype, generator=generator,
+                            device=_like_device(input, device), requires_grad=requires_grad), input._xp, device)
 
 
 def randint_like(input, low=0, high=None, *, generator=None, dtype=None, layout=None, device=None, pin_memory=False,
@@ -636,7 +686,15 @@ def randint_like(input, low=0, high=None, *, generator=None, dtype=None, layout=
     if high is None:
         low, high = 0, low
     return _in_module(randint(low, high, input._data.shape, generator=generator, dtype=dtype or input.dtype,
-                              device=device, requires_grad=requires_grad), input._xp)
+                              device=_like_device(input, device), requires_grad=requires_grad), input._xp, device)
+
+
+def _like_device(input, device):
+    """The device ``*_like`` draws for: the one given, else a device input's (its generator), else None."""
+    if device is not None or type(input._data) is np.ndarray:
+        return device
+    d = input.device
+    return None if d.type == "cpu" else d
 
 
 def bernoulli(input, p=None, *, generator=None):
@@ -644,6 +702,8 @@ def bernoulli(input, p=None, *, generator=None):
     d = input._data
     if p is None:      # per-element probabilities: bernoulli_distribution<float>, a 24-bit uniform each
         u = _gen(generator)._uniform01(d.size, np.float32).reshape(d.shape)
+        if type(d) is not np.ndarray:
+            u = _array.asarray(u, d)            # drawn on the host: to the input's device
         return _sampled((u < d).astype(d.dtype), (input,), "BernoulliBackward0")
     u = _gen(generator)._uniform01(d.size, np.float64).reshape(d.shape)
     return _sampled((u < p).astype(d.dtype), (input,), None, "bernoulli")
@@ -955,14 +1015,16 @@ def fill(input, value):
 
 
 def get_default_device():
-    """The device factory functions use by default (hookgrad: always the CPU)."""
-    from ._tensor import device
-    return device("cpu")
+    """The device factory functions use by default: the device of the default array module."""
+    from ._tensor import _CPU, _device_of
+    m = _array.default_module()
+    return _CPU if m is np else _device_of(m.zeros(()))
 
 
 def set_default_device(device):
-    """Only the CPU (or None) is accepted: hookgrad has no other device."""
-    _check_device(device)
+    """Tensors made from nothing go to ``device`` from now on (None: the CPU); PyTorch's error for a device
+    hookgrad does not have."""
+    _array.set_default_module(np if device is None else _check_device(device))
 
 
 def result_type(tensor=None, other=None, *, scalar=None, scalar1=None, scalar2=None):

@@ -13,7 +13,7 @@ import math
 
 import numpy as np
 
-from . import _dtype
+from . import _array, _dtype
 
 
 class _PrintOptions:
@@ -207,9 +207,17 @@ def tensor_repr(t, tensor_contents=None):
     plain = cd.get("_tensor_repr", False) or cd.get("_plain_repr", False)
     prefix = "tensor(" if plain else f"{type(t).__name__}("
     indent = len(prefix)
-    arr, dt, default = t._data, t.dtype, _dtype.get_default_dtype()
-    suffixes = []
-    if arr.size == 0:                      # no values to infer the dtype from: always show it
+    if type(t._data) is not np.ndarray and t.is_meta:     # no data: tensor(..., device='meta', size=(2, 3))
+        suffixes = ["device='meta'", "size=" + str(tuple(t.shape))]
+        if t.dtype is not _dtype.get_default_dtype():
+            suffixes.append("dtype=" + str(t.dtype))
+        arr, tensor_contents = None, "..." if tensor_contents is None else tensor_contents
+    else:
+        arr, dt, default = _array.to_host(t._data), t.dtype, _dtype.get_default_dtype()     # one host read
+        suffixes = [] if type(t._data) is np.ndarray or t.device.type == "cpu" else [f"device='{t.device}'"]
+    if arr is None:
+        pass
+    elif arr.size == 0:                      # no values to infer the dtype from: always show it
         if arr.ndim != 1:
             suffixes.append("size=" + str(tuple(arr.shape)))
         if dt is not default:

@@ -72,17 +72,55 @@ class device:
     def __hash__(self):
         return hash((self.type, self.index))
 
+    # ``with torch.device("meta"):`` makes it the default device of the factories inside, as in PyTorch
+    def __enter__(self):
+        from . import _creation
+        _DEVICE_STACK.append(_creation.get_default_device())
+        _creation.set_default_device(self)
+        return self
 
+    def __exit__(self, *exc):
+        from . import _creation
+        _creation.set_default_device(_DEVICE_STACK.pop())
+
+
+_DEVICE_STACK = []
 _CPU = device("cpu")
 
 
 def _check_device(d):
+    """The array module of device ``d`` (None for None); raises PyTorch's error for a device hookgrad lacks
+    ("cuda" without CuPy and a GPU: "Torch not compiled with CUDA enabled"). An int is a CUDA ordinal, as in
+    PyTorch. The CPU's module is the default module, unless that is a device's (then NumPy)."""
     if d is None:
-        return
-    dv = d if isinstance(d, device) else device(str(d)) if not isinstance(d, int) else device("cpu")
-    if dv.type != "cpu":
+        return None
+    if type(d) is str and d == "cpu":
+        return _cpu_module()
+    dv = d if isinstance(d, device) else device("cuda", d) if isinstance(d, int) else device(str(d))
+    if dv.type == "cpu":
+        return _cpu_module()
+    m = _array.device_module(dv.type) if (dv.type == "cuda" and (dv.index or 0) == 0) or dv.type == "meta" else None
+    if m is None:
         from ._errors import no_device
         raise no_device(dv)
+    return m
+
+
+def _cpu_module():
+    m = _array.default_module()
+    return m if _array.device_type_of_module(m) == "cpu" else np
+
+
+_CUDA0 = device("cuda", 0)
+_META = device("meta")
+
+
+def _device_of(a):
+    """The torch.device of array ``a``."""
+    if type(a) is np.ndarray:
+        return _CPU
+    k = _array.device_type(a)
+    return _CPU if k == "cpu" else _CUDA0 if k == "cuda" else _META if k == "meta" else device(k, 0)
 
 
 
@@ -191,21 +229,21 @@ class Tensor:
 
     @property
     def device(self):
-        return _CPU
+        return _device_of(self._data)
 
     @property
     def is_cuda(self):
-        return False
+        return _device_of(self._data).type == "cuda"
 
     is_sparse = False
     is_quantized = False
-    is_meta = False
     is_mkldnn = False
     is_nested = False
     from ._layout import strided as layout
 
     def get_device(self):
-        return -1
+        d = _device_of(self._data)
+        return -1 if d.type == "cpu" else d.index
 
     @property
     def is_leaf(self):
@@ -233,7 +271,7 @@ class Tensor:
         return st if dim is None else st[_wrap_dim(dim, self._data.ndim)]
 
     def storage_offset(self):
-        return (self.data_ptr() - _root(self._data).__array_interface__["data"][0]) // self._data.itemsize
+        return (self.data_ptr() - _array.data_ptr(_root(self._data))) // self._data.itemsize
 
     def untyped_storage(self):
         """The bytes under this tensor and every view of its base (``data_ptr()``, ``nbytes()``, ``size()``)."""
@@ -262,7 +300,7 @@ class Tensor:
 
 
     def data_ptr(self):
-        return self._data.__array_interface__["data"][0]
+        return _array.data_ptr(self._data)
 
     def _is_view(self):
         return self._base is not None
@@ -409,21 +447,32 @@ class Tensor:
 
     # ---- conversions ----------------------------------------------------------------------
     def numpy(self, *, force=False):
+        if not force and type(self._data) is not np.ndarray and self.device.type != "cpu":
+            raise TypeError(f"can't convert {self.device} device type tensor to numpy. Use Tensor.cpu() to copy the "
+                            "tensor to host memory first.")
         if self.requires_grad and not force:
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.")
         if self._data.dtype.kind == "V":       # bfloat16, float8: ml_dtypes' types, which NumPy code does not know
             raise TypeError(f"Got unsupported ScalarType {self.dtype._legacy[:-len('Tensor')]}")
         return _array.to_numpy(self._data)      # a NumPy ndarray (sharing memory where the module can)
 
+    @property
+    def is_meta(self):
+        return type(self._data) is not np.ndarray and _array.device_type(self._data) == "meta"
+
     def item(self):
+        if type(self._data) is not np.ndarray and self.is_meta:
+            raise RuntimeError("Tensor.item() cannot be called on meta tensors")
         if self._data.size != 1:
             raise RuntimeError(f"a Tensor with {self._data.size} elements cannot be converted to Scalar")
-        return self._data.reshape(()).item()
+        return _array.to_host(self._data).reshape(()).item()
 
     def tolist(self):
-        return self._data.tolist()
+        return _array.to_host(self._data).tolist()
 
     def __array__(self, dtype=None, copy=None):
+        if type(self._data) is not np.ndarray and self.device.type != "cpu":
+            self.numpy(force=False)         # PyTorch's TypeError for a device tensor
         a = _array.to_numpy(self._data)
         return a if dtype is None else a.astype(dtype)
 
@@ -440,7 +489,7 @@ class Tensor:
     def __bool__(self):
         if self._data.size != 1:
             raise RuntimeError(f"Boolean value of Tensor with more than one value is ambiguous")
-        return bool(self._data)
+        return bool(_array.to_host(self._data))
 
     def __float__(self):
         if self._data.size != 1:
@@ -497,7 +546,7 @@ class Tensor:
     def __format__(self, spec):
         if self._data.ndim == 0 and (type(self) is Tensor or type(self).__dict__.get("_plain_repr", False)):
             # f"{loss}" formats the number, as PyTorch (for a plain tensor or a view; not for a Parameter)
-            return format(self._data.item(), spec)
+            return format(self.item(), spec)
         return object.__format__(self, spec)
 
     def type(self, dtype=None, non_blocking=False, **kwargs):
@@ -603,7 +652,7 @@ class UntypedStorage:
         return s
 
     def data_ptr(self):
-        return self._array.__array_interface__["data"][0]
+        return _array.data_ptr(self._array)
 
     def nbytes(self):
         return self._array.nbytes
@@ -626,7 +675,26 @@ class UntypedStorage:
         return self
 
     def __getitem__(self, i):
+        """A byte (int), or for a slice a storage viewing those bytes, as PyTorch's."""
+        if isinstance(i, slice):
+            if i.step not in (None, 1):
+                raise RuntimeError(f"Trying to slice with a step of {i.step}, but only a step of 1 is supported")
+            return UntypedStorage._of(_bytes(self._array)[i])
         return _bytes(self._array)[i].tolist()
+
+    @classmethod
+    def from_file(cls, filename, shared=False, nbytes=0):
+        """The file's first ``nbytes`` bytes, memory-mapped: written back to the file if ``shared``, else
+        copy-on-write (changes stay in this process), as PyTorch maps it."""
+        import os
+        filename = os.fspath(filename)
+        if nbytes == 0:
+            nbytes = os.path.getsize(filename)
+        try:
+            data = np.memmap(filename, dtype=np.uint8, mode="r+" if shared else "c", shape=(nbytes,))
+        except (OSError, ValueError) as e:
+            raise RuntimeError(f"UntypedStorage.from_file: unable to map {filename!r} ({nbytes} bytes): {e}") from None
+        return cls._of(np.ndarray(data.shape, np.uint8, buffer=data))
 
     def __eq__(self, other):
         return type(other) is type(self) and other._array is self._array

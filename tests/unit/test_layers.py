@@ -16,7 +16,7 @@ ROOT = "hookgrad"
 # it may import its own layer and the layers below, never one above.
 LAYERS = (
     # 0: leaves: dtypes, errors and warnings, the array module seam, layouts, the one hook-storage pattern
-    ("_dtype", "_errors", "_warnings", "_array", "_layout", "_malloc", "_coverage_names", "version", "_parallel", "_jit",
+    ("_dtype", "_errors", "_warnings", "_array", "_meta", "_layout", "_malloc", "_coverage_names", "version", "_parallel", "_jit",
      "torch_version", "__future__", "utils.hooks", "_progress"),
     # 1: the Tensor (its state and hook registration) and how it prints; knows nothing of autograd
     ("_tensor", "_printing", "types"),
@@ -45,7 +45,7 @@ LAYERS = (
     ("primitives",),                        # the package: installs the Tensor methods of every family
     # above the primitives, built on the ops: the torch.autograd namespace (backward, grad, functional,
     #    gradcheck), nn, optim, utils, serialization, the namespaces of missing names, PyTorch's load-time modules
-    ("autograd", "nn", "optim", "utils", "serialization", "_weights_only_unpickler", "_misc", "_nn_functions",
+    ("autograd", "nn", "ao", "optim", "utils", "serialization", "_weights_only_unpickler", "_misc", "_nn_functions",
      "futures", "distributed", "jit", "hub", "overrides", "multiprocessing", "backends", "cpu", "cuda", "amp", "profiler",
      "primitives.linalg_ns",
      "compiler", "_dynamo", "_tensor_str", "_utils", "_subclasses", "onnx", "accelerator",  # torch's load-time stand-ins (issue 22)
@@ -54,7 +54,7 @@ LAYERS = (
     #    alias) and the clients of the public API, which import hookgrad as their users do
     ("__config__",                          # describes the build (reads hookgrad.__version__)
      "", "_C", "ops", "library", "_custom_ops", "compat", "functional", "__main__", "_spawn", "tools", "models", "distributions", "testing",
-     "utils._python_dispatch", "utils.flop_counter", "_sample_fns"),
+     "utils._python_dispatch", "utils.flop_counter", "_sample_fns", "fx"),
 )
 # hookgrad/__init__ re-exports every layer: its own imports are not checked (an import of it from a layer
 # below the top is an upward import, reported as such), and they are left out of the cycle search.

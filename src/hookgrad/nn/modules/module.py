@@ -267,8 +267,8 @@ class Module:
 
         def convert(t):
             if dtype is not None and t.is_floating_point():
-                return t.to(dtype)
-            return t
+                return t.to(dtype) if dev is None else t.to(dev, dtype)
+            return t if dev is None else t.to(dev)
         return self._apply(convert)
 
     def _to_float_dtype(self, dtype):
@@ -290,15 +290,19 @@ class Module:
         return self._apply(lambda t: t.type(dst_type))
 
     def cpu(self):
-        return self
+        return self._apply(lambda t: t.cpu())
 
     def cuda(self, device=None):
-        from ..._tensor import _check_device
-        _check_device("cuda")
-        return self
+        return self._apply(lambda t: t.cuda(device))
 
     def share_memory(self):
         return self
+
+    def to_empty(self, *, device, recurse=True):
+        """Parameters and buffers moved to ``device`` without copying their values (uninitialised), as PyTorch
+        does to materialise a model built on the meta device."""
+        from ... import _creation
+        return self._apply(lambda t: _creation.empty_like(t, device=device), recurse=recurse)
 
     # ---- hooks (_module_hooks.py): registration, listing, calling -----------------------------
     register_forward_pre_hook = _hooks.register_forward_pre_hook
