@@ -18,7 +18,6 @@ from collections.abc import Iterable
 
 from ..._creation import ones_like, zeros_like, rand_like, rand
 from ...primitives.reduce import topk, kthvalue, norm
-from ..._tensor import Tensor
 from .convert_parameters import parameters_to_vector
 
 __all__ = ["BasePruningMethod", "PruningContainer", "Identity", "RandomUnstructured", "L1Unstructured",
