@@ -331,8 +331,7 @@ class CodeGen:
         if len(body) == 0:
             body.append("pass\n")
         if wrapped_fns:
-            from ._symbolic_trace import wrap
-            wrap_name = add_global("wrap", wrap)
+            wrap_name = "torch.fx._symbolic_trace.wrap"     # torch (hookgrad) is a global of the code
             wrap_stmts = "\n".join(f'{wrap_name}("{name}")' for name in wrapped_fns)
         else:
             wrap_stmts = ""

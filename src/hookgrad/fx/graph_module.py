@@ -8,9 +8,10 @@ from ..nn.modules.module import Module
 from ..nn.parameter import Parameter
 from .._tensor import Tensor
 from ._compatibility import compatibility
-from .graph import Graph, _custom_builtins, _is_from_torch, _PyTreeCodeGen  # noqa: F401
+from .graph import Graph, _PyTreeCodeGen
+from .node import _get_qualified_name, map_arg
 
-__all__ = ["GraphModule", "reduce_graph_module", "reduce_package_graph_module"]
+__all__ = ["GraphModule", "reduce_graph_module"]
 
 _USER_PRESERVED_ATTRIBUTES_KEY = "_user_preserved_attributes"
 
@@ -52,51 +53,59 @@ def _forward_from_src(src, globals, co_fields=None):
     return forward_fn
 
 
-def _hookgrad_import(import_str):
-    """A custom builtin's import line (``import torch``) naming hookgrad, so that a pickled GraphModule loads
-    into hookgrad without the torch alias."""
-    return {"import torch": "import hookgrad as torch", "from torch import device": "from hookgrad import device"}.get(
-        import_str, import_str.replace("import torch.", "import hookgrad."))
+class _NodeRef:
+    """A Node argument in a pickled graph: the Node's name."""
+
+    def __init__(self, name):
+        self.name = name
 
 
-def _format_import_block(globals, importer=None):
-    lines = set()
-    for name, obj in globals.items():
-        if name in _custom_builtins:
-            lines.add(_hookgrad_import(_custom_builtins[name].import_str))
-        elif _is_from_torch(obj):
-            lines.add("import hookgrad as torch")
-        else:
-            lines.add(f"from {obj.__module__} import {obj.__qualname__} as {name}")
-    return "\n".join(sorted(lines)) + "\n"
+def _graph_state(graph):
+    """The Nodes of ``graph`` as plain data: a function target that is a torch name (``torch.relu``) is kept as
+    that name, since hookgrad's public functions are wrappers that pickle cannot find by their qualified name."""
+    from .node import _resolve
+    nodes = []
+    for n in graph.nodes:
+        target = n.target
+        if callable(target):
+            name = _get_qualified_name(target)
+            if name.startswith("torch.") and _resolve(name) is target:
+                target = ("torch", name)
+        ref = (lambda a: _NodeRef(a.name))
+        nodes.append((n.op, target, map_arg(n.args, ref), map_arg(n.kwargs, ref), n.name, n.type, n.meta))
+    return nodes, graph._codegen
 
 
-def reduce_graph_module(body, import_block):
-    fn_src = body.get("_code") or body["code"]
-    forward = _forward_from_src(import_block + fn_src, {})
-    return _deserialize_graph_module(forward, body)
+def _graph_from_state(state):
+    from .node import _resolve
+    nodes, codegen = state
+    graph = Graph()
+    by_name = {}
+
+    def load(a):
+        if isinstance(a, _NodeRef):
+            return by_name[a.name]
+        if isinstance(a, (tuple, list)) and not hasattr(a, "_fields"):
+            return type(a)(load(x) for x in a) if isinstance(a, tuple) else [load(x) for x in a]
+        if isinstance(a, dict):
+            return {k: load(v) for k, v in a.items()}
+        if isinstance(a, slice):
+            return slice(load(a.start), load(a.stop), load(a.step))
+        return a
+    for op, target, args, kwargs, name, type_expr, meta in nodes:
+        if isinstance(target, tuple) and len(target) == 2 and target[0] == "torch":
+            target = _resolve(target[1])
+        node = graph.create_node(op, target, load(tuple(args)), load(dict(kwargs)), name, type_expr)
+        node.meta = meta
+        by_name[name] = node
+    graph._codegen = codegen
+    return graph
 
 
-def reduce_package_graph_module(importer, body, generated_module_name):
-    return reduce_graph_module(body, "")
-
-
-def _deserialize_graph_module(forward, body, graph_module_cls=None):
-    from ._symbolic_trace import Tracer
-
-    class CodeOnlyModule(Module):
-        def __init__(self, body):
-            super().__init__()
-            self.__dict__ = body
-    CodeOnlyModule.forward = forward
-    tracer_cls = body.get("_tracer_cls") or Tracer
-
-    class KeepModules(tracer_cls):
-        def is_leaf_module(self, _, __):
-            return True
-    com = CodeOnlyModule(body)
-    graph = KeepModules().trace(com)
-    gm = (graph_module_cls or GraphModule)(com, graph, class_name=body.get("_graphmodule_cls_name", "GraphModule"))
+def reduce_graph_module(body, graph_state):
+    """Unpickles a GraphModule: its attributes and its graph as it was (PyTorch traces the pickled code again)."""
+    graph = _graph_from_state(graph_state)
+    gm = GraphModule(_CodeOnlyModule(body), graph, class_name=body.get("_graphmodule_cls_name", "GraphModule"))
     for k, v in body.items():
         if not hasattr(gm, k):
             setattr(gm, k, v)
@@ -312,9 +321,7 @@ class GraphModule(Module):
         dict_without_graph = self.__dict__.copy()
         dict_without_graph["_graphmodule_cls_name"] = self.__class__.__name__
         del dict_without_graph["_graph"]
-        python_code = self.recompile()
-        import_block = _format_import_block(python_code.globals)
-        return (reduce_graph_module, (dict_without_graph, import_block))
+        return (reduce_graph_module, (dict_without_graph, _graph_state(self._graph)))
 
     def __deepcopy__(self, memo):
         res = type(self).__new__(type(self))
