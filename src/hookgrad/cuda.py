@@ -282,3 +282,133 @@ __getattr__ = _missing.module_getattr(__name__, "torch.cuda")
 
 from .amp._deprecated import module_for as _amp_module  # noqa: E402
 amp = _amp_module("cuda", __name__)      # torch.cuda.amp: the deprecated aliases of torch.amp
+
+
+# ---- a CUDA device through CuPy (issue 24) ---------------------------------------------------------------------------
+# Where CuPy imports and a GPU is present (or the tests' stand-in is registered: tests/backend/cupylike.py,
+# HOOKGRAD_FAKE_CUDA=cupylike), "cuda" is a device: the answers below replace the no-CUDA ones above. Nothing here
+# imports CuPy before CUDA is asked about (is_available(), device="cuda").
+def _device_xp():
+    from ._array import device_module
+    return device_module("cuda")
+
+
+def _need_xp():
+    m = _device_xp()
+    if m is None:
+        raise _no_cuda()
+    return m
+
+
+def _cupy_cuda(m):
+    return getattr(m, "cuda", None)        # CuPy's cupy.cuda (the stand-in has none)
+
+
+def is_available():
+    """Whether hookgrad has a CUDA device (CuPy imports and sees a GPU)."""
+    return _device_xp() is not None
+
+
+def is_initialized():
+    return is_available()
+
+
+def _is_compiled():
+    return is_available()
+
+
+def device_count():
+    m = _device_xp()
+    if m is None:
+        return 0
+    c = _cupy_cuda(m)
+    return c.runtime.getDeviceCount() if c is not None else 1
+
+
+def current_device():
+    c = _cupy_cuda(_need_xp())
+    return c.Device().id if c is not None else 0
+
+
+def synchronize(device=None):
+    """Wait for the device's queued work (CuPy: the current device's streams)."""
+    c = _cupy_cuda(_need_xp())
+    if c is not None:
+        c.Device().synchronize()
+
+
+def get_device_name(device=None):
+    c = _cupy_cuda(_need_xp())
+    if c is None:
+        return "hookgrad test stand-in (cupylike)"
+    name = c.runtime.getDeviceProperties(c.Device().id)["name"]
+    return name.decode() if isinstance(name, bytes) else name
+
+
+def get_device_capability(device=None):
+    c = _cupy_cuda(_need_xp())
+    if c is None:
+        return (0, 0)
+    cc = c.Device().compute_capability
+    return (int(cc[:-1]), int(cc[-1]))
+
+
+def manual_seed(seed):
+    """Seed the cuda device's generator (and CuPy's own, which cupy-level code draws from); without CUDA it is kept
+    for later, as PyTorch does."""
+    from ._creation import cuda_generator
+    cuda_generator().manual_seed(seed)
+    from ._array import _DEVICE_MODULE
+    m = _DEVICE_MODULE.get("cuda")
+    if m is not None and hasattr(m, "random"):
+        m.random.seed(int(seed) & 0xFFFFFFFF)
+
+
+manual_seed_all = manual_seed
+
+
+def initial_seed():
+    _need_xp()
+    from ._creation import cuda_generator
+    return cuda_generator().initial_seed()
+
+
+def _pool():
+    m = _device_xp()
+    f = getattr(m, "get_default_memory_pool", None) if m is not None else None
+    return f() if f is not None else None
+
+
+def memory_allocated(device=None):
+    """Bytes held by tensors (CuPy's memory pool: used bytes); 0 without CUDA."""
+    p = _pool()
+    return p.used_bytes() if p is not None else 0
+
+
+def memory_reserved(device=None):
+    """Bytes the pool holds from the driver (CuPy: total bytes); 0 without CUDA."""
+    p = _pool()
+    return p.total_bytes() if p is not None else 0
+
+
+def max_memory_allocated(device=None):
+    """The peak is not tracked by CuPy's pool: the pool's total bytes, an upper bound of the peak of
+    memory_allocated() since the last empty_cache()."""
+    return max(memory_reserved(device), memory_allocated(device))
+
+
+memory_cached = memory_reserved
+max_memory_reserved = max_memory_cached = max_memory_allocated
+
+
+def empty_cache():
+    """Give the pool's unused blocks back to the driver (CuPy's free_all_blocks)."""
+    p = _pool()
+    if p is not None:
+        p.free_all_blocks()
+
+
+memory.__dict__.update(memory_allocated=memory_allocated, memory_reserved=memory_reserved,
+                       max_memory_allocated=max_memory_allocated, max_memory_reserved=max_memory_reserved,
+                       empty_cache=empty_cache)
+random.__dict__.update(manual_seed=manual_seed, manual_seed_all=manual_seed_all, initial_seed=initial_seed)

@@ -29,7 +29,7 @@ from collections import OrderedDict
 
 import numpy as np
 
-from . import _dtype as D
+from . import _array, _dtype as D
 from ._tensor import Tensor, Size, device, _check_device
 from ._weights_only_unpickler import (  # noqa: F401  (safe-globals API and UNSAFE_MESSAGE re-exported)
     UNSAFE_MESSAGE, _DUAL_BASES, _STORAGE_TYPES, _StorageType, _WeightsUnpickler, _allowed, _as_load_error,
@@ -76,10 +76,10 @@ _STORAGE_GLOBALS = {k: _Global("torch", k) for k in (*_STORAGE_TYPES, *_ML_STORA
 
 
 class _Storage:
-    __slots__ = ("key", "array")
+    __slots__ = ("key", "array", "location")
 
-    def __init__(self, key, array):
-        self.key, self.array = key, array
+    def __init__(self, key, array, location="cpu"):
+        self.key, self.array, self.location = key, array, location
 
 
 class _Pickler(pickle._Pickler):
@@ -93,7 +93,7 @@ class _Pickler(pickle._Pickler):
     def persistent_id(self, obj):
         if type(obj) is _Storage:
             a = obj.array
-            return ("storage", _STORAGE_GLOBALS[_storage_name(a.dtype)], obj.key, "cpu", a.size)
+            return ("storage", _STORAGE_GLOBALS[_storage_name(a.dtype)], obj.key, obj.location, a.size)
         return None
 
     def save_global(self, obj, name=None):
@@ -132,6 +132,9 @@ class _Pickler(pickle._Pickler):
         """(storage, offset, stride) in elements; views of one C-contiguous buffer share its storage."""
         if _storage_name(a.dtype) is None:
             raise pickle.PicklingError(f"hookgrad.save: cannot save arrays of dtype {a.dtype}")
+        location = "cpu"
+        if type(a) is not np.ndarray and _array.device_type(a) != "cpu":     # a device's array: its bytes, copied
+            location, a = f"{_array.device_type(a)}:0", _array.to_host(a)
         root = a
         while isinstance(root.base, np.ndarray):
             root = root.base
@@ -143,7 +146,7 @@ class _Pickler(pickle._Pickler):
             off = 0
         st = self.storages.get(id(root))
         if st is None:
-            st = self.storages[id(root)] = _Storage(str(len(self.storages)), root)
+            st = self.storages[id(root)] = _Storage(str(len(self.storages)), root, location)
         return st, off // isz, tuple(s // isz for s in a.strides)
 
 
@@ -314,6 +317,7 @@ class _Storages:
     def __init__(self, reader):
         self.reader = reader
         self.loaded = {}    # key -> array
+        self.on_device = set()      # ids of the arrays saved from a cuda device
 
     def load(self, pid):
         if type(pid) is not tuple:
@@ -344,6 +348,8 @@ class _Storages:
                                    f"{stype.dtype} declared in {self.reader.what})")
             arr = self.loaded[key] = _from_bytes(bytearray(self.reader.record(f"data/{key}")), stype.dtype,
                                                  self.reader.byteorder)
+            if location.startswith("cuda"):
+                self.on_device.add(id(arr))
         return arr
 
 
@@ -507,11 +513,11 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=No
         if path.endswith(".safetensors"):
             return load_safetensors(path)
         with open(path, "rb") as fh:
-            return _load_from(fh, repr(path), pickle_module, pickle_load_args)
-    return _load_from(f, "<file object>", pickle_module, pickle_load_args)
+            return _load_from(fh, repr(path), pickle_module, pickle_load_args, map_location)
+    return _load_from(f, "<file object>", pickle_module, pickle_load_args, map_location)
 
 
-def _load_from(fh, what, pickle_module, pickle_load_args):
+def _load_from(fh, what, pickle_module, pickle_load_args, map_location=None):
     try:
         seekable = fh.seekable()
     except AttributeError:
@@ -527,7 +533,56 @@ def _load_from(fh, what, pickle_module, pickle_load_args):
         return _legacy_load(fh, what, magic, pickle_module, pickle_load_args)
     reader = _Reader(fh, what)
     storages = _Storages(reader)
-    return _unpickle(io.BytesIO(reader.record("data.pkl")), storages, what, pickle_module, pickle_load_args)
+    obj = _unpickle(io.BytesIO(reader.record("data.pkl")), storages, what, pickle_module, pickle_load_args)
+    return _place(obj, storages.on_device, map_location)
+
+
+def _place(obj, on_device, map_location):
+    """Tensors saved from the cuda device go back to it (``map_location`` None), or all go where a device
+    ``map_location`` names (a dict or callable is not applied)."""
+    if isinstance(map_location, (str, device)):
+        xp = _check_device(map_location)
+        pick = lambda t: xp                                         # noqa: E731
+    elif map_location is None and on_device:
+        from ._array import device_module
+        xp = device_module("cuda")
+        if xp is None:
+            raise RuntimeError("Attempting to deserialize object on a CUDA device but torch.cuda.is_available() is "
+                               "False. If you are running on a CPU-only machine, please use torch.load with "
+                               "map_location=torch.device('cpu') to map your storages to the CPU.")
+
+        def pick(t):
+            r = t._data
+            while r is not None and id(r) not in on_device:
+                r = getattr(r, "base", None)
+            return xp if r is not None else None
+    else:
+        return obj
+    seen = set()
+
+    def walk(o):
+        if id(o) in seen:
+            return
+        seen.add(id(o))
+        if isinstance(o, Tensor):
+            m = pick(o)
+            if m is not None and _array.device_type_of_module(m) != _array.device_type(o._data):
+                o._data = _array.asarray(o._data, m)
+            if o._grad is not None:
+                walk(o._grad)
+        elif isinstance(o, dict):
+            for v in o.values():
+                walk(v)
+        elif isinstance(o, (list, tuple, set)):
+            for v in o:
+                walk(v)
+        elif hasattr(o, "_parameters") and hasattr(o, "_buffers"):
+            for v in list(o.__dict__.get("_parameters", {}).values()) + list(o.__dict__.get("_buffers", {}).values()):
+                walk(v)
+            for v in o.__dict__.get("_modules", {}).values():
+                walk(v)
+    walk(obj)
+    return obj
 
 
 def _unpickle(fh, storages, what, pickle_module, pickle_load_args, hint="", part="data.pkl"):

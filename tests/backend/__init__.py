@@ -1,31 +1,46 @@
 """Test backends: array modules that are not NumPy, to run the suites under.
 
-``HOOKGRAD_TEST_BACKEND=xarray`` makes tests/conftest.py call ``activate()`` before any test runs: new
+``HOOKGRAD_TEST_BACKEND=xarray`` (or ``=cupylike``, CuPy's manners on the CPU: tests/backend/cupylike.py) makes tests/conftest.py call ``activate()`` before any test runs: new
 tensors then live in ``xarray.XArray`` (``xarray.xp`` is the default array module), and the oracle checks
 that every hookgrad result, gradient and hooked tensor stays one (``array_type()``).
 """
 import os
 
 NAME = os.environ.get("HOOKGRAD_TEST_BACKEND", "")
-_KNOWN = ("xarray",)
+_KNOWN = ("xarray", "cupylike")
+# HOOKGRAD_FAKE_CUDA=cupylike: the cupylike module is the array module of hookgrad's "cuda" device (a test-only
+# stand-in for CuPy, so that device="cuda", .to("cuda"), mixing errors and Module.to run without a GPU)
+FAKE_CUDA = os.environ.get("HOOKGRAD_FAKE_CUDA", "")
 
 
-def _module():
-    if NAME not in _KNOWN:
-        raise ValueError(f"HOOKGRAD_TEST_BACKEND={NAME!r}: known backends are {', '.join(_KNOWN)}")
+def _module(name=None):
+    name = name or NAME
+    if name not in _KNOWN:
+        raise ValueError(f"HOOKGRAD_TEST_BACKEND={name!r}: known backends are {', '.join(_KNOWN)}")
+    if name == "cupylike":
+        from . import cupylike
+        return cupylike
     from . import xarray
     return xarray
 
 
 def activate():
-    """Make the selected backend the default array module (nothing when none is selected)."""
+    """Make the selected backend the default array module (nothing when none is selected); with
+    HOOKGRAD_FAKE_CUDA=cupylike, give the "cuda" device the cupylike module."""
     if NAME:
         _module().use()
+    if FAKE_CUDA:
+        if FAKE_CUDA != "cupylike":
+            raise ValueError(f"HOOKGRAD_FAKE_CUDA={FAKE_CUDA!r}: the known stand-in is cupylike")
+        _module("cupylike").use_as_cuda()
 
 
 def array_type():
     """The array type every hookgrad tensor must hold under the selected backend, or None."""
-    return _module().XArray if NAME else None
+    if not NAME:
+        return None
+    m = _module()
+    return m.ndarray if NAME == "cupylike" else m.XArray
 
 
 # ---- finding where arrays leave the module: HOOKGRAD_TEST_BACKEND_SITES=1 ----------------------------------------

@@ -35,7 +35,7 @@ def same(t, h, what, tol=None):
         _check_array(h, what)
     assert str(t.dtype) == str(h.dtype), f"{what}: dtype torch {t.dtype} vs hookgrad {h.dtype}"
     assert tuple(t.shape) == tuple(h.shape), f"{what}: shape torch {tuple(t.shape)} vs hookgrad {tuple(h.shape)}"
-    a, b = t.detach().resolve_conj().numpy(force=True), np.asarray(h.detach()._data)
+    a, b = t.detach().resolve_conj().numpy(force=True), h.detach().numpy()
     rtol, atol = tol or TOL.get(str(t.dtype)[6:], (0, 0))
     np.testing.assert_allclose(b, a, rtol=rtol, atol=atol, err_msg=what, equal_nan=True)
 

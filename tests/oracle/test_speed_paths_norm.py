@@ -7,11 +7,11 @@ import pytest
 import torch
 
 import hookgrad
-from hookgrad import _jit
+from hookgrad import _array, _jit
 
 
 def _np(t):
-    return None if t is None else np.asarray(t.detach().numpy() if hasattr(t, "detach") else t)
+    return None if t is None else np.asarray(t.detach().numpy() if hasattr(t, "detach") else _array.to_host(t))
 
 
 def _close(h, t, rtol=2e-5, atol=2e-5, what=""):

@@ -24,7 +24,7 @@ from .saved import SavedTensor, _NoneSaved, _hooks_tls, _version_error, _short_n
 from .op_hooks import _op_hooks, _op_tls, _apply_with_op_hooks, op_name
 from .anomaly_mode import state as _anomaly   # .enabled: nodes record the forward traceback
 from .formulas import TENSORS, ARRAYS, takes_space, expand_np, sum_to_shape, cast_array as _cast_array  # noqa: F401
-from .._array import is_array as _is_array, module_of as _module_of
+from .._array import is_array as _is_array, module_of as _module_of, writeable as _writeable
 
 _seq = itertools.count()
 _new = object.__new__
@@ -199,7 +199,7 @@ class Node:
                             rec = True
                             break
         except _NUMPY_ERRORS as e:          # NumPy's own error: PyTorch's type, naming the op
-            err = _from_numpy(op_name(cls).lower(), e)
+            err = _device_clash(args) or _from_numpy(op_name(cls).lower(), e)
             if err is None:
                 raise
             raise err from None
@@ -699,9 +699,24 @@ grad_accumulator_lock = threading.Lock()    # Tensor._grad_accumulator: one Accu
 _accumulate_lock = threading.RLock()
 
 
+def _device_clash(args):
+    """PyTorch's RuntimeError for an op given tensors on two devices (arrays of two modules refuse to mix), or None."""
+    seen = None
+    for a in args:
+        if isinstance(a, Tensor):
+            d = a.device
+            if seen is None:
+                seen = d
+            elif d != seen:
+                d1, d2 = (seen, d) if seen.type != "cpu" else (d, seen)
+                return RuntimeError("Expected all tensors to be on the same device, but found at least two devices, "
+                                    f"{d1} and {d2}!")
+    return None
+
+
 def _laid_out_like(g, d):
     """Can gradient array ``g`` become the ``.grad`` of a leaf with data ``d`` as it is (PyTorch's steal)?"""
-    return (g.dtype == d.dtype and g.shape == d.shape and g.flags.c_contiguous and g.flags.writeable
+    return (g.dtype == d.dtype and g.shape == d.shape and g.flags.c_contiguous and _writeable(g)
             and type(g) is type(d))
 
 
@@ -767,7 +782,7 @@ class AccumulateGrad(Node):
         if gd.shape != d.shape:
             raise RuntimeError(f"hookgrad: the gradient of shape {tuple(d.shape)} cannot be accumulated "
                                f"into .grad of shape {tuple(gd.shape)}")
-        if not gd.flags.writeable:
+        if not _writeable(gd):
             var._grad = Tensor._make(gd + d)
         else:
             np.add(gd, d, out=gd, casting="unsafe")

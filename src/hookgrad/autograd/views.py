@@ -6,7 +6,7 @@ The in-place op plumbing that calls these (checks, the write, the version bump) 
 """
 import numpy as np
 
-from .._array import array_module
+from .._array import array_module, writeable
 from .._tensor import Tensor
 from . import node as _node, saved as _saved
 from .node import Node
@@ -128,7 +128,7 @@ class CopySlices(Node, name="CopySlices"):
             gb = g._data.copy()
             region = self.view_fn(Tensor._make(gb))._data
             res = self._inner(Tensor._make(region.copy(order="K")))
-            if not region.flags.writeable:
+            if not writeable(region):
                 region = _writable(region, False)
             r0 = res[0]
             region[...] = 0 if r0 is None else r0._data

@@ -13,7 +13,7 @@ import weakref
 
 import numpy as np
 
-from .._array import array_module
+from .._array import array_module, writeable
 from . import _mpi
 from ._grad_bucket import GradBucket
 
@@ -159,7 +159,7 @@ def broadcast_coalesced(process_group, tensors, buffer_size, src=0):
                 o = 0
                 for c in chunk:
                     n = c._data.size
-                    if c._data.flags.writeable:
+                    if writeable(c._data):
                         c._data[...] = flat[o:o + n].reshape(c._data.shape)
                     o += n
                     c._vc[0] += 1

@@ -5,6 +5,7 @@ import warnings
 
 import numpy as np
 
+from .. import _array
 from .._tensor import Tensor
 from .. import _creation as C
 from ..primitives import elementwise as E, join as J, nn as N
@@ -1243,7 +1244,7 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, sca
 def _embedding_renorm(weight, idx, max_norm, norm_type):
     """torch.embedding_renorm_ under no_grad: the rows of ``weight`` that ``idx`` names, scaled in place to a
     ``norm_type``-norm of at most ``max_norm``."""
-    rows = np.unique(np.asarray(idx))
+    rows = np.unique(_array.to_host(idx))
     w = weight._data
     nrm = np.linalg.norm(w[rows].astype(np.float64), ord=norm_type, axis=1)
     big = nrm > max_norm
@@ -2100,7 +2101,7 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reducti
     for v in il:
         if v > t_max:
             raise RuntimeError(f"Expected input_lengths to have value at most {t_max}, but got value {v} {where_}")
-    td = np.asarray(tg._data).astype(np.int64)
+    td = _array.to_host(tg._data).astype(np.int64)
     if td.ndim == 1:        # the targets of all batch entries, concatenated
         if td.shape[0] != sum(tl):
             raise RuntimeError(f"Expected tensor to have size {sum(tl)} at dimension 0, but got size {td.shape[0]} "
@@ -2168,7 +2169,7 @@ def _embedding_bag(weight, input, offsets, scale_grad_by_freq, mode, per_sample_
             raise RuntimeError(f"padding_idx must be within the number of embeddings, -{num} through {num - 1}, but "
                                f"got {padding_idx}")
         padding_idx %= num
-    idx = np.asarray(input._data).astype(np.int64)
+    idx = _array.to_host(input._data).astype(np.int64)
     bad = (idx < 0) | (idx >= num)
     if bad.any():
         raise RuntimeError(f"embedding_bag: Expected idx >= 0 && idx < num_embeddings but found idx to be "

@@ -100,7 +100,9 @@ _METHODS = {
     "bernoulli_": FL.bernoulli_, "exponential_": FL.exponential_, "copy_": FL.copy_, "bernoulli": C.bernoulli,
     "gelu": E.gelu, "silu": E.silu, "softplus": E.softplus,
     "new_zeros": C.new_zeros, "new_ones": C.new_ones, "new_empty": C.new_empty, "new_full": C.new_full,
-    "new_tensor": lambda s, data, dtype=None, requires_grad=False, **k: C.tensor(data, dtype=dtype or s.dtype, requires_grad=requires_grad),
+    "new_tensor": lambda s, data, dtype=None, device=None, requires_grad=False, **k: C.tensor(
+        data, dtype=dtype or s.dtype, device=device if device is not None else C._like_device(s, None),
+        requires_grad=requires_grad),
 }
 
 _METHODS.update({

@@ -5,7 +5,7 @@ import weakref
 
 import numpy as np
 
-from .._array import array_module
+from .._array import array_module, writeable, data_ptr
 from .._tensor import Tensor
 from .._errors import broadcast_error
 from ..autograd import saved as _saved
@@ -61,10 +61,12 @@ def check_overlap(self, others):
         od = o._data
         if od is sd or (od.base is None and sd.base is None) or not sd.size or not od.size:
             continue
+        if type(od) is not type(sd) and array_module(od) is not array_module(sd):
+            continue        # two devices' arrays: no memory in common
         if not (_dense(sd) and _dense(od)) or not np.may_share_memory(sd, od):
             continue
-        a0 = sd.__array_interface__["data"][0] + sum(min(0, st * (n - 1)) for n, st in zip(sd.shape, sd.strides))
-        b0 = od.__array_interface__["data"][0] + sum(min(0, st * (n - 1)) for n, st in zip(od.shape, od.strides))
+        a0 = data_ptr(sd) + sum(min(0, st * (n - 1)) for n, st in zip(sd.shape, sd.strides))
+        b0 = data_ptr(od) + sum(min(0, st * (n - 1)) for n, st in zip(od.shape, od.strides))
         a1, b1 = a0 + sd.nbytes, b0 + od.nbytes
         if a0 == b0 and a1 == b1 and sd.strides == od.strides and sd.shape == od.shape:
             continue            # the same elements (FULL overlap): allowed
@@ -152,7 +154,7 @@ def _write(self, data, cls=None):
         except ValueError:
             raise RuntimeError(f"output with shape {list(sd.shape)} doesn't match the broadcast shape "
                                f"{list(np.broadcast_shapes(data.shape, sd.shape))}") from None
-    if not sd.flags.writeable:
+    if not writeable(sd):
         sd = _writable(sd, getattr(cls, "_overlap_ok", False))
     np.copyto(sd, data, casting="unsafe")
     self._vc[0] += 1

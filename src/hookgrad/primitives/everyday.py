@@ -12,6 +12,7 @@ from .._tensor import Tensor, _root, UntypedStorage
 from ..autograd.graph import Node
 from . import shape as S
 from .._array import array_module
+from .. import _array
 
 
 def _need_tensor(fname, input):
@@ -267,7 +268,7 @@ def set_(self, source=None, storage_offset=0, size=None, stride=None):
 def is_set_to(self, tensor):
     """True if both tensors view the same storage with the same offset, sizes and strides."""
     a, b = self._data, tensor._data
-    return (_root(a) is _root(b) and a.__array_interface__["data"][0] == b.__array_interface__["data"][0]
+    return (_root(a) is _root(b) and _array.data_ptr(a) == _array.data_ptr(b)
             and a.shape == b.shape and a.strides == b.strides)
 
 

@@ -3,6 +3,7 @@ in-place ops whose gradient is zero for the overwritten tensor (FillBackward2, Z
 CopyBackwards), applied through inplace_apply like any in-place op."""
 import numpy as np
 
+from .. import _array
 from .._array import array_module, to_numpy
 from .._tensor import Tensor
 from ..autograd.node import Node as _Node
@@ -163,8 +164,13 @@ class _Copy(_Node, name="CopyBackwards"):
 
     def forward(self, x, src):
         self.src_dtype = src.dtype
+        self.src_xp = array_module(src)
         return np.broadcast_to(_in_module_of(x, src), x.shape).astype(x.dtype)
 
     def backward(self, g):
-        # PyTorch's CopyBackwards: zeros_like(grad) for self, a constant (no graph under create_graph)
-        return Tensor._make(np.zeros_like(g._data)), g
+        # PyTorch's CopyBackwards: zeros_like(grad) for self, a constant (no graph under create_graph); the
+        # source's gradient on the source's device
+        gs = g
+        if _array.device_type_of_module(self.src_xp) != _array.device_type(g._data):
+            gs = Tensor._make(_array.asarray(g._data, self.src_xp))
+        return Tensor._make(np.zeros_like(g._data)), gs

@@ -13,7 +13,7 @@ from .._errors import not_implemented_for
 from ._index_nodes import (_check_bounds, Index, Select, Slice, IndexGrad, Unsqueeze, Alias,  # noqa: F401
                            zeros_for, IndexSelect, IndexAddGrad)
 from .elementwise import scale, Where, where  # noqa: F401  (where is an elementwise op)
-from .._array import array_module
+from .._array import array_module, writeable, is_array
 
 
 def _convert_index(idx, src):
@@ -108,7 +108,7 @@ def _slicing(self, idx, setting):
             result = _step(result, Unsqueeze, (_ALL,) * dim + (None,))
             adv[dim] = array_module(self._data).zeros(1 if i else 0, np.int64)
             dim += 1
-        elif isinstance(i, np.ndarray):
+        elif is_array(i):
             adv[dim] = i
             dim += 1
         elif isinstance(i, slice):
@@ -708,7 +708,7 @@ def take(input, index):
 
 # ----------------------------------------------------------------------------- in-place forms
 def masked_fill_(self, mask, value):
-    if not self._data.flags.writeable and 0 in self._data.strides:
+    if not writeable(self._data) and 0 in self._data.strides:
         import warnings
         warnings.warn("Use of masked_fill_ on expanded tensors is deprecated. Please clone() the tensor before performing "
                       "this operation. This also applies to advanced indexing e.g. tensor[mask] = scalar", UserWarning,

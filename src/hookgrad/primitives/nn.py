@@ -8,7 +8,7 @@ Backwards that are not linear in the gradient (softmax, norms) are written with 
 import math
 
 import numpy as np
-from numpy.lib.stride_tricks import as_strided
+from .._array import as_strided
 
 from .._tensor import Tensor
 from ..autograd.graph import Node
@@ -179,7 +179,7 @@ def _im2col(x, k, s, p, d):
     o = tuple((sp[i] - d[i] * (k[i] - 1) - 1) // s[i] + 1 for i in range(len(k)))
     st = x.strides
     win = as_strided(x, (n, c) + tuple(k) + o, st[:2] + tuple(st[2 + i] * d[i] for i in range(len(k))) +
-                     tuple(st[2 + i] * s[i] for i in range(len(k))), subok=True, writeable=False)
+                     tuple(st[2 + i] * s[i] for i in range(len(k))))
     return win.reshape(n, c * _prod(k), _prod(o)), o
 
 
@@ -229,12 +229,12 @@ def _columns(x, k, s, p, d, outc=1):
             flat[:, :, :size].reshape(xs.shape[:2] + ps)[(Ellipsis,) + inner] = xs
             sn, sc, se = flat.strides
             win = as_strided(flat, xs.shape[:2] + tuple(k) + grid, (sn, sc) + tuple(d[i] * es[i] * se for i in range(nd))
-                             + tuple(es[i] * se for i in range(nd)), subok=True, writeable=False)
+                             + tuple(es[i] * se for i in range(nd)))
         else:
             xpd = _pad_spatial(xs, p)
             st = xpd.strides
             win = as_strided(xpd, xs.shape[:2] + tuple(k) + o, st[:2] + tuple(st[2 + i] * d[i] for i in range(nd)) +
-                             tuple(st[2 + i] * s[i] for i in range(nd)), subok=True, writeable=False)
+                             tuple(st[2 + i] * s[i] for i in range(nd)))
         dst[(slice(c0, c1),) + (slice(None),) * nd + (slice(n0, n1),)] = win.transpose(perm)
 
     _blocks(n, c, _prod(k) * _prod(grid), fill)
@@ -1423,7 +1423,10 @@ class NllLoss(Node, name="NllLossBackward0"):
         n = len(tf)
         xp = array_module(x)
         rows = xp.arange(n)
-        lo, hi = (int(tf.min()), int(tf.max())) if n else (0, -1)
+        if type(tf) is np.ndarray:
+            lo, hi = (int(tf.min()), int(tf.max())) if n else (0, -1)
+        else:   # NOTE: a device's targets are not read back to be checked (PyTorch's CUDA kernel asserts there)
+            lo, hi = (0, c - 1) if n else (0, -1)
         if w is None and n and 0 <= lo and hi < c and not lo <= self.ignore_index <= hi:
             ts, wt = tf, None       # the common case: every target a class, no weights (no masks to build)
             picked = -xc[rows, tf]
@@ -1431,7 +1434,7 @@ class NllLoss(Node, name="NllLossBackward0"):
         else:
             valid = tf != self.ignore_index
             bad = valid & ((tf < 0) | (tf >= c))
-            if bad.any():
+            if type(tf) is np.ndarray and bad.any():
                 raise IndexError(f"Target {int(tf[bad][0])} is out of bounds.")
             ts = np.where(valid, tf, 0)
             wt = (w[ts] if w is not None else xp.ones(n, x.dtype)) * valid

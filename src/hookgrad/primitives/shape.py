@@ -10,7 +10,8 @@ from ..autograd.grad_mode import _state
 from ._dispatch import wrap_dim, dims_of
 from ._inplace import make_view
 from .._creation import int_list, size_args
-from .._array import array_module, is_array
+from .._array import array_module, is_array, data_ptr
+from .. import _array
 
 _new = object.__new__
 
@@ -446,26 +447,51 @@ class ToCopy(Node, name="ToCopyBackward0"):
         return g
 
 
+class ToDevice(Node, name="ToCopyBackward0"):
+    """A copy into another device's array module (``.to("cuda")``, ``.cpu()``); the gradient goes back."""
+    xp = None
+
+    def forward(self, x):
+        self.src = array_module(x)
+        return _array.asarray(x, self.xp)
+
+    def backward(self, g):
+        return ToDevice.apply(g, xp=self.src)
+
+
+def to_module(t, xp):
+    """``t`` on the device of array module ``xp`` (``t`` itself when it is there already; differentiable)."""
+    if xp is None or _array.device_type_of_module(xp) == _array.device_type(t._data):
+        return t
+    return ToDevice.apply(t, xp=xp)
+
+
 def to(self, *args, device=None, dtype=None, non_blocking=False, copy=False, memory_format=None, tensor=None):
     """to(dtype), to(device), to(other), to(device, dtype); copy=True forces a copy."""
     from .. import _dtype as D
     from .._tensor import _check_device
     dt = dtype if tensor is None else tensor.dtype
-    _check_device(device)
+    xp = _check_device(device) if tensor is None else tensor._xp
     if len(args) > 1 and isinstance(args[-1], bool) and isinstance(args[-2], bool):
         copy = args[-1]                         # to(dtype, non_blocking, copy)
     for a in args:
 
         if isinstance(a, Tensor):
             dt = a.dtype
+            xp = a._xp
         elif isinstance(a, D.dtype):
             dt = a
         elif isinstance(a, (str, int)) or type(a).__name__ == "device":
-            _check_device(a)
+            xp = _check_device(a)
         elif a is None or isinstance(a, bool):
             pass
         else:
             dt = D.to_dtype(a)
+    moved = to_module(self, xp)
+    if moved is not self:
+        if dt is None or dt.np == moved._data.dtype:
+            return moved
+        return ToCopy.apply(moved, dt=dt.np)
     if dt is None or dt.np == self._data.dtype:
         return Clone.apply(self) if copy else self
     if self.requires_grad and not dt.is_floating_point and not dt.is_complex:
@@ -499,13 +525,14 @@ byte = _caster("uint8")
 bool_ = _caster("bool")
 
 
-def cpu(self, *a, **k):
-    return self
+def cpu(self, memory_format=None):
+    from .._tensor import _cpu_module
+    return to_module(self, _cpu_module())
 
 
-def cuda(self, *a, **k):
-    from .._errors import no_device
-    raise no_device("cuda")
+def cuda(self, device=None, non_blocking=False, memory_format=None):
+    from .._tensor import _check_device
+    return to_module(self, _check_device("cuda" if device is None else device))
 
 
 def type_as(self, other):
@@ -840,7 +867,7 @@ def _storage_root(a):
 
 
 def _addr(a):
-    return a.__array_interface__["data"][0]
+    return data_ptr(a)
 
 
 def storage_offset_of(a):

@@ -10,6 +10,7 @@ import numpy as np
 from .._tensor import Tensor
 from ..autograd.graph import Node
 from .._array import array_module
+from .. import _array
 from . import return_types as RT
 
 
@@ -61,7 +62,7 @@ def check_same_dtype(name, A, B, a="A", b="B"):
 
 def raise_info(name, info, msg):
     """PyTorch's LinAlgError for the first failed batch element: ``msg(i)`` says why (i: its info > 0)."""
-    info = np.asarray(info)
+    info = _array.to_host(info)
     bad = np.flatnonzero(info.reshape(-1) > 0)
     if bad.size:
         k = int(bad[0])
@@ -528,7 +529,7 @@ def lu_factor(A, *, pivot=True, out=None):
     check_matrix("torch.linalg.lu_factor", A, square=False)
     _check_pivot("linalg.lu_factor", pivot)
     LU, piv, info = LinalgLuFactorEx.apply(A, pivot=True, check=False)
-    i = np.asarray(info._data).reshape(-1)
+    i = _array.to_host(info._data).reshape(-1)
     bad = np.flatnonzero(i > 0)
     if bad.size:
         k = int(i[bad[0]])

@@ -8,6 +8,7 @@ import enum
 
 import numpy as np
 
+from .. import _array
 from .._tensor import Tensor
 
 __all__ = ["DLDeviceType", "from_dlpack", "to_dlpack"]
@@ -64,6 +65,9 @@ def from_dlpack(ext_tensor, *, device=None, copy=None):
             from .._tensor import _check_device
             _check_device(device)
         dev = ext_tensor.__dlpack_device__() if hasattr(ext_tensor, "__dlpack_device__") else (1, 0)
+        if int(dev[0]) == DLDeviceType.kDLCUDA and _array.device_module("cuda") is not None:
+            arr = _array.device_module("cuda").from_dlpack(ext_tensor)      # the device's memory, shared
+            return Tensor._make(arr.copy() if copy else arr)
         if int(dev[0]) != DLDeviceType.kDLCPU:
             raise RuntimeError(f"hookgrad runs on the CPU only: from_dlpack got a tensor on DLPack device type "
                                f"{int(dev[0])} ({_device_name(dev[0])})")
@@ -111,6 +115,8 @@ def __dlpack__(self, *, stream=-1, max_version=None, dl_device=None, copy=None):
     if stream is not None and stream != -1 and not isinstance(stream, int):
         raise TypeError("stream must be ``int`` or ``none``")
     a = self._data
+    if not isinstance(a, np.ndarray) and _array.device_type(a) != "cpu":      # a device's array (CuPy's) exports
+        return a.__dlpack__(**({} if stream is None or stream == -1 else {"stream": stream}))
     if not isinstance(a, np.ndarray):
         a = np.asarray(a)
     if a.dtype.kind not in "biufc":
@@ -127,7 +133,10 @@ def __dlpack__(self, *, stream=-1, max_version=None, dl_device=None, copy=None):
 
 
 def __dlpack_device__(self):
-    """``(DLDeviceType.kDLCPU, 0)``: hookgrad's tensors live on the CPU."""
+    """``(DLDeviceType.kDLCPU, 0)`` for the CPU's tensors; a device's as its array module says (CuPy: kDLCUDA)."""
+    a = self._data
+    if not isinstance(a, np.ndarray) and _array.device_type(a) != "cpu":
+        return a.__dlpack_device__()
     return (DLDeviceType.kDLCPU, 0)
 
 

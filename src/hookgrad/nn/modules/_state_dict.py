@@ -7,6 +7,7 @@ import warnings
 from collections import OrderedDict, namedtuple
 from collections.abc import Mapping
 
+from ... import _array
 from ..._tensor import Tensor
 from ...autograd.grad_mode import no_grad
 from ...utils.hooks import add_hook
@@ -203,7 +204,7 @@ def _restore_state(snap):
         m._buffers.clear()
         m._buffers.update(bufs)
         for t, data in tensors:
-            if t._data.shape == data.shape and t._data.dtype == data.dtype and t._data.flags.writeable:
+            if t._data.shape == data.shape and t._data.dtype == data.dtype and _array.writeable(t._data):
                 t._data[...] = data
             else:
                 t._data = data

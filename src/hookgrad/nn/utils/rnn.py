@@ -10,6 +10,7 @@ import numpy as np
 
 from ..._tensor import Tensor
 from ..._array import default_module
+from ... import _array
 from ...primitives.nn import PackPaddedSequence as _PackNode
 
 __all__ = ["PackedSequence", "invert_permutation", "pack_padded_sequence", "pad_packed_sequence", "pad_sequence",
@@ -106,7 +107,7 @@ def _lengths_array(lengths):
         if lengths.dim() != 1:
             raise RuntimeError(f"'lengths' argument should be a 1D CPU int64 tensor, but got {lengths.dim()}D "
                                f"{str(lengths.dtype).replace('torch.', '')} tensor")
-        return np.asarray(lengths._data, np.int64)
+        return _array.to_host(lengths._data).astype(np.int64)
     return np.asarray(list(lengths), np.int64)
 
 
