@@ -466,3 +466,26 @@ def test_state_with_python_numbers_loads_as_in_torch(name):
         out.append((p.detach().numpy().copy(), isinstance(o2.state[p]["step"], L.Tensor)))
     np.testing.assert_allclose(out[1][0], out[0][0], rtol=1e-6)
     assert out[0][1] and out[1][1]
+
+
+@pytest.mark.parametrize("gdt", ["float64", "float16", "int64"])
+@pytest.mark.parametrize("name,kw", [("SGD", dict(lr=0.1, momentum=0.9)), ("Adam", {}), ("AdamW", {}),
+                                     ("RMSprop", dict(centered=True)), ("Adagrad", {}), ("Adamax", {}),
+                                     ("Adadelta", {}), ("NAdam", {}), ("RAdam", {}), ("ASGD", {}), ("Adafactor", {})])
+def test_a_gradient_of_another_dtype(name, kw, gdt):
+    """A gradient assigned through ``.data`` with another dtype: PyTorch's lerp_ refuses it (the Adam family),
+    the other algorithms step (in the parameter's dtype)."""
+    seen = {}
+
+    def run(L):
+        p = L.nn.Parameter(L.linspace(1, 2, 5))
+        p.grad = L.ones(5)
+        p.grad.data = L.full((5,), 2 if gdt == "int64" else 0.5, dtype=getattr(L, gdt))
+        seen[L] = p
+        getattr(L.optim, name)([p], **kw).step()
+    te, he = outcome(run)
+    if te is None:
+        assert he is None, he
+        np.testing.assert_allclose(seen[hookgrad].detach().numpy(), seen[torch].detach().numpy(), rtol=1e-5)
+    else:
+        same_error(run)

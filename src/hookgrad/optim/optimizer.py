@@ -15,7 +15,7 @@ import numpy as np
 
 from .. import _jit, _parallel
 from .._array import array_module, default_module
-from .._errors import broadcast_error, from_numpy, NUMPY_ERRORS
+from .._errors import broadcast_error, from_numpy, not_implemented_for, NUMPY_ERRORS
 from .._tensor import Tensor, _zero_grad
 from .. import _dtype as D
 from ..autograd.grad_mode import set_grad_enabled, is_grad_enabled, enable_grad
@@ -157,8 +157,18 @@ def _addcdiv_(t, t1, t2, value=1.0):     # t + value * t1 / t2
     _bump(t)
 
 
+_CTYPES = {"float32": "float", "float64": "double", "float16": "c10::Half", "bfloat16": "c10::BFloat16",
+           "int64": "long int", "int32": "int", "int16": "short int", "int8": "signed char", "uint8": "unsigned char",
+           "bool": "bool"}
+
+
 def _lerp_(t, end, weight):              # PyTorch's two-branch lerp formula
     a = t._data
+    if end.dtype != a.dtype:            # PyTorch's lerp_ takes no other dtype (a gradient assigned through .data)
+        raise RuntimeError(f"expected dtype {_CTYPES.get(a.dtype.name, a.dtype.name)} for `end` but got dtype "
+                           f"{_CTYPES.get(end.dtype.name, end.dtype.name)}")
+    if a.dtype.kind not in "fc":
+        raise not_implemented_for("lerp_kernel_scalar", a.dtype)
     w = a.dtype.type(weight)
     if abs(w) < 0.5:
         a += w * (end - a)
