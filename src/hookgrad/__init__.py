@@ -22,6 +22,7 @@ from ._dtype import bfloat16
 from ._dtype import (uint16, uint32, uint64, float8_e4m3fn, float8_e5m2, float8_e4m3fnuz, float8_e5m2fnuz,  # noqa: F401
                      float8_e8m0fnu, float4_e2m1fn_x2)
 globals().update((_d.name, _d) for _d in __import__("hookgrad._dtype", fromlist=["NO_KERNELS"]).NO_KERNELS)
+chalf = complex32  # noqa: F821  (set just above)
 from ._tensor import Tensor, Size, device
 from ._printing import set_printoptions
 from .autograd.grad_mode import no_grad, enable_grad, set_grad_enabled, inference_mode, is_grad_enabled, \
@@ -224,3 +225,8 @@ del _r_install, _missing_names
 from .primitives._out import share as _share
 _share(globals(), nn.functional.__dict__, _missing.torch_names("torch.nn.functional"))
 del _share
+# symbolic sizes exist only under compilation, which hookgrad does not do: the types for isinstance, the
+# sym_* functions on concrete numbers
+from ._symbolic import (SymInt, SymFloat, SymBool, sym_float, sym_int, sym_max, sym_min, sym_not,  # noqa: E402,F401
+                        sym_ite, sym_sqrt, sym_sum, sym_fresh_size, sym_constrain_range,
+                        sym_constrain_range_for_size)

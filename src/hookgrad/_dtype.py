@@ -137,11 +137,24 @@ BITS = tuple(_NoKernels(n, 1, False, size, n.capitalize()) for n, size in
 SUB_BYTE = tuple(_NoKernels(f"{u}int{k}", 1, not u, 1, f"{u.upper()}Int{k}" if u else f"Int{k}")
                  for u in ("", "u") for k in range(1, 8))
 float4_e2m1fn_x2 = _NoKernels("float4_e2m1fn_x2", 2, True, 1, "Float4_e2m1fn_x2")
-NO_KERNELS = BITS + SUB_BYTE + (float4_e2m1fn_x2,)
+# torch.complex32 (chalf): NumPy has no complex half, so hookgrad has no tensors of it (docs/differences.md);
+# the dtype exists for comparisons such as kornia's `z.dtype == torch.complex32`
+class _ComplexHalf(_NoKernels):
+    __slots__ = ()
+
+    @property
+    def np(self):
+        raise TypeError("hookgrad has no tensors of torch.complex32 (complex half): NumPy has no such type; use "
+                        "torch.complex64")
+
+
+complex32 = _ComplexHalf("complex32", 3, True, 4, "ComplexHalf")
+complex32.is_complex = True
+NO_KERNELS = BITS + SUB_BYTE + (float4_e2m1fn_x2, complex32)
 _NAMES.update({d.name: d for d in NO_KERNELS})
 _NAMES.update({"bool": bool_, "half": float16, "float": float32, "double": float64,
                "long": int64, "int": int32, "short": int16, "byte": uint8, "char": int8,
-               "cfloat": complex64, "cdouble": complex128})
+               "cfloat": complex64, "cdouble": complex128, "chalf": complex32})
 # the float8 and unsigned dtypes that promote with nothing (the names c10's promotion errors print)
 _NO_PROMOTION = frozenset(FLOAT8 + BAREBONES_UNSIGNED + NO_KERNELS)
 _UNSIGNED = frozenset(BAREBONES_UNSIGNED + SUB_BYTE[7:])

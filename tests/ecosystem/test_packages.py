@@ -17,7 +17,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 SRC = os.path.abspath(os.path.join(HERE, "..", "..", "src"))
 PACKAGES = ["einops", "torchmetrics", "transformers", "torchvision", "timm", "kornia", "pytorch_lightning",
             "accelerate", "peft", "torch_geometric", "pytorch_grad_cam"]
-# float32 models of a few layers: the results agree to a few ulps of their size, not bit for bit
+# float32 models of a few layers: the results agree to a few ulps of their size, not bit for bit (ATOL is
+# relative to each array's largest magnitude)
 RTOL, ATOL = 2e-4, 2e-5
 
 
@@ -76,7 +77,10 @@ def _compare(want, got, where):
         assert got[1] == want[1], f"{where}: dtype {got[1]} != {want[1]}"
         assert got[2].shape == want[2].shape, f"{where}: shape {got[2].shape} != {want[2].shape}"
         if want[2].dtype.kind in "fc":
-            np.testing.assert_allclose(got[2], want[2], rtol=RTOL, atol=ATOL, err_msg=where)
+            # absolute tolerance on the array's scale: an element near zero computed from large ones (kornia's Lab
+            # from RGB, up to 100) carries the rounding of those
+            scale = max(1.0, float(np.abs(want[2]).max())) if want[2].size else 1.0
+            np.testing.assert_allclose(got[2], want[2], rtol=RTOL, atol=ATOL * scale, err_msg=where)
         else:
             np.testing.assert_array_equal(got[2], want[2], err_msg=where)
     elif isinstance(want, list):
