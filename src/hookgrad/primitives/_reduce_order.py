@@ -168,6 +168,19 @@ def _ti_dims(x, dims):
     return ti
 
 
+def _small_rows(x, dims):
+    """(rows, row length) when the compiled kernels can take ``x`` as it is: a C-contiguous array of fewer than
+    GRAIN elements (one thread in PyTorch) reduced over its last dims (more than one element each); else None."""
+    nd = x.ndim
+    if not (0 < x.size < GRAIN and x.flags.c_contiguous and dims == tuple(range(nd - len(dims), nd))
+            and _jit.available()):
+        return None
+    r = 1
+    for d in dims:
+        r *= x.shape[d]
+    return (x.size // r, r) if r > 1 else None
+
+
 def _layout(x, dims):
     """(``_ti_dims``, ``_view``) of reducing ``x`` over ``dims``; at once for the common case, a C-contiguous
     array reduced over its last dims (all of them, or the last ones)."""
@@ -197,9 +210,15 @@ def _view(x, ti):
 def torch_sum(x, dims):
     """``x`` summed over ``dims`` (a tuple of axes; all for a full reduction) in PyTorch's CPU order; the
     result has the reduced dims removed. float32 / float64 NumPy arrays (``applies``)."""
+    out_shape = tuple(s for d, s in enumerate(x.shape) if d not in dims)
+    kr = _small_rows(x, dims)
+    if kr:                                  # (the common case at once: rows of a small contiguous array)
+        w = _VEC_BYTES // x.itemsize
+        out = np.empty(kr[0], x.dtype)
+        _k_rows(x.reshape(kr), w, kr[1] >= w, *_scratch(x.dtype, 4 * w, 4 * w, w), out)
+        return out.reshape(out_shape)
     if x.size == 0 or any(s < 0 for s in x.strides):
         x = np.ascontiguousarray(x)
-    out_shape = tuple(s for d, s in enumerate(x.shape) if d not in dims)
     if x.size == 0:
         return np.zeros(out_shape, x.dtype)
     ti, v = _layout(x, dims)
@@ -361,9 +380,14 @@ def _slot(flat, ti, w, b, e, slots, t):
 def torch_norm2(x, dims):
     """The 2-norm of ``x`` over ``dims`` (all axes for a full reduction) in PyTorch's CPU order; the result has
     the reduced dims removed. float32 / float64 NumPy arrays (``applies``)."""
+    out_shape = tuple(s for d, s in enumerate(x.shape) if d not in dims)
+    kr = _small_rows(x, dims)
+    if kr:
+        out = np.empty(kr[0], x.dtype)
+        _k_norm_rows(x.reshape(kr), _VEC_BYTES // x.itemsize, True, _scratch(x.dtype, 1, 8)[1], out)
+        return np.sqrt(out).reshape(out_shape)
     if x.size == 0 or any(s < 0 for s in x.strides):
         x = np.ascontiguousarray(x)
-    out_shape = tuple(s for d, s in enumerate(x.shape) if d not in dims)
     if x.size == 0:
         return np.zeros(out_shape, x.dtype)
     ti, v = _layout(x, dims)
