@@ -29,6 +29,8 @@ def resnet18(lib):
     """ResNet-18 in eval mode with the same weights in both libraries (hookgrad's init, seed 0)."""
     hookgrad.manual_seed(0)
     ref = _hg_resnet.resnet18()
+    if lib is hookgrad:
+        return ref.eval()
     model = _module_under(lib, _hg_resnet).resnet18()
     if lib is not hookgrad:
         model.load_state_dict({k: lib.tensor(np.ascontiguousarray(v.numpy())) for k, v in ref.state_dict().items()})
