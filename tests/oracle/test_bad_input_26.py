@@ -103,8 +103,8 @@ def _step(L, name, opt):
     return opt.step((lambda: L.tensor(1.0)) if name == "LBFGS" else None)
 
 
-@pytest.mark.parametrize("jit", [True, False], ids=["compiled", "numpy"])
-@pytest.mark.parametrize("foreach", [None, True])
+@pytest.mark.parametrize("foreach,jit", [(None, True), (None, False), (True, True)],
+                         ids=["compiled", "numpy", "foreach"])
 @pytest.mark.parametrize("gshape", [(4,), (2, 5), (5, 1)], ids=str)
 @pytest.mark.parametrize("name,kw", OPTS, ids=IDS)
 def test_step_after_a_gradient_of_the_wrong_shape(name, kw, gshape, foreach, jit):
