@@ -14,19 +14,26 @@ A float sum depends on the order of its additions. NumPy sums pairwise in blocks
   (a reduction over an outer dim) the columns are summed side by side, each by ``multi_row_sum`` in groups
   of 4 vectors, the rest by ``row_sum``.
 - vector_norm(p=2) over one contiguous innermost dim: W lane accumulators of x*x, folded left, then the tail
-  as ``acc += x * x`` (a fused multiply-add on x86 builds), then sqrt; any other layout adds
-  ``acc + x * x`` element by element in iteration order.
-- mean is that sum divided by the number of elements.
+  ``acc += x * x``, which the compiler turns into 4-wide products added in order and then, for the last
+  n % 4, fused multiply-adds; then sqrt. Any other layout adds ``acc + x * x`` (no fma) element by element in
+  iteration order.
+- mean is that sum divided by the number of elements (``sum / n``, as ``mean_out`` on CPU).
 - With more than one thread (``torch.get_num_threads()``, which hookgrad's ``get_num_threads`` mirrors) and
   at least 32768 elements, a reduction to one value is split into one range per thread, whose sums are then
   added; a reduction to several values is split over an output dim (rounded to 128 bytes), which changes the
-  grouping of columns in the outer-dim case. Both are replicated.
+  grouping of columns in the outer-dim case. Both are replicated: the bits depend on the thread count, as
+  PyTorch's do.
 
 W: ``sum_stub`` and ``norm_stub`` are registered with ``REGISTER_DISPATCH``, which leaves the AVX512 slot
-empty, so x86 PyTorch runs their AVX2 (or default) build: 32-byte vectors, 8 floats or 4 doubles, whatever
-``torch.backends.cpu.get_cpu_capability()`` says. On other architectures PyTorch's vector width may differ
-(``_VEC_BYTES``). Everything here is plain NumPy: reshapes into the chunk/lane layout, and sequential adds
-(a Python loop over <= 16 slices, or ``np.add.accumulate``, which is strictly sequential) over the small axes.
+empty, so x86 PyTorch runs their AVX2 (or default) build: 32-byte vectors, 8 floats or 4 doubles, also where
+``torch.backends.cpu.get_cpu_capability()`` says AVX512. On other architectures PyTorch's vector width may
+differ (``_VEC_BYTES``).
+
+Two implementations of each order, giving the same bits (the tests run both against torch): NumPy (reshapes
+into the chunk/lane layout, sequential adds over the small axes: a loop over <= 32 slices, or
+``np.add.accumulate``, which adds strictly in order), and loops compiled by numba when it is installed
+(``_jit.strict``: no fast-math), close to NumPy's own sum in speed, sharing rows or columns out on
+hookgrad's pool.
 """
 import threading
 
