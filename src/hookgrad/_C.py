@@ -238,10 +238,20 @@ def _parse_to(*args, **kwargs):
     return dev, dt, non_blocking, memory_format
 
 
-_nn = SimpleNamespace(_parse_to=_parse_to)
-_functorch = SimpleNamespace(is_legacy_batchedtensor=lambda t: False, is_batchedtensor=lambda t: False,
-                             is_gradtrackingtensor=lambda t: False, is_functionaltensor=lambda t: False)
-_distributed_rpc = SimpleNamespace(_is_current_rpc_agent_set=lambda: False)
+def _submodule(name, **attrs):
+    """A namespace of torch._C that packages import from (``from torch._C._nn import _parse_to``): a module
+    registered in sys.modules, as PyTorch's C extension registers its submodules."""
+    import types
+    m = types.ModuleType(f"{__name__}.{name}")
+    m.__dict__.update(attrs)
+    sys.modules[m.__name__] = m
+    return m
+
+
+_nn = _submodule("_nn", _parse_to=_parse_to)
+_functorch = _submodule("_functorch", is_legacy_batchedtensor=lambda t: False, is_batchedtensor=lambda t: False,
+                        is_gradtrackingtensor=lambda t: False, is_functionaltensor=lambda t: False)
+_distributed_rpc = _submodule("_distributed_rpc", _is_current_rpc_agent_set=lambda: False)
 
 
 def __getattr__(name):

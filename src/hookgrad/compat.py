@@ -85,6 +85,7 @@ class _AliasLoader(importlib.abc.Loader):
     def exec_module(self, module):
         if self.target is not None:
             ModuleType.__setattr__(module, "__spec__", self._own_spec)
+            _lazy_getattr(module)
 
 
 class _AliasFinder(importlib.abc.MetaPathFinder):
@@ -135,6 +136,15 @@ def _raise_if_named_directly(fullname):
     if _missing.direct_reference(sys._getframe(2)) is not None:
         raise ModuleNotFoundError(f"No module named {fullname!r} (hookgrad has no such module.{_missing.LAZY_HINT})",
                                   name=fullname)
+
+
+def _lazy_getattr(module):
+    """Lazy mode: a hookgrad module without a missing-name hook gets one, so that ``from torch.x import missing``
+    gives a placeholder there too."""
+    from . import _missing
+    name = getattr(module, "__name__", "")
+    if _missing.is_lazy() and name.startswith(_TARGET + ".") and "__getattr__" not in module.__dict__:
+        module.__getattr__ = _missing.module_getattr(name, _ALIAS + name[len(_TARGET):])
 
 
 def _lazy_spec(fullname):
@@ -214,6 +224,7 @@ def install(lazy=False):
         for name, mod in list(sys.modules.items()):       # the hookgrad modules already imported
             if name.startswith(_TARGET + ".") and mod is not None:
                 sys.modules.setdefault(_ALIAS + name[len(_TARGET):], mod)
+                _lazy_getattr(mod)
         return _state["module"]
 
 

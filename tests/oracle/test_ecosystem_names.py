@@ -392,6 +392,10 @@ def use_value():
 
 def is_one(x):
     return isinstance(x, ScheduleGPipe)
+
+
+from torch.nn.attention.flex_attention import NoSuchThing   # a hookgrad module without its own __getattr__
+from torch._C._nn import _no_such_function                    # a submodule of torch._C
 '''
 
 MAIN = '''
@@ -402,6 +406,7 @@ if sys.argv[1:] == ["install"]:
 import fakepkg, torch
 print("loaded", fakepkg.HAVE_X, fakepkg.HAS_VMAP, fakepkg.is_one(torch.zeros(1)))
 print("repr", repr(fakepkg.DEFAULT))
+print("plain", type(fakepkg.NoSuchThing).__name__, type(fakepkg._no_such_function).__name__)
 for f in (fakepkg.use_call, fakepkg.use_value, fakepkg.MySchedule, fakepkg.Thing):
     try:
         f()
@@ -429,7 +434,8 @@ def test_lazy_mode_loads_and_fails_where_used(tmp_path, how):
     assert lines[0] == "loaded False False False"      # try/except fallback, hasattr and isinstance as without it
     assert lines[1].startswith("repr <hookgrad lazy placeholder for torch.distributed.pipelining.ScheduleGPipe."
                                "SOME_MEMBER (first named at " + init + ":3)>")
-    used = lines[2:]
+    assert lines[2] == "plain MissingName MissingName"
+    used = lines[3:]
     assert [u.split(" | ")[0] for u in used] == [
         "raised NotImplementedName True torch.vmap", "raised NotImplementedName True torch.nn.qat",
         "raised NotImplementedName True torch.distributed.pipelining.ScheduleGPipe",
