@@ -42,9 +42,9 @@ def _aa_bilinear(x):
     return np.where(x < 1, 1 - x, 0.0)
 
 
-def _aa_bicubic(x):
-    x = np.abs(x)      # Keys' cubic with a = -0.5 (PIL's)
-    return np.where(x < 1, _cc1(x, -0.5), np.where(x < 2, _cc2(x, -0.5), 0.0))
+def _aa_bicubic(x, a=-0.5):
+    x = np.abs(x)      # Keys' cubic, a = -0.5 (PIL's) when antialiasing
+    return np.where(x < 1, _cc1(x, a), np.where(x < 2, _cc2(x, a), 0.0))
 
 
 def _aa_lanczos(x):
@@ -68,6 +68,72 @@ def _kernel_scale(n_in, n_out, scale, align_corners, rt):
     return rt(1.0 / scale) if scale is not None and scale > 0 else rt(n_in) / rt(n_out)
 
 
+def _aa_window(filt, n_in, n_out, sc):
+    """_compute_indices_min_size_weights_aa for every output index: (xmin, w, wmax), w (n_out, K) zero past each
+    window, normalised by its sequential total (rows totalling 0 left as they are), wmax the largest normalised
+    weight (0 for those rows)."""
+    size, filt = filt
+    o = np.arange(n_out)
+    support = size * 0.5 * sc if sc >= 1.0 else size * 0.5
+    k = int(math.ceil(support)) * 2 + 1
+    center = sc * (o + 0.5)
+    inv = 1.0 / sc if sc >= 1.0 else 1.0
+    xmin = np.maximum((center - support + 0.5).astype(np.int64), 0)
+    xsize = np.clip(np.minimum((center + support + 0.5).astype(np.int64), n_in) - xmin, 0, k)
+    j = np.arange(k)
+    w = filt((j + xmin[:, None] - center[:, None] + 0.5) * inv)
+    w = np.where(j < xsize[:, None], w, 0.0)
+    tot = np.cumsum(w, 1)[:, -1:]            # left to right, as PyTorch adds them
+    ok = tot != 0
+    w = np.where(ok, w / np.where(ok, tot, 1), w)
+    return xmin, w, float(np.where(ok, w, 0.0).max(initial=0.0))
+
+
+def _window_weights(mode, n_in, n_out, sc, align_corners):
+    """_compute_indices_min_size_weights (uint8, no antialias): the 2 or 4 taps of the float kernels, with the
+    taps that fall outside the input added onto the edge ones. (xmin, w, wmax); wmax is PyTorch's: the largest
+    running value of any weight as the taps are added in."""
+    k, filt = (4, lambda v: _aa_bicubic(v, _CUBIC_A)) if mode == "bicubic" else (2, _aa_bilinear)
+    support = k // 2
+    o = np.arange(n_out, dtype=np.float64)
+    src = sc * o if align_corners else sc * (o + 0.5) - 0.5
+    if mode != "bicubic" and not align_corners:
+        src = np.maximum(src, 0.0)
+    i0 = np.minimum(np.floor(src.astype(np.float32)).astype(np.int64), n_in - 1)       # floorf
+    lam = np.clip(src - i0, 0.0, 1.0)
+    lo = i0 - support + 1
+    xmin = np.maximum(lo, 0)
+    xsize = np.clip(np.minimum(i0 + support + 1, n_in) - xmin, 0, k)
+    w = np.zeros((n_out, k))
+    rows, at, wmax = np.arange(n_out), np.zeros(n_out, np.int64), 0.0
+    for j in range(k):
+        at = np.where(lo + j <= 0, 0, np.where(lo + j >= n_in - 1, xsize - 1, at))
+        w[rows, at] += filt(float(j + 1 - support) - lam)
+        wmax = max(wmax, float(w[rows, at].max()))
+        at = at + 1
+    return xmin, w, wmax
+
+
+def fixed_point_taps(mode, n_in, n_out, scale, align_corners, antialias):
+    """PyTorch's uint8 bilinear/bicubic taps (_compute_index_ranges_int16_weights): the float64 weights
+    scaled by 2**prec and rounded half away from zero to int16, ``prec`` the most bits that keep the largest
+    weight under 2**15 (at most 22). (idx (n_out, K), w int16 (n_out, K), prec), or None for an axis whose
+    size does not change (the uint8 kernels skip it)."""
+    if n_in == n_out:
+        return None
+    sc = _kernel_scale(n_in, n_out, scale, align_corners, np.float64)
+    if antialias:
+        xmin, w, wmax = _aa_window(_AA[mode], n_in, n_out, float(sc))
+    else:
+        xmin, w, wmax = _window_weights(mode, n_in, n_out, float(sc), align_corners)
+    prec = 0
+    while prec < 22 and int(0.5 + wmax * (1 << (prec + 1))) < (1 << 15):
+        prec += 1
+    v = w * (1 << prec)
+    wi = np.trunc(np.where(v < 0, v - 0.5, v + 0.5)).astype(np.int64).astype(np.int16)
+    return np.minimum(xmin[:, None] + np.arange(w.shape[1]), n_in - 1), wi, prec
+
+
 def interp_taps(mode, n_in, n_out, scale, align_corners, antialias, dt, shortcut=True):
     """(idx, w) of shapes (n_out, K) for one axis, PyTorch's indices and weights (weights in float64),
     or None where the axis is the identity. ``scale``: the user's scale factor for this axis, or None.
@@ -89,20 +155,8 @@ def interp_taps(mode, n_in, n_out, scale, align_corners, antialias, dt, shortcut
     rt = _real(dt)
     sc = _kernel_scale(n_in, n_out, scale, align_corners, rt)
     if antialias:
-        size, filt = _AA[mode]
-        sc = float(sc)
-        support = size * 0.5 * sc if sc >= 1.0 else size * 0.5
-        k = int(math.ceil(support)) * 2 + 1
-        center = sc * (o + 0.5)
-        inv = 1.0 / sc if sc >= 1.0 else 1.0
-        xmin = np.maximum((center - support + 0.5).astype(np.int64), 0)
-        xsize = np.clip(np.minimum((center + support + 0.5).astype(np.int64), n_in) - xmin, 0, k)
-        j = np.arange(k)
-        w = filt((j + xmin[:, None] - center[:, None] + 0.5) * inv)
-        w = np.where(j < xsize[:, None], w, 0.0)
-        tot = w.sum(1, keepdims=True)
-        w = np.where(tot != 0, w / np.where(tot != 0, tot, 1), w)
-        return np.minimum(xmin[:, None] + j, n_in - 1), w
+        xmin, w, _ = _aa_window(_AA[mode], n_in, n_out, float(sc))
+        return np.minimum(xmin[:, None] + np.arange(w.shape[1]), n_in - 1), w
     if mode == "bicubic":
         of = o.astype(rt)
         src = sc * (of + rt(0.5)) - rt(0.5) if not align_corners else sc * of
@@ -135,6 +189,19 @@ def _take_axis(x, axis, idx, w, xp):
     return out
 
 
+def _fixed_point_axis(x, axis, idx, w, prec, xp):
+    """uint8 x resampled along ``axis`` with int16 weights of ``prec`` bits: the int32 dot products plus half
+    a unit, shifted down and clamped to uint8 (PyTorch's ImagingResample{Horizontal,Vertical})."""
+    shape = [1] * x.ndim
+    shape[axis] = idx.shape[0]
+    acc = xp.full((), 1 << (prec - 1), dtype=np.int32)
+    for k in range(idx.shape[1]):
+        if w[:, k].any():
+            acc = acc + xp.take(x, xp.asarray(idx[:, k]), axis=axis).astype(np.int32) * \
+                xp.asarray(w[:, k].astype(np.int32)).reshape(shape)
+    return xp.clip(acc >> prec, 0, 255).astype(np.uint8)
+
+
 def _adjoint_axis(g, axis, idx, w, n_in, xp):
     """The adjoint of _take_axis: g (n_out along ``axis``) scattered back to n_in, as a dense matmul."""
     m = np.zeros((idx.shape[0], n_in))
@@ -146,14 +213,17 @@ def _adjoint_axis(g, axis, idx, w, n_in, xp):
 
 
 class _Resample(Node):
-    """x -> x resampled along each (axis, idx, w, n_in) of ``taps`` (w None: a plain copy, nearest).
-    ``btaps``: the taps of the backward kernel (the same but for nearest 1-d/3-d, see interp_taps)."""
+    """x -> x resampled along each (axis, idx, w, n_in) of ``taps`` (w None: a plain copy, nearest; for uint8
+    bilinear/bicubic, (int16 weights, precision) of fixed_point_taps, each pass rounded to uint8 as PyTorch's
+    kernels do). ``btaps``: the taps of the backward kernel (the same but for nearest 1-d/3-d, see interp_taps)."""
     _pair = None
 
     def forward(self, x):
         xp = array_module(x)
+        if not self.taps:
+            return x.copy()
         for axis, idx, w, _ in self.taps:
-            x = _take_axis(x, axis, idx, w, xp)
+            x = _fixed_point_axis(x, axis, idx, *w, xp) if isinstance(w, tuple) else _take_axis(x, axis, idx, w, xp)
         return x
 
     def backward(self, g):
@@ -194,21 +264,19 @@ def resample(input, mode, out_size, scales, align_corners, antialias):
     x = input._data
     n = x.ndim - 2
 
+    fixed = x.dtype == np.uint8 and mode in ("bilinear", "bicubic")     # PyTorch's int16 fixed-point kernels
+
     def taps_of(shortcut):
         taps = []
         for i in range(n):
-            t = interp_taps(mode, x.shape[2 + i], out_size[i], None if scales is None else scales[i],
-                            bool(align_corners), antialias, x.dtype, shortcut)
+            args = (mode, x.shape[2 + i], out_size[i], None if scales is None else scales[i], bool(align_corners),
+                    antialias)
+            t = fixed_point_taps(*args) if fixed else interp_taps(*args, x.dtype, shortcut)
             if t is not None:
-                idx, w = t
+                idx, w = t[0], (t[1:] if fixed else t[1])
                 taps.append((2 + i, idx, None if mode.startswith("nearest") else w, x.shape[2 + i]))
-        return tuple(reversed(taps))        # the last axis first
+        return tuple(reversed(taps))        # the last axis first (width, then height, as PyTorch)
     taps = taps_of(n == 2)
-    if x.dtype.kind != "f" and taps and taps[0][2] is not None:     # uint8 bilinear/bicubic: float weights, rounded
-        xp = array_module(x)
-        for axis, idx, w, _ in taps:        # NOTE: PyTorch rounds to uint8 after each axis's pass
-            x = xp.clip(xp.floor(_take_axis(x.astype(np.float64), axis, idx, w, xp) + 0.5), 0, 255).astype(np.uint8)
-        return Tensor._make(x)
     cls = RESAMPLE[(_MODE_NAME[mode] + ("Aa" if antialias else ""), n)]
     btaps = taps if n == 2 or mode != "nearest" else taps_of(True)
     if mode == "bicubic" and not antialias and list(out_size) == list(x.shape[2:]):
@@ -325,7 +393,7 @@ def _grid_taps(grid, sizes, mode, padding, align_corners):
                 nd = nd + [dwa if w is None else w * dwa]
                 rec(a - 1, nflat, ok, nw, nd)
     # the index is row-major over (z, y, x): recurse from the slowest axis (the last of x, y, z)
-    xp = array_module(g)
+    xp = array_module(g._data)
     rec(n - 1, xp.zeros(g.shape[:2], np.int64), xp.ones(g.shape[:2], bool), None, None)
     # dws were collected slowest axis first: reverse to x, y, z order
     return [(flat, valid, w, None if d is None else d[::-1]) for flat, valid, w, d in out]
