@@ -133,8 +133,10 @@ class _Pickler(pickle._Pickler):
         if _storage_name(a.dtype) is None:
             raise pickle.PicklingError(f"hookgrad.save: cannot save arrays of dtype {a.dtype}")
         location = "cpu"
-        if type(a) is not np.ndarray and _array.device_type(a) != "cpu":     # a device's array: its bytes, copied
-            location, a = f"{_array.device_type(a)}:0", _array.to_host(a)
+        if not isinstance(a, np.ndarray):       # another module's array (a device's): its bytes, copied to the host
+            if _array.device_type(a) != "cpu":
+                location = f"{_array.device_type(a)}:0"
+            a = _array.to_host(a)
         root = a
         while isinstance(root.base, np.ndarray):
             root = root.base

@@ -57,10 +57,30 @@ def _un_index(x):
     return x
 
 
+class _Writable:
+    def __init__(self, a, owner):
+        i = dict(a.__array_interface__)
+        i["data"] = (i["data"][0], False)
+        self.__array_interface__, self.owner = i, owner
+
+
+def _writable(r):
+    """CuPy has no read-only arrays: NumPy's read-only views of writable memory (broadcast_to, expand) are
+    made writable, as CuPy's are."""
+    if r.flags.writeable:
+        return r
+    b = r.base
+    while isinstance(b, np.ndarray) and not b.flags.writeable:
+        b = b.base
+    if not isinstance(b, np.ndarray):
+        return r            # truly read-only memory (a bytes buffer): left as it is
+    return np.asarray(_Writable(r, b))
+
+
 def _wrap(r):
     t = type(r)
     if t is np.ndarray:
-        return ndarray(r)
+        return ndarray(r if r.flags.writeable else _writable(r))
     if isinstance(r, np.generic):           # CuPy gives 0-d arrays, never NumPy scalars
         return ndarray(np.asarray(r))
     if t is tuple or t is list:

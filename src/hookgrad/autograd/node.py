@@ -122,6 +122,8 @@ class Node:
     nondiff_outputs = ()      # output indices that never get a grad_fn (e.g. argmax indices)
     _nondiff_slots = False    # True: those outputs still have a grad_outputs slot (custom Functions)
     materialize_grads = True
+    opmath = False            # True: PyTorch computes a bfloat16 input in float32 and rounds once (_dtype.opmath),
+                              # in forward and backward; "forward": backward is made of such ops (mm, conv)
 
     # hook storage, created on first registration (hooks cost nothing when absent)
     _pre_hooks = None
@@ -150,6 +152,11 @@ class Node:
         # on arrays too (``_spaced``); a formula on Tensors alone runs on arrays wrapped as Tensors
         if "backward" in cls.__dict__ and "_spaced" not in cls.__dict__:
             cls._spaced = takes_space(cls.__dict__["backward"])
+        if cls.opmath:      # a bfloat16 input computed in float32 and rounded once (see _dtype.opmath)
+            for k in ("forward", "backward") if cls.opmath is True else ("forward",):
+                f = cls.__dict__.get(k)
+                if f is not None and not getattr(f, "_opmath", False):
+                    setattr(cls, k, D.opmath(f, k == "backward"))
         _declare_saved(cls)
         save, names = cls.save, cls.saved_names
         order = None
@@ -601,7 +608,7 @@ def _py(v, wrap=False):
         return v
     if isinstance(v, int):
         return v + 18446744073709551616 if wrap and v < 0 else v
-    if isinstance(v, np.ndarray):
+    if isinstance(v, np.ndarray) or _is_array(v):
         return Tensor._make(v)
     if isinstance(v, np.generic):
         return _py(v.item(), wrap)

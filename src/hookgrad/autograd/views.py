@@ -77,6 +77,8 @@ class _Interface:
 def _writable_alias(a):
     """A writable array over the memory of ``a``, a read-only broadcast (expand) of a writable array (PyTorch lets
     fill_/zero_ write a constant through elements that share memory); None if the memory is not writable."""
+    if not isinstance(a, np.ndarray):
+        return a            # another module's array (CuPy's): no read-only views, it is written as it is
     b = a.base
     while isinstance(b, np.ndarray) and not b.flags.writeable:
         b = b.base

@@ -8,6 +8,7 @@ import numpy as np
 from .. import _array
 from .._tensor import Tensor
 from .. import _creation as C
+from .._dtype import has_float_kernels as _float_kernels
 from ..primitives import elementwise as E, join as J, nn as N
 from ..primitives.attention import SdpaFlash as _SdpaFlash
 from .attention import _enabled as _sdpa_enabled, SDPBackend as _SDPBackend
@@ -641,7 +642,7 @@ def _avg_pool(n, input, kernel_size, stride, padding, ceil_mode, count_include_p
     if divisor_override is not None and divisor_override == 0:
         raise RuntimeError("divisor must be not zero")
     dk = input._data.dtype
-    if dk.kind != "f":              # PyTorch's kernel takes int64 too: the mean truncated toward zero
+    if not _float_kernels(dk):      # PyTorch's kernel takes int64 too: the mean truncated toward zero
         if dk != np.int64:
             raise not_implemented_for(f"avg_pool{n}d" if n == 2 else "avg_pool3d_out_frame", dk)
         return _avg_pool(n, input.double(), kernel_size, stride, padding, ceil_mode, count_include_pad,
@@ -1244,8 +1245,8 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, sca
 def _embedding_renorm(weight, idx, max_norm, norm_type):
     """torch.embedding_renorm_ under no_grad: the rows of ``weight`` that ``idx`` names, scaled in place to a
     ``norm_type``-norm of at most ``max_norm``."""
-    rows = np.unique(_array.to_host(idx))
     w = weight._data
+    rows = _array.array_module(w).asarray(np.unique(_array.to_host(idx)))
     nrm = np.linalg.norm(w[rows].astype(np.float64), ord=norm_type, axis=1)
     big = nrm > max_norm
     w[rows[big]] *= (max_norm / (nrm[big] + 1e-7))[:, None].astype(w.dtype)
@@ -1431,7 +1432,7 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
         if not antialias:
             raise ValueError("Lanczos mode requires antialias=True")
     dk = input._data.dtype
-    if dk.kind != "f" and not (dk == np.uint8 and mode in ("nearest", "nearest-exact", "bilinear", "bicubic")):
+    if not _float_kernels(dk) and not (dk == np.uint8 and mode in ("nearest", "nearest-exact", "bilinear", "bicubic")):
         raise not_implemented_for(_INTERP_KERNEL.get((mode, n), "compute_indices_weights_nearest"), dk)
     if mode == "area":
         pool = (adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_avg_pool3d)[n - 1]
@@ -1569,14 +1570,14 @@ def _size_warn(input, target):
 
 def _loss_kernel(input, target, kernel):
     """A pointwise loss kernel (mse_cpu, ...) runs at the promoted dtype of input and target, float only."""
-    if input._data.dtype.kind != "f" and target._data.dtype.kind != "f":
+    if not _float_kernels(input._data.dtype) and not _float_kernels(target._data.dtype):
         from .. import _dtype as D
         raise not_implemented_for(kernel, D.result_type_of([input, target]))
 
 
 def _same_float(input, target):
     """The one-node loss path: two tensors of one floating dtype."""
-    return isinstance(input, Tensor) and isinstance(target, Tensor) and input._data.dtype.kind == "f" and \
+    return isinstance(input, Tensor) and isinstance(target, Tensor) and _float_kernels(input._data.dtype) and \
         input._data.dtype == target._data.dtype
 
 
@@ -1812,7 +1813,7 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
     if reduction not in ("mean", "sum", "none"):
         raise ValueError(f"{reduction} is not a valid value for reduction")
     x, y = input._data, target._data
-    if x.dtype.kind != "f":
+    if not _float_kernels(x.dtype):
         raise NotImplementedError(f'"binary_cross_entropy" not implemented for \'{_sname(input)}\'')
     if y.dtype != x.dtype:
         raise RuntimeError(f"Found dtype {_sname(target)} but expected {_sname(input)}")
@@ -1839,9 +1840,9 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
         raise ValueError(f"Target size ({target.size()}) must be the same as input size ({input.size()})")
     if reduction not in ("mean", "sum", "none"):
         raise ValueError(f"{reduction} is not a valid value for reduction")
-    if target._data.dtype.kind != "f" and input._data.dtype.kind == "f":
+    if not _float_kernels(target._data.dtype) and _float_kernels(input._data.dtype):
         raise RuntimeError(f"result type {_sname(input)} can't be cast to the desired output type {_sname(target)}")
-    if _same_float(input, target) and all(v is None or isinstance(v, Tensor) and v._data.dtype.kind == "f"
+    if _same_float(input, target) and all(v is None or isinstance(v, Tensor) and _float_kernels(v._data.dtype)
                                           for v in (weight, pos_weight)):
         return N.BinaryCrossEntropyWithLogits.apply(
             input, target, reduction=reduction, w=None if weight is None else weight._data,
@@ -2132,7 +2133,7 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reducti
 def _bag_ids(idx, offsets, include_last_offset, padding_idx):
     """The bag of each index (-1: padding, or past the last bag) and the number of bags, with PyTorch's checks."""
     n = idx.shape[0]
-    off = np.asarray(offsets).astype(np.int64)
+    off = _array.to_host(offsets).astype(np.int64)
     if include_last_offset and off.size == 0:
         raise RuntimeError("include_last_offset: number of offsets should be at least 1")
     if off.size:
@@ -2282,7 +2283,7 @@ def _sdpa_check(query, key, value, attn_mask, dropout_p, is_causal, enable_gqa):
     if query.dim() < 2 or key.dim() < 2 or value.dim() < 2:
         raise RuntimeError(f"Expected query, key, and value to all be  at least 2 dimensional, but got query.dim: "
                            f"{query.dim()} key.dim: {key.dim()} and value.dim: {value.dim()} instead.")
-    if query._data.dtype.kind != "f":
+    if not _float_kernels(query._data.dtype):
         raise RuntimeError(f"\"baddbmm_with_gemm\" not implemented for '{scalar_name(query._data.dtype)}'")
     if attn_mask is not None:
         md = attn_mask._data.dtype

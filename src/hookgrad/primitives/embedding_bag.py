@@ -20,6 +20,8 @@ class EmbeddingBag(Node, name="EmbeddingBagBackward0"):
 
     def forward(self, w, psw=None):
         xp = array_module(w)
+        if xp is not np:        # the bags were worked out on the host: to the weight's device, once
+            self.idx, self.bag = xp.asarray(self.idx), xp.asarray(self.bag)
         idx, bag, nb = self.idx, self.bag, self.nbags
         self.num, d = w.shape
         keep = bag >= 0

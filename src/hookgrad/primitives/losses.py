@@ -4,6 +4,8 @@ CTC. Forward on arrays; the gradient beside it.
 PyTorch defines no derivative of the multi-margin, multilabel-margin and CTC backward kernels: their gradient
 is a value recorded on (grad_output, input) by ``NoDerivative``, whose own backward raises PyTorch's error.
 """
+import functools
+
 import numpy as np
 
 from ..autograd.graph import Node
@@ -120,7 +122,7 @@ class MultilabelMarginLoss(Node, name="MultilabelMarginLossBackward0"):
 # ---------------------------------------------------------------------------------------------- CTC
 def _logsumexp(*terms):
     """log(sum(exp)) of arrays of one shape, with PyTorch's guard: a max of -inf counts as 0."""
-    m = np.maximum.reduce(terms)
+    m = functools.reduce(np.maximum, terms)       # (NumPy's maximum.reduce would stack a list on the host)
     m = np.where(np.isneginf(m), 0, m)
     with np.errstate(divide="ignore"):
         return np.log(sum(np.exp(a - m) for a in terms)) + m

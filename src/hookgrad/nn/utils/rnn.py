@@ -140,7 +140,7 @@ def pack_padded_sequence(input, lengths, batch_first=False, enforce_sorted=True)
 def pad_packed_sequence(sequence, batch_first=False, padding_value=0.0, total_length=None):
     """The inverse of pack_padded_sequence: (padded batch, lengths)."""
     from ..._creation import full
-    bs = np.asarray(sequence.batch_sizes._data, np.int64)
+    bs = _array.to_host(sequence.batch_sizes._data).astype(np.int64)
     max_seq_length = len(bs)
     if total_length is not None:
         if total_length < max_seq_length:
@@ -160,7 +160,7 @@ def pad_packed_sequence(sequence, batch_first=False, padding_value=0.0, total_le
     lengths_t = _long(lengths)
     if sequence.unsorted_indices is not None:
         out = out.index_select(0 if batch_first else 1, sequence.unsorted_indices)
-        lengths_t = _long(lengths[np.asarray(sequence.unsorted_indices._data)])
+        lengths_t = _long(lengths[_array.to_host(sequence.unsorted_indices._data)])
     return out, lengths_t
 
 
