@@ -969,8 +969,9 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
             running_mean._vc[0] += 1
             running_var._vc[0] += 1
     else:
-        mean = running_mean._data.reshape(pshape).astype(x.dtype)
-        invstd = (1.0 / np.sqrt(running_var._data.astype(np.float64) + eps)).astype(x.dtype).reshape(pshape)
+        sdt = np.float32 if x.dtype.kind == "V" else x.dtype        # bfloat16: float32 statistics (opmath)
+        mean = running_mean._data.reshape(pshape).astype(sdt)
+        invstd = (1.0 / np.sqrt(running_var._data.astype(np.float64) + eps)).astype(sdt).reshape(pshape)
     args = (input, weight, bias)
     return N.Norm.apply(*args, sshape=x.shape, axes=axes, pshape=pshape, mean=mean, invstd=invstd,
                         batch_stats=bool(training), eps=eps, wshape=(c,), running=(running_mean, running_var))
@@ -2071,7 +2072,7 @@ def _lengths(v, name, n):
     if isinstance(v, Tensor):
         if v._data.dtype.kind not in "iu":
             raise RuntimeError(f"{name} must be integral")
-        vals = [int(a) for a in np.asarray(v._data).reshape(-1)]
+        vals = [int(a) for a in _array.to_host(v._data).reshape(-1)]
     else:
         vals = [int(a) for a in v]
     if len(vals) != n:

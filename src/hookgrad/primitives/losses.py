@@ -9,6 +9,7 @@ import functools
 import numpy as np
 
 from ..autograd.graph import Node
+from .. import _array
 from .._array import array_module
 from .._creation import _SampledNoGrad as NoDerivative   # a value with no derivative (backward raises)
 from .nn import _PointLoss
@@ -138,6 +139,10 @@ class CtcLoss(Node, name="CtcLossBackward0"):
 
     def forward(self, lp):
         xp = array_module(lp)
+        if xp is not np:    # NOTE: the recursion runs on the host (a few tiny steps per time step); results go back
+            nll, alphas = self.forward(_array.to_host(lp))
+            self.grad = xp.asarray(self.grad)
+            return xp.asarray(nll), xp.asarray(alphas)
         t_max, n = lp.shape[0], lp.shape[1]
         s_max = 2 * max(self.target_lengths, default=0) + 1
         nll = xp.zeros(n, lp.dtype)
