@@ -83,6 +83,11 @@ def test_cuda_seed_reproducible(fake_cuda):
     c = hookgrad.randn(6, device="cuda").cpu().numpy()
     hookgrad.manual_seed(7)
     np.testing.assert_array_equal(c, hookgrad.randn(6, device="cuda").cpu().numpy())
+    cpu_state = hookgrad.get_rng_state()         # the device draws (dropout too) leave the CPU generator alone
+    d = hookgrad.nn.functional.dropout(hookgrad.ones(8, 8, device="cuda"), 0.5)
+    assert d.is_cuda and set(d.cpu().numpy().ravel().tolist()) <= {0.0, 2.0}
+    hookgrad.randn(3, device="cuda")
+    assert hookgrad.equal(hookgrad.get_rng_state(), cpu_state)
 
 
 def test_moves_are_differentiable(fake_cuda):

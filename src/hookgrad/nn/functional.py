@@ -959,6 +959,8 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
         if math.prod((x.shape[0],) + x.shape[2:]) == 1:        # PyTorch's _verify_batch_size
             raise ValueError(f"Expected more than 1 value per channel when training, got input size {input.shape}")
         mean, invstd, var = N.norm_stats(x, axes, eps)
+        if x.dtype.kind == "V" and (weight is None or weight._data.dtype == x.dtype):
+            mean, invstd = mean.astype(x.dtype), invstd.astype(x.dtype)   # PyTorch's bf16 save_mean/save_invstd
         if running_mean is not None and x.size:
             m = momentum
             rm, rv = running_mean._data, running_var._data
@@ -1160,7 +1162,8 @@ def _dropout(input, p, training, inplace, mshape):
     n = 1
     for d in mshape:
         n *= d
-    keep = C.default_generator._uniform01(n, np.float64).reshape(mshape) < (1.0 - p)
+    gen = C.default_generator if type(input._data) is np.ndarray else C._gen(None, input.device)   # cuda: its own
+    keep = gen._uniform01(n, np.float64).reshape(mshape) < (1.0 - p)
     mask = input._xp.asarray((keep * (1.0 / (1.0 - p)) if p < 1 else np.zeros(mshape)).astype(dt))   # drawn on the host
     if inplace:
         from ..primitives._inplace import inplace_apply
