@@ -107,7 +107,9 @@ def device_module(kind):
     before: the CPU path does not import it) and takes it only when a CUDA device is present."""
     m = _DEVICE_MODULE.get(kind)
     if m is None and kind == "meta":
-        from . import _meta             # the meta device (tensors without data) registers itself
+        from . import _meta             # the meta device (tensors without data), on first use
+        register(_meta.MetaArray, _meta.xp)
+        register_device("meta", _meta.xp)
         return _meta.xp
     if m is None and kind == "cuda" and kind not in _probed:
         _probed.add(kind)

@@ -1014,17 +1014,7 @@ def fill(input, value):
     return _FillOut.apply(input, _v=value)
 
 
-def get_default_device():
-    """The device factory functions use by default: the device of the default array module."""
-    from ._tensor import _CPU, _device_of
-    m = _array.default_module()
-    return _CPU if m is np else _device_of(m.zeros(()))
-
-
-def set_default_device(device):
-    """Tensors made from nothing go to ``device`` from now on (None: the CPU); PyTorch's error for a device
-    hookgrad does not have."""
-    _array.set_default_module(np if device is None else _check_device(device))
+from ._tensor import get_default_device, set_default_device  # noqa: E402,F401  (the default device lives there)
 
 
 def result_type(tensor=None, other=None, *, scalar=None, scalar1=None, scalar2=None):

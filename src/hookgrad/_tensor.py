@@ -74,18 +74,28 @@ class device:
 
     # ``with torch.device("meta"):`` makes it the default device of the factories inside, as in PyTorch
     def __enter__(self):
-        from . import _creation
-        _DEVICE_STACK.append(_creation.get_default_device())
-        _creation.set_default_device(self)
+        _DEVICE_STACK.append(_array.default_module())
+        set_default_device(self)
         return self
 
     def __exit__(self, *exc):
-        from . import _creation
-        _creation.set_default_device(_DEVICE_STACK.pop())
+        _array.set_default_module(_DEVICE_STACK.pop())
 
 
 _DEVICE_STACK = []
 _CPU = device("cpu")
+
+
+def get_default_device():
+    """The device factory functions use by default: the device of the default array module."""
+    m = _array.default_module()
+    return _CPU if m is np else _device_of(m.zeros(()))
+
+
+def set_default_device(d):
+    """Tensors made from nothing go to device ``d`` from now on (None: the CPU); PyTorch's error for a device
+    hookgrad does not have."""
+    _array.set_default_module(np if d is None else _check_device(d))
 
 
 def _check_device(d):
