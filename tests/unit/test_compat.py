@@ -43,9 +43,9 @@ CHECKS = {
     "no_such_module": "try:\n import torch.no_such_module\n ok = False\n"
                       "except ModuleNotFoundError as e:\n ok = (e.name, str(e)) == "
                       "('torch.no_such_module', \"No module named 'torch.no_such_module'\")",
-    "module_torch_has": "try:\n import torch.nn.quantized\n ok = False\n"
-                        "except ModuleNotFoundError as e:\n ok = e.name == 'torch.nn.quantized' and str(e).startswith("
-                        "\"No module named 'torch.nn.quantized': torch.nn.quantized is not implemented in hookgrad\")",
+    "module_torch_has": "try:\n import torch.nn.qat\n ok = False\n"
+                        "except ModuleNotFoundError as e:\n ok = e.name == 'torch.nn.qat' and str(e).startswith("
+                        "\"No module named 'torch.nn.qat': torch.nn.qat is not implemented in hookgrad\")",
     "top_name_version": "ok = (torch.__name__, torch.__spec__.name, torch.__version__, hookgrad.__version__) == "
                         "('torch', 'torch', hookgrad.version.__version__, '0.1.0') and "
                         "type(torch.__version__).__name__ == 'TorchVersion' and torch.__version__ >= (2, 13) "
