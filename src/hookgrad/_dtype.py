@@ -387,3 +387,63 @@ class iinfo:
 
     def __repr__(self):
         return f"iinfo(min={self.min:g}, max={self.max:g}, dtype={self.dtype})"
+
+
+# reduced precision ----------------------------------------------------------
+
+def is_floating(npdt):
+    """Is a NumPy dtype floating: NumPy's own (kind "f") or one of ml_dtypes' (bfloat16, the float8 types, kind "V",
+    which NumPy's ``issubdtype(.., np.floating)`` does not count)."""
+    return npdt.kind == "f" or (npdt.kind == "V" and npdt.name in _ML)
+
+
+def has_float_kernels(npdt):
+    """Does PyTorch's CPU have the floating-point kernels (activations, norms, softmax, pooling ...) for this NumPy
+    dtype: float16, float32, float64 and bfloat16, not the float8 types."""
+    return npdt.kind == "f" or (npdt.kind == "V" and npdt.name == "bfloat16")
+
+
+def _low(a):
+    """The ml_dtypes dtype (bfloat16) of an array or Tensor, else None."""
+    dt = getattr(getattr(a, "_data", a), "dtype", None)
+    return dt if isinstance(dt, np.dtype) and dt.kind == "V" else None
+
+
+def opmath(forward, backward=False):
+    """PyTorch's "opmath" rule for a bfloat16 input, in one place: its CPU kernels load the reduced-precision values
+    into float32, compute there and round the result once. ``forward(self, *arrays)`` is wrapped so that a bfloat16
+    array argument is widened to float32 and every float32 output is rounded back to bfloat16; with ``backward`` the
+    gradient arguments (arrays or Tensors) are widened, and the engine rounds the input gradients once (it casts
+    each to its input's dtype). float16 keeps NumPy's float16 arithmetic. Costs one dtype test per call otherwise."""
+    import functools
+
+    if backward:
+        @functools.wraps(forward)
+        def wrapped(self, *args):
+            if not any(_low(a) is not None for a in args):
+                return forward(self, *args)
+            return forward(self, *(_widen(a) if _low(a) is not None else a for a in args))
+        wrapped._opmath = True
+        return wrapped
+
+    @functools.wraps(forward)
+    def wrapped(self, *args):
+        low = None
+        for a in args:
+            low = _low(a)
+            if low is not None:
+                break
+        else:
+            return forward(self, *args)
+        if self.__dict__.get("dt") == low:      # a bfloat16 result dtype (binary ops): the rounding below gives it
+            self.dt = None
+        out = forward(self, *(a.astype(np.float32) if _low(a) == low else a for a in args))
+        if type(out) is tuple:
+            return tuple(o.astype(low) if getattr(o, "dtype", None) == np.float32 else o for o in out)
+        return out.astype(low) if getattr(out, "dtype", None) == np.float32 else out
+    wrapped._opmath = True
+    return wrapped
+
+
+def _widen(a):
+    return a.float() if hasattr(a, "_data") else a.astype(np.float32)

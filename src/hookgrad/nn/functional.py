@@ -960,7 +960,9 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
             raise ValueError(f"Expected more than 1 value per channel when training, got input size {input.shape}")
         mean, invstd, var = N.norm_stats(x, axes, eps)
         if x.dtype.kind == "V" and (weight is None or weight._data.dtype == x.dtype):
-            mean, invstd = mean.astype(x.dtype), invstd.astype(x.dtype)   # PyTorch's bf16 save_mean/save_invstd
+            # PyTorch's bfloat16 save_mean and save_invstd, the latter from the variance rounded to bfloat16
+            mean = mean.astype(x.dtype)
+            invstd = (1 / np.sqrt(var.astype(x.dtype).astype(np.float32) + np.float32(eps))).astype(x.dtype)
         if running_mean is not None and x.size:
             m = momentum
             rm, rv = running_mean._data, running_var._data

@@ -54,17 +54,19 @@ def binary(cls, a, b, float_only=False, **params):
                         dt = D.get_default_dtype()
                     elif dt is D.bfloat16:
                         a, b = _bf16_operands(a, b)
+                    elif adt.kind == "V" or b._data.dtype.kind == "V":
+                        a, b = _widened(a, dt), _widened(b, dt)
                     params["dt"] = dt.np
                 return cls.apply(a, b, **params)
             dt = _scalar_result(a, b, float_only)
             if dt is not a._data.dtype:
                 params["dt"] = dt
-            return cls.apply(a, dt.type(b), **params)
+            return cls.apply(a, _number(cls, dt, b), **params)
         if isinstance(b, Tensor):
             dt = _scalar_result(b, a, float_only)
             if dt is not b._data.dtype:
                 params["dt"] = dt
-            return cls.apply(dt.type(a), b, **params)
+            return cls.apply(_number(cls, dt, a), b, **params)
     except ValueError as e:
         if isinstance(a, Tensor) and isinstance(b, Tensor) and "broadcast" in str(e):
             raise broadcast_error(a._data.shape, b._data.shape) from None
@@ -75,14 +77,26 @@ def binary(cls, a, b, float_only=False, **params):
 
 
 def _bf16_operands(a, b):
-    """A bfloat16 result from a bfloat16 tensor and an integer or wider one: ml_dtypes' ufunc loops refuse an
-    int32/int64 input, so that operand (which has no gradient when it is an integer) is cast first."""
+    """A bfloat16 result from a bfloat16 tensor and an integer or a zero-dim float one: ml_dtypes' ufunc loops refuse
+    an int32/int64 input and compute bfloat16 with float32 in float32, so that operand is cast first."""
     bf = D.bfloat16.np
-    if a._data.dtype != bf and a._data.dtype.kind in "iu":
+    if a._data.dtype != bf and a._data.dtype.kind in "iuf":
         a = a.to(D.bfloat16)
-    if b._data.dtype != bf and b._data.dtype.kind in "iu":
+    if b._data.dtype != bf and b._data.dtype.kind in "iuf":
         b = b.to(D.bfloat16)
     return a, b
+
+
+def _number(cls, dt, v):
+    """A Python number as the NumPy scalar of the result dtype; for a bfloat16 result of an op computed in float32
+    (``cls.opmath``), a float32 scalar: PyTorch's kernels take the number at float32 ("opmath") precision."""
+    return np.float32(v) if dt.kind == "V" and cls.opmath and not isinstance(v, complex) else dt.type(v)
+
+
+def _widened(t, dt):
+    """A bfloat16 operand of a float32 (float64, complex) result, cast first: ml_dtypes' ufunc loops refuse to cast
+    it to the result dtype themselves."""
+    return t.to(dt) if t._data.dtype.kind == "V" else t
 
 
 def _scalar_result(t, s, float_only):

@@ -17,6 +17,7 @@ class SdpaFlash(Node, name="ScaledDotProductFlashAttentionForCpuBackward0"):
     attention repeats each key/value head ``rep`` times). ``mask`` is an additive float array broadcastable
     to (B, H, L, S), the causal mask already folded in; a row whose scores are all -inf gives zeros (as
     PyTorch's kernel does)."""
+    opmath = True      # bfloat16: computed in float32, rounded once (_dtype.opmath)
     save = (0, 1, 2)
     saved_names = ("query", "key", "value")
     saved_attrs = ("scale", "is_causal", "dropout_p")

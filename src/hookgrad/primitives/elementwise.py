@@ -25,6 +25,7 @@ _IS_COMPLEX = D.IS_COMPLEX      # ``g.dtype in _IS_COMPLEX``: a complex gradient
 
 # ---------------------------------------------------------------------------------- binary
 class Add(Node, name="AddBackward0"):
+    opmath = "forward"     # bfloat16 (and a Python number) in float32, rounded once (_dtype.opmath)
     saved_attrs = ("alpha=1",)
     dt = None
     alpha = 1
@@ -40,6 +41,7 @@ class Add(Node, name="AddBackward0"):
 
 
 class Sub(Node, name="SubBackward0"):
+    opmath = "forward"     # bfloat16 (and a Python number) in float32, rounded once (_dtype.opmath)
     saved_attrs = ("alpha=1",)
     dt = None
     alpha = 1
@@ -56,6 +58,7 @@ class Sub(Node, name="SubBackward0"):
 
 class Rsub(Node, name="RsubBackward1"):
     """number - tensor (PyTorch records it as rsub)."""
+    opmath = "forward"     # bfloat16 (and a Python number) in float32, rounded once (_dtype.opmath)
     dt = None
     alpha = 1
 
@@ -69,6 +72,7 @@ class Rsub(Node, name="RsubBackward1"):
 
 
 class Mul(Node, name="MulBackward0"):
+    opmath = "forward"     # bfloat16 (and a Python number) in float32, rounded once (_dtype.opmath)
     save = (0, 1)
     saved_names = ("self", "other")
     save_if = ((1,), (0,))          # self for the gradient of other, other for that of self
@@ -90,6 +94,7 @@ class Mul(Node, name="MulBackward0"):
 
 
 class Div(Node, name="DivBackward0"):
+    opmath = "forward"     # bfloat16 (and a Python number) in float32, rounded once (_dtype.opmath)
     save = (0, 1)
     saved_names = ("self", "other")
     save_if = ((1,), None)          # self only for the gradient of other
@@ -276,6 +281,7 @@ class Atan2(Node, name="Atan2Backward0"):
 # ----------------------------------------------------------------------------------- unary
 class Unary(Node):
     """Base of one-input elementwise ops; integer inputs compute in the default float dtype."""
+    opmath = True      # bfloat16: computed in float32, rounded once (_dtype.opmath)
     save = (0,)
     saved_names = ("self",)
 
@@ -289,6 +295,7 @@ class Neg(Node, name="NegBackward0"):
 
 
 class Exp(Node, name="ExpBackward0"):
+    opmath = True      # bfloat16: computed in float32, rounded once (_dtype.opmath)
     save = (-1,)
     saved_names = ("result",)
 
@@ -344,6 +351,7 @@ class Log1p(Unary, name="Log1PBackward0"):
 
 
 class Sqrt(Node, name="SqrtBackward0"):
+    opmath = True      # bfloat16: computed in float32, rounded once (_dtype.opmath)
     save = (-1,)
     saved_names = ("result",)
 
@@ -356,6 +364,7 @@ class Sqrt(Node, name="SqrtBackward0"):
 
 
 class Rsqrt(Node, name="RsqrtBackward0"):
+    opmath = True      # bfloat16: computed in float32, rounded once (_dtype.opmath)
     save = (-1,)
     saved_names = ("result",)
 
@@ -369,6 +378,7 @@ class Rsqrt(Node, name="RsqrtBackward0"):
 
 
 class Reciprocal(Node, name="ReciprocalBackward0"):
+    opmath = True      # bfloat16: computed in float32, rounded once (_dtype.opmath)
     save = (-1,)
     saved_names = ("result",)
 
@@ -402,6 +412,7 @@ class Cos(Unary, name="CosBackward0"):
 
 
 class Tan(Node, name="TanBackward0"):
+    opmath = True      # bfloat16: computed in float32, rounded once (_dtype.opmath)
     save = (-1,)
     saved_names = ("result",)
 
@@ -414,6 +425,7 @@ class Tan(Node, name="TanBackward0"):
 
 
 class Tanh(Node, name="TanhBackward0"):
+    opmath = True      # bfloat16: computed in float32, rounded once (_dtype.opmath)
     save = (-1,)
     saved_names = ("result",)
 
@@ -426,6 +438,7 @@ class Tanh(Node, name="TanhBackward0"):
 
 
 class Sigmoid(Node, name="SigmoidBackward0"):
+    opmath = True      # bfloat16: computed in float32, rounded once (_dtype.opmath)
     save = (-1,)
     saved_names = ("result",)
 
@@ -463,6 +476,7 @@ class Scale(Node, name="ThresholdBackwardBackward0"):
     ``src`` (the op's input or output, or None) is recorded so that, under create_graph, the gradient
     depends on it with derivative zero, as PyTorch's does."""
     save = (1,)
+    opmath = "forward"      # a bfloat16 g times a float32 factor: one rounding (_dtype.opmath)
 
     def forward(self, g, src):
         return np.multiply(g, self.f, dtype=g.dtype)
@@ -572,6 +586,7 @@ class Gelu(Unary, name="GeluBackward0"):
 
 class GeluGrad(Node, name="GeluBackwardBackward0"):
     """PyTorch's gelu_backward(grad, self): grad * gelu'(self), one kernel; its own gradient composes."""
+    opmath = True      # bfloat16: computed in float32, rounded once (_dtype.opmath)
     save = (0, 1)
     saved_names = ("grad_output", "self")
     saved_attrs = ("approximate",)
@@ -951,8 +966,7 @@ def _float_input(x, cls=None):
             return x
         from .._errors import complex_unsupported
         raise complex_unsupported(cls.__name__.replace("Backward0", "").lower() if cls is not None else "this op")
-    if k != "f":
-        from .. import _dtype as D
+    if k != "f" and not D.is_floating(x._data.dtype):
         return x.to(D.get_default_dtype())
     return x
 
@@ -1057,7 +1071,7 @@ def _act(input, fname, kernel, numbers=(), bool_error=None):
         if not is_number(v):
             raise not_number(fname, v, name, pos)
     k = input._data.dtype.kind
-    if k != "f":
+    if k != "f" and not D.has_float_kernels(input._data.dtype):
         if kernel is not None:
             raise not_implemented_for(kernel, input._data.dtype)
         if k == "b":
@@ -1427,6 +1441,7 @@ class Hardsigmoid(Unary, name="HardsigmoidBackward0"):
 
 class HardsigmoidGrad(Node, name="HardsigmoidBackwardBackward0"):
     """g / 6 strictly inside (-3, 3): PyTorch defines no derivative of it (backward raises)."""
+    opmath = True      # bfloat16: computed in float32, rounded once (_dtype.opmath)
 
     def forward(self, g, x):
         # PyTorch multiplies by its float constant 1/6 (a float32), also for double

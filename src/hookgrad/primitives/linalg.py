@@ -43,11 +43,12 @@ def _check_dtypes(name, a, b):
 
 
 def _long(t):
-    return {"float32": "float", "float64": "double", "float16": "c10::Half", "int64": "long int", "int32": "int",
-            "int16": "short int", "int8": "signed char", "uint8": "unsigned char", "bool": "bool"}[t._data.dtype.name]
+    return {"float32": "float", "float64": "double", "float16": "c10::Half", "bfloat16": "c10::BFloat16",
+            "int64": "long int", "int32": "int", "int16": "short int", "int8": "signed char", "uint8": "unsigned char", "bool": "bool"}[t._data.dtype.name]
 
 
 class Mm(Node, name="MmBackward0"):
+    opmath = "forward"     # bfloat16: computed in float32, rounded once; backward: products (_dtype.opmath)
     save = (0, 1)
     saved_names = ("self", "mat2")
     save_if = ((1,), (0,))          # self for the gradient of mat2, mat2 for that of self
@@ -89,6 +90,7 @@ def batched_matmul(a, b):
 class Matmul(Node, name="MatmulBackward0"):
     """The gradient shared by mv, dot and bmm (operands of any rank >= 1). matmul itself is composed
     of these, as in PyTorch (see ``matmul``)."""
+    opmath = "forward"     # bfloat16: computed in float32, rounded once; backward: products (_dtype.opmath)
     save = (0, 1)
     saved_names = ("self", "other")
     save_if = ((1,), (0,))
@@ -318,6 +320,7 @@ def inner(input, other, *, out=None):
 
 
 class Addmm(Node, name="AddmmBackward0"):
+    opmath = "forward"     # bfloat16: computed in float32, rounded once; backward: products (_dtype.opmath)
     save = (1, 2)
     saved_names = ("mat1", "mat2")
     save_if = ((2,), (1,))          # mat1 for the gradient of mat2, mat2 for that of mat1
@@ -408,6 +411,7 @@ _LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
 class Einsum(Node, name="ViewBackward0"):
     """np.einsum forward; the gradient of each operand is another einsum (of g and the other operands)."""
+    opmath = "forward"     # bfloat16: computed in float32, rounded once; backward: einsums (_dtype.opmath)
 
     def forward(self, *xs):
         return array_module(xs[0]).asarray(np.einsum(self.eq, *xs, optimize=len(xs) > 2))
@@ -513,6 +517,7 @@ def _expand_check(shape, target):
 
 class _AddProduct(Node):
     """beta * input + alpha * product(a, b): addmv, addr, baddbmm, addbmm (one node each, as PyTorch)."""
+    opmath = "forward"     # bfloat16: computed in float32, rounded once; backward: products (_dtype.opmath)
     save = (1, 2)
     save_if = ((2,), (1,))
     beta = 1

@@ -9,6 +9,7 @@ import math
 
 import numpy as np
 from .._array import as_strided
+from .. import _array, _dtype as D
 
 from .._tensor import Tensor
 from ..autograd.graph import Node
@@ -71,6 +72,7 @@ def _softmax_grad_rows(g, y, out):
 
 
 class Softmax(Node, name="SoftmaxBackward0"):
+    opmath = True      # bfloat16: computed in float32, rounded once (_dtype.opmath)
     save = (-1,)
     saved_names = ("result",)
     saved_attrs = ("dim",)
@@ -95,6 +97,7 @@ class Softmax(Node, name="SoftmaxBackward0"):
 
 
 class LogSoftmax(Node, name="LogSoftmaxBackward0"):
+    opmath = True      # bfloat16: computed in float32, rounded once (_dtype.opmath)
     save = (-1,)
     saved_names = ("result",)
     saved_attrs = ("dim",)
@@ -128,7 +131,7 @@ def _softmax_prep(x, dim, dtype, name="softmax"):
         raise not_tensor(name, x)
     if dtype is not None:
         x = x.to(dtype)
-    if x._data.dtype.kind != "f":
+    if x._data.dtype.kind != "f" and not D.has_float_kernels(x._data.dtype):
         raise NotImplementedError(f'"{name}_lastdim_kernel_impl" not implemented for '
                                   f'\'{_SCALAR.get(x.dtype.name, x.dtype.name)}\'')
     nd = x._data.ndim
@@ -389,6 +392,7 @@ def _conv_transpose(y, w, out_sz, s, p, d, g):
 # Any number of spatial dims: the geometry (stride, dilation: n values; padding: 2n) says how many.
 
 class _ConvBase(Node):
+    opmath = "forward"     # bfloat16: computed in float32, rounded once; backward: products (_dtype.opmath)
     stride = (1, 1)
     padding = (0, 0, 0, 0)
     dilation = (1, 1)
@@ -749,6 +753,7 @@ MaxPoolGather._scatter_of = MaxPoolScatter
 
 
 class AvgPool(_PoolGeo, name="AvgPool2DBackward0"):
+    opmath = True      # bfloat16: computed in float32, rounded once (_dtype.opmath)
     save = (0,)
     saved_names = ("self",)
     saved_attrs = ("kernel_size=kernel", "stride", "padding=pads[::2]", "ceil_mode=False", "count_include_pad=True", "divisor_override=None")
@@ -767,6 +772,7 @@ class AvgPool(_PoolGeo, name="AvgPool2DBackward0"):
 
 
 class AvgPoolScatter(_PoolGeo, name="AvgPool2DBackwardBackward0"):
+    opmath = True      # bfloat16: computed in float32, rounded once (_dtype.opmath)
     def forward(self, g, x=None):
         gd = g / self.div
         return self._scatter(lambda k, o, lo, hi: gd[lo:hi] if o is None else np.copyto(o, gd[lo:hi]), g)
@@ -990,6 +996,7 @@ def _along(x, mats, transpose=False):
 class AdaptiveAvgPool(Node, name="AdaptiveAvgPool2DBackward0"):
     """Mean over PyTorch's adaptive regions of the last n dims: averaging matrices applied along each
     dim (computed in float64). Linear: its gradient is AdaptiveAvgPoolGrad, whose gradient is this."""
+    opmath = True      # bfloat16: computed in float32, rounded once (_dtype.opmath)
     save = (0,)
     saved_names = ("self",)
 
@@ -1006,6 +1013,7 @@ class AdaptiveAvgPool(Node, name="AdaptiveAvgPool2DBackward0"):
 
 class AdaptiveAvgPoolGrad(Node, name="AdaptiveAvgPool2DBackwardBackward0"):
     """g spread evenly over each region (the transposed matrices). ``x`` is only a graph edge, as in PyTorch."""
+    opmath = True      # bfloat16: computed in float32, rounded once (_dtype.opmath)
 
     def forward(self, g, x=None):
         return _along(g.astype(np.float64), self.mats, transpose=True).astype(g.dtype)
@@ -1172,6 +1180,7 @@ class Norm(Node, name="NativeBatchNormBackward0"):
     (the per-channel or per-row sums, then gx). The NumPy path below is the fallback and create_graph's
     differentiable composition.
     """
+    opmath = True      # bfloat16: computed in float32, rounded once (_dtype.opmath)
     save = (0, 1)
     saved_names = ("input", "weight")
     # the running statistics are saved as the buffers themselves (None without them); in eval mode PyTorch's
@@ -1338,7 +1347,10 @@ class GroupNormNode(Norm, name="NativeGroupNormBackward0"):
 
 
 def norm_stats(x, axes, eps):
-    """(mean, invstd, biased var) over axes with keepdims, accumulated in float64 for float32 inputs."""
+    """(mean, invstd, biased var) over axes with keepdims, accumulated in float64 for float32 inputs; a bfloat16
+    input's statistics are float32 (PyTorch's opmath)."""
+    if x.dtype.kind == "V":
+        x = x.astype(_f32)
     if _fast_norm(x):
         nd = x.ndim
         if axes == tuple(range(nd - len(axes), nd)):            # trailing dims (layer and group norm): rows
@@ -1423,10 +1435,11 @@ class NllLoss(Node, name="NllLossBackward0"):
         n = len(tf)
         xp = array_module(x)
         rows = xp.arange(n)
-        if type(tf) is np.ndarray:
+        on_host = type(tf) is np.ndarray or _array.device_type(tf) == "cpu"
+        if on_host:
             lo, hi = (int(tf.min()), int(tf.max())) if n else (0, -1)
         else:   # NOTE: a device's targets are not read back to be checked (PyTorch's CUDA kernel asserts there)
-            lo, hi = (0, c - 1) if n else (0, -1)
+            lo, hi = -1, -1     # the masked path, which needs no host read
         if w is None and n and 0 <= lo and hi < c and not lo <= self.ignore_index <= hi:
             ts, wt = tf, None       # the common case: every target a class, no weights (no masks to build)
             picked = -xc[rows, tf]
@@ -1434,7 +1447,7 @@ class NllLoss(Node, name="NllLossBackward0"):
         else:
             valid = tf != self.ignore_index
             bad = valid & ((tf < 0) | (tf >= c))
-            if type(tf) is np.ndarray and bad.any():
+            if on_host and bad.any():
                 raise IndexError(f"Target {int(tf[bad][0])} is out of bounds.")
             ts = np.where(valid, tf, 0)
             wt = (w[ts] if w is not None else xp.ones(n, x.dtype)) * valid
@@ -1536,6 +1549,7 @@ _REDUCTIONS = ("none", "mean", "sum")
 class _PointLoss(Node):
     """A pointwise loss of (input, target) with its reduction; forward on arrays, backward with Tensor ops
     (so the gradient is differentiable again). Gradients come at the broadcast shape (reduced by the engine)."""
+    opmath = True      # bfloat16: computed in float32, rounded once (_dtype.opmath)
     save = (0, 1)
     saved_names = ("self", "target")
     saved_attrs = ('reduction=("none", "mean", "sum").index(reduction)',)
@@ -1648,6 +1662,7 @@ class BinaryCrossEntropyWithLogits(_PointLoss, name="BinaryCrossEntropyWithLogit
 
 class Glu(Node, name="GluBackward0"):
     """a * sigmoid(b) for the two halves of x along dim."""
+    opmath = True      # bfloat16: computed in float32, rounded once (_dtype.opmath)
     save = (0,)
     saved_names = ("self",)
     saved_attrs = ("dim=odim if odim >= 0 else odim + 2 ** 64",)     # the dim as given, as a uint64

@@ -181,7 +181,7 @@ def _keep(t, node):
 
 
 def _float_check(name, input):
-    if input._data.dtype.kind != "f":
+    if not D.has_float_kernels(input._data.dtype):
         raise RuntimeError(f"{name}: Expected a floating point or complex tensor as input. Got "
                            f"{_legacy_short(input.dtype).replace('Tensor', '')}")
 
@@ -258,6 +258,7 @@ def _var(x, dims, ddof, keepdim):
 
 
 class Var(Node, name="VarBackward0"):
+    opmath = True      # bfloat16: computed in float32, rounded once (_dtype.opmath)
     save = (0,)
     saved_names = ("self",)
     saved_attrs = ("dim=dims", "correction", "keepdim")
@@ -275,6 +276,7 @@ class Var(Node, name="VarBackward0"):
 
 
 class Std(Node, name="StdBackward0"):
+    opmath = True      # bfloat16: computed in float32, rounded once (_dtype.opmath)
     save = (0, -1)
     saved_names = ("self", "result")
     saved_attrs = ("dim=dims", "correction", "keepdim")
@@ -300,7 +302,7 @@ def _var_args(input, dim, unbiased, keepdim, correction, name):
         correction = 0 if unbiased is False else 1
     elif unbiased is not None:
         raise RuntimeError(f"{name}: can't specify both unbiased and correction")
-    if input._data.dtype.kind != "f":
+    if not D.has_float_kernels(input._data.dtype):
         raise RuntimeError("std and var only support floating point and complex dtypes")
     dims = _dims_arg(input, dim)
     if _count(input._data.shape, dims) - correction <= 0:
@@ -326,6 +328,7 @@ std = _var_op(Std, "std", "Standard deviation over ``dim`` with Bessel's ``corre
 
 class VarMean(Node, name="VarMeanBackward0"):
     """(var, mean) as one node with two outputs; a missing output grad contributes nothing."""
+    opmath = True      # bfloat16: computed in float32, rounded once (_dtype.opmath)
     save = (0,)
     saved_names = ("self",)
     materialize_grads = False
@@ -710,9 +713,11 @@ class Logsumexp(Node, name="LogsumexpBackward0"):
         if x.size == 0:
             return np.log(np.sum(np.exp(x), axis=self.dims, keepdims=self.keepdim))
         m = np.max(x, axis=self.dims, keepdims=True)
-        m = np.where(np.isinf(m), 0, m)
+        m = np.where(np.isinf(m), 0, m).astype(x.dtype, copy=False)
+        # bfloat16: PyTorch composes bfloat16 ops (each rounds once), its sum accumulating in float32
+        acc = np.float32 if x.dtype.kind == "V" else None
         with np.errstate(divide="ignore"):
-            r = np.log(np.sum(np.exp(x - m), axis=self.dims, keepdims=True)) + m
+            r = np.log(np.sum(np.exp(x - m), axis=self.dims, keepdims=True, dtype=acc).astype(x.dtype, copy=False)) + m
         return r if self.keepdim else r.squeeze(self.dims)
 
     def backward(self, g):
@@ -722,13 +727,14 @@ class Logsumexp(Node, name="LogsumexpBackward0"):
 
 def logsumexp(input, dim, keepdim=False):
     """log(sum(exp(input))) over dim, computed stably."""
-    if input._data.dtype.kind != "f":
+    if not D.is_floating(input._data.dtype):
         input = input.to(D.get_default_dtype())
     return Logsumexp.apply(input, dims=_dims_arg(input, dim), keepdim=keepdim)
 
 
 # ---------------------------------------------------------------------------- cumsum / cumprod
 class Cumsum(Node, name="CumsumBackward0"):
+    opmath = True      # bfloat16: computed in float32, rounded once (_dtype.opmath)
     saved_attrs = ("dim",)
     dt = None
 
@@ -781,6 +787,7 @@ def cumprod(input, dim, *, dtype=None):
 
 # ------------------------------------------------------------------------------------- norms
 class VectorNorm(Node, name="LinalgVectorNormBackward0"):
+    opmath = True      # bfloat16: computed in float32, rounded once (_dtype.opmath)
     save = (0, -1)
     saved_names = ("self", "result")
     saved_attrs = ("ord=int(ord) if ord == int(ord) else ord", "dim=dims", "keepdim")
@@ -861,7 +868,7 @@ def norm(input, p="fro", dim=None, keepdim=False, out=None, dtype=None):
         if p == "nuc":
             raise NotImplementedError("hookgrad: the nuclear norm is not supported")
         raise RuntimeError(f"norm(): invalid norm type {p}")
-    if input._data.dtype.kind != "f":
+    if not D.has_float_kernels(input._data.dtype):
         raise RuntimeError("linalg.vector_norm: Expected a floating point or complex tensor as input. Got "
                            f"{_legacy_short(input.dtype)}")
     return vector_norm(input, p, dim, keepdim, dtype=dtype)
