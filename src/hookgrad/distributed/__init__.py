@@ -21,6 +21,7 @@ log = _logging.getLogger(__name__)
 RankType = int                      # torch's is int | SymInt; hookgrad has no symbolic shapes
 
 set_debug_level_from_env()          # TORCH_DISTRIBUTED_DEBUG, read at import as PyTorch does
+from .device_mesh import DeviceMesh, init_device_mesh  # noqa: E402,F401  (torch.distributed.DeviceMesh)
 
 __all__ = list(_c10d_all) + ["GradBucket", "BuiltinCommHookType", "Logger", "Reducer", "DistError", "DistBackendError",
                              "DistNetworkError", "DistStoreError", "Store", "HashStore", "PrefixStore",

@@ -10,6 +10,7 @@ import warnings
 from collections import defaultdict
 from copy import deepcopy
 from itertools import chain
+from typing import Any, Dict, Iterable, Tuple, Union
 
 import numpy as np
 
@@ -256,6 +257,16 @@ def _fused(k, outs, ins, *scalars, grain=1 << 18):
     else:
         _parallel.parallel_for(n, lambda lo, hi: k(*[f[lo:hi] for f in flat], *scalars), grain)
     return True
+
+
+# what an optimizer's ``params`` argument may be (PyTorch's annotation, which packages import)
+ParamsT = Union[Iterable[Tensor], Iterable[Dict[str, Any]], Iterable[Tuple[str, Tensor]]]
+
+
+def _default_to_fused_or_foreach(params, differentiable, use_fused=False):
+    """PyTorch's choice of implementation when the user names none: (fused, foreach). Its fused and foreach
+    kernels are for accelerators; on the CPU both are False, as PyTorch answers there."""
+    return False, False
 
 
 class Optimizer:
