@@ -179,3 +179,50 @@ def test_float8_still_refused():
         torch.nn.functional.gelu(torch.ones(3).to(torch.float8_e4m3fn))
     with pytest.raises(NotImplementedError, match="Float8_e4m3fn"):
         hg.nn.functional.gelu(hg.ones(3).to(hg.float8_e4m3fn))
+
+
+# ----------------------------------------------------------------------- end to end under CPU autocast (bf16)
+def _cnn(L):
+    nn = L.nn
+    return nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU(), nn.MaxPool2d(2),
+                         nn.Conv2d(8, 16, 3), nn.BatchNorm2d(16), nn.ReLU(), nn.AdaptiveAvgPool2d(1), nn.Flatten(),
+                         nn.Linear(16, 10))
+
+
+def _encoder(L):
+    return L.nn.TransformerEncoderLayer(16, 2, dim_feedforward=32, dropout=0.0, batch_first=True)
+
+
+def _bf16_close(h, t, what):
+    a, b = h.detach().float().numpy(), t.detach().float().numpy()
+    assert a.shape == b.shape, what
+    np.testing.assert_allclose(a, b, rtol=2e-2, atol=1e-2 * float(np.abs(b).max()), err_msg=what)
+
+
+@pytest.mark.parametrize("make, shape, loss", [
+    (_cnn, (4, 3, 12, 12), lambda L, y: L.nn.functional.cross_entropy(y, L.tensor([1, 3, 5, 7]))),
+    # a fixed random projection (the mean square of a LayerNorm's output is constant: its gradient is noise)
+    (_encoder, (2, 5, 16), lambda L, y: (y * L.tensor(np.random.default_rng(1).standard_normal((16,)),
+                                                          dtype=L.float32)).sum()),
+], ids=["cnn", "transformer_encoder_layer"])
+def test_model_under_autocast_bf16(make, shape, loss):
+    torch.manual_seed(0)
+    tm = make(torch)
+    hm = make(hg)
+    hm.load_state_dict({k: hg.tensor(v.detach().numpy()) for k, v in tm.state_dict().items()})
+    x = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
+    res = {}
+    for L, m in ((torch, tm), (hg, hm)):
+        with L.autocast("cpu", dtype=L.bfloat16):
+            y = m(L.tensor(x))
+            out = loss(L, y)
+        out.float().backward()
+        res[L] = y, out, {k: p.grad for k, p in m.named_parameters()}
+    (yt, lt, gt), (yh, lh, gh) = res[torch], res[hg]
+    assert str(yh.dtype) == str(yt.dtype) and str(lh.dtype) == str(lt.dtype)
+    _bf16_close(yh, yt, "output")
+    _bf16_close(lh, lt, "loss")
+    assert gh.keys() == gt.keys()
+    for k in gt:
+        assert str(gh[k].dtype) == str(gt[k].dtype) == "torch.float32", k
+        _bf16_close(gh[k], gt[k], f"gradient of {k}")
