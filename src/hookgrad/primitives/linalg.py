@@ -44,7 +44,8 @@ def _check_dtypes(name, a, b):
 
 def _long(t):
     return {"float32": "float", "float64": "double", "float16": "c10::Half", "bfloat16": "c10::BFloat16",
-            "int64": "long int", "int32": "int", "int16": "short int", "int8": "signed char", "uint8": "unsigned char", "bool": "bool"}[t._data.dtype.name]
+            "int64": "long int", "int32": "int", "int16": "short int", "int8": "signed char", "uint8": "unsigned char",
+            "bool": "bool"}[t._data.dtype.name]
 
 
 class Mm(Node, name="MmBackward0"):
