@@ -734,7 +734,7 @@ def multinomial(input, num_samples, replacement=False, *, generator=None):
         return keys.topk(num_samples).indices
 
     def one(row, raw):    # PyTorch's CPU kernel: a cumulative sum in the input dtype, one 53-bit uniform per draw
-        cum = np.cumsum(raw)
+        cum = np.cumsum(_array.to_host(raw))          # (on the host: a device's probabilities are copied)
         cum = cum / cum[-1]
         cum[-1] = 1
         u = _gen(generator)._uniform01(num_samples, np.float64)

@@ -542,12 +542,14 @@ def _load_from(fh, what, pickle_module, pickle_load_args, map_location=None):
 def _place(obj, on_device, map_location):
     """Tensors saved from the cuda device go back to it (``map_location`` None), or all go where a device
     ``map_location`` names (a dict or callable is not applied)."""
+    from ._tensor import _cpu_module
+    cpu = _cpu_module()         # the CPU's array module (NumPy, or a test backend's)
     if isinstance(map_location, (str, device)):
         xp = _check_device(map_location)
         pick = lambda t: xp                                         # noqa: E731
-    elif map_location is None and on_device:
+    elif map_location is None and (on_device or cpu is not np):
         from ._array import device_module
-        xp = device_module("cuda")
+        xp = device_module("cuda") if on_device else cpu
         if xp is None:
             raise RuntimeError("Attempting to deserialize object on a CUDA device but torch.cuda.is_available() is "
                                "False. If you are running on a CPU-only machine, please use torch.load with "
@@ -557,7 +559,7 @@ def _place(obj, on_device, map_location):
             r = t._data
             while r is not None and id(r) not in on_device:
                 r = getattr(r, "base", None)
-            return xp if r is not None else None
+            return xp if r is not None else cpu
     else:
         return obj
     seen = set()
@@ -568,7 +570,7 @@ def _place(obj, on_device, map_location):
         seen.add(id(o))
         if isinstance(o, Tensor):
             m = pick(o)
-            if m is not None and _array.device_type_of_module(m) != _array.device_type(o._data):
+            if m is not None and m is not _array.array_module(o._data):
                 o._data = _array.asarray(o._data, m)
             if o._grad is not None:
                 walk(o._grad)
@@ -701,7 +703,7 @@ def save_safetensors(tensors, filename, metadata=None):
     for k, v in tensors.items():
         if not isinstance(v, Tensor):
             raise TypeError(f"save_safetensors: value for {k!r} is a {type(v).__name__}, expected a Tensor")
-        arrays[k] = np.ascontiguousarray(v._data)
+        arrays[k] = np.ascontiguousarray(_array.to_host(v._data))
     stn.save_file(arrays, os.fspath(filename), metadata=metadata)
 
 
