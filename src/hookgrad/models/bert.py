@@ -81,7 +81,7 @@ class BertEmbeddings(nn.Module):
     def forward(self, input_ids, token_type_ids=None, position_ids=None):
         seq_len = input_ids.shape[1]
         if position_ids is None:
-            position_ids = arange(seq_len).unsqueeze(0)
+            position_ids = arange(seq_len, device=input_ids.device).unsqueeze(0)
         if token_type_ids is None:
             token_type_ids = zeros_like(input_ids)
         x = self.word_embeddings(input_ids) + self.token_type_embeddings(token_type_ids)
