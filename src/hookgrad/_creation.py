@@ -711,7 +711,7 @@ def bernoulli(input, p=None, *, generator=None):
 
 def multinomial(input, num_samples, replacement=False, *, generator=None):
     d = input._data
-    if d.dtype.kind != "f":
+    if not D.is_floating(d.dtype):
         raise RuntimeError(f"multinomial only supports floating-point dtypes for input, got: {input.dtype._legacy}")
     if d.ndim not in (1, 2):
         raise RuntimeError("prob_dist must be 1 or 2 dim")

@@ -437,6 +437,7 @@ def opmath(forward, backward=False):
             return forward(self, *args)
         if self.__dict__.get("dt") == low:      # a bfloat16 result dtype (binary ops): the rounding below gives it
             self.dt = None
+        self._low = low                         # for a forward that rounds an intermediate as PyTorch does
         out = forward(self, *(a.astype(np.float32) if _low(a) == low else a for a in args))
         if type(out) is tuple:
             return tuple(o.astype(low) if getattr(o, "dtype", None) == np.float32 else o for o in out)

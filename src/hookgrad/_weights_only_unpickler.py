@@ -169,7 +169,7 @@ def _rebuild_tensor_v2(storage, storage_offset, size, stride, requires_grad, bac
     if type(requires_grad) is not bool:
         raise RuntimeError("requires_grad must be a bool")
     if requires_grad:
-        if a.dtype.kind != "f":
+        if not D.is_floating(a.dtype):
             raise RuntimeError("only Tensors of floating point and complex dtype can require gradients")
         t._requires_grad = True
     return t
@@ -548,7 +548,7 @@ def _parameter_setstate(p, state):
         state = (state[3], state[4], state[2])
     if type(state[0]) is not bool:
         raise TypeError(f"requires_grad must be a bool, got {type(state[0]).__name__}")
-    if state[0] and p._data.dtype.kind != "f":
+    if state[0] and not D.is_floating(p._data.dtype):
         raise RuntimeError("only Tensors of floating point and complex dtype can require gradients")
     p._requires_grad = state[0]      # the hooks (state[2]) are never restored, as in torch
 

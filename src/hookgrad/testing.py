@@ -14,6 +14,7 @@ import warnings
 import numpy as np
 
 import hookgrad as torch
+from ._dtype import is_floating as _is_floating
 
 __all__ = ["assert_close", "assert_allclose", "make_tensor"]
 
@@ -109,7 +110,7 @@ def make_tensor_mismatch_msg(actual, expected, matches, *, rtol, atol, identifie
     rel_diff[mf] = 0
 
     def argmax(v):  # torch.max(v, 0): a NaN wins, first occurrence
-        nan = np.isnan(v) if v.dtype.kind == "f" else None
+        nan = np.isnan(v) if _is_floating(v.dtype) else None
         i = int(np.argmax(nan)) if nan is not None and nan.any() else int(np.argmax(v))
         return v[i].item(), tuple(int(k) for k in np.unravel_index(i, m.shape)) if m.shape else ()
 

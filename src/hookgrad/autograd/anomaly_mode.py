@@ -12,6 +12,7 @@ import functools
 import warnings
 
 import numpy as np
+from .._dtype import is_floating as _is_floating
 
 __all__ = ["detect_anomaly", "set_detect_anomaly", "is_anomaly_enabled", "is_anomaly_check_nan_enabled",
            "set_anomaly_enabled"]
@@ -47,7 +48,7 @@ def wrap_step(step, space):
                 for i, g in enumerate(outs):
                     if g is not None:
                         a = space.tensor(g)._data
-                        if a.dtype.kind == "f" and np.isnan(a).any():
+                        if _is_floating(a.dtype) and np.isnan(a).any():
                             raise RuntimeError(f"Function '{fn.name()}' returned nan values in its {i}th output.")
             return outs
         except Exception:

@@ -14,6 +14,7 @@ from .grad_mode import _state, no_grad
 from . import node as _g
 from .formulas import TENSORS
 from .graph import Node, SavedTensor
+from .._dtype import is_floating as _is_floating
 
 __all__ = ["Function", "FunctionCtx", "BackwardCFunction", "once_differentiable", "InplaceFunction",
            "NestedIOFunction"]
@@ -264,7 +265,7 @@ def _wrap_outputs(ctx, args, outputs):
             v._base = o
             result.append(v)
             continue
-        if o._data.dtype.kind != "f":      # integer outputs are never differentiable
+        if not _is_floating(o._data.dtype):      # integer outputs are never differentiable
             result.append(o)
             continue
         if o.grad_fn is not None or o.requires_grad:   # a tensor from outside forward: alias it
@@ -327,7 +328,7 @@ def once_differentiable(fn):
         res = []
         for o in outs:
             if isinstance(o, T):
-                o = _DelayedError.apply(o.detach().requires_grad_(True) if o._data.dtype.kind == "f" else o,
+                o = _DelayedError.apply(o.detach().requires_grad_(True) if _is_floating(o._data.dtype) else o,
                                         msg="trying to differentiate twice a function that was marked with "
                                             "@once_differentiable")
             res.append(o)

@@ -9,6 +9,7 @@ from .._array import array_module
 from .grad_mode import enable_grad, set_grad_enabled, is_grad_enabled
 from .graph import Node
 from . import node as _g
+from .._dtype import is_floating as _is_floating
 
 __all__ = ["vjp", "jvp", "vhp", "hvp", "jacobian", "hessian"]
 
@@ -54,7 +55,7 @@ def _grad_preprocess(inputs, create_graph, need_graph):
         if create_graph and inp.requires_grad:
             res.append(inp.view_as(inp))
         else:
-            res.append(inp.detach().requires_grad_(need_graph) if inp._data.dtype.kind == "f" else inp.detach())
+            res.append(inp.detach().requires_grad_(need_graph) if _is_floating(inp._data.dtype) else inp.detach())
     return tuple(res)
 
 

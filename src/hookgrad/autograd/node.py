@@ -154,7 +154,8 @@ class Node:
             cls._spaced = takes_space(cls.__dict__["backward"])
         if cls.opmath:      # a bfloat16 input computed in float32 and rounded once (see _dtype.opmath)
             for k in ("forward", "backward") if cls.opmath is True else ("forward",):
-                f = cls.__dict__.get(k)
+                # its own method, or an inherited one where this class turns opmath on
+                f = cls.__dict__.get(k) or ("opmath" in cls.__dict__ and getattr(cls, k, None) or None)
                 if f is not None and not getattr(f, "_opmath", False):
                     setattr(cls, k, D.opmath(f, k == "backward"))
         _declare_saved(cls)

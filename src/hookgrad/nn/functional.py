@@ -19,6 +19,7 @@ from ..primitives.shape import t as _t
 from .._errors import float_kernel, not_implemented_for, scalar_name
 from ..autograd.grad_mode import no_grad
 from ..autograd.op_hooks import _input_cast, cast_composite as _cast_composite
+from .._dtype import is_floating as _is_floating
 
 _int = (int, np.integer)
 
@@ -1158,7 +1159,7 @@ def _dropout(input, p, training, inplace, mshape):
     if not training or p == 0:
         return input
     dt = input._data.dtype
-    if dt.kind != "f" and p < 1:
+    if not _is_floating(dt) and p < 1:
         raise RuntimeError(f"result type Float can't be cast to the desired output type {scalar_name(dt)}")
     # PyTorch's CPU kernel: mask.bernoulli_(1 - p), i.e. one 53-bit uniform per element, kept if < 1 - p
     n = 1
@@ -1741,13 +1742,13 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     _tensor_arg(input, "cross_entropy_loss", "input", 1)
     _tensor_arg(target, "cross_entropy_loss", "target", 2)
     if input.dim() < 1:
-        if tuple(target.shape) == () and target._data.dtype.kind != "f":
+        if tuple(target.shape) == () and not _is_floating(target._data.dtype):
             raise RuntimeError(f"Expected floating point type for target with class probabilities, got {_sname(target)}")
         raise ValueError(f"Expected 1 or more dimensions (got {input.dim()})")
     cdim = 1 if input.dim() >= 2 else 0
     c = input.shape[cdim]
     probs = tuple(target.shape) == tuple(input.shape)    # PyTorch: same shape means class probabilities
-    if probs and target._data.dtype.kind != "f":
+    if probs and not _is_floating(target._data.dtype):
         raise RuntimeError(f"Expected floating point type for target with class probabilities, got {_sname(target)}")
     if probs:
         if ignore_index >= 0:
@@ -1975,7 +1976,7 @@ def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="m
         input, target = _cast_composite("soft_margin_loss", (input, target))
     reduction = _valid_reduction(_reduction(size_average, reduce, reduction))
     _no_grad_arg(target, "soft_margin_loss", "target")
-    if input._data.dtype.kind != "f":
+    if not _is_floating(input._data.dtype):
         raise RuntimeError(f"result type Float can't be cast to the desired output type {_sname(input)}")
     shape = tuple(np.broadcast_shapes(tuple(input.shape), tuple(target.shape)))
     if shape != tuple(input.shape):

@@ -1,5 +1,6 @@
 """nn.Parameter and nn.Buffer."""
 from .._tensor import Tensor, _init
+from .._dtype import is_floating as _is_floating
 
 
 class Parameter(Tensor):
@@ -12,7 +13,7 @@ class Parameter(Tensor):
         from .._array import default_module
         if data is None:
             data = Tensor._make(default_module().zeros((0,), np.float32))
-        if requires_grad and data._data.dtype.kind not in "fc":
+        if requires_grad and not _is_floating(data._data.dtype) and data._data.dtype.kind != "c":
             raise RuntimeError("Only Tensors of floating point and complex dtype can require gradients")
         self = object.__new__(cls)
         _init(self, data._data, requires_grad, None, 0, data._vc)

@@ -168,7 +168,7 @@ def _lerp_(t, end, weight):              # PyTorch's two-branch lerp formula
     if end.dtype != a.dtype:            # PyTorch's lerp_ takes no other dtype (a gradient assigned through .data)
         raise RuntimeError(f"expected dtype {_CTYPES.get(a.dtype.name, a.dtype.name)} for `end` but got dtype "
                            f"{_CTYPES.get(end.dtype.name, end.dtype.name)}")
-    if a.dtype.kind not in "fc":
+    if not D.is_floating(a.dtype) and a.dtype.kind != "c":
         raise not_implemented_for("lerp_kernel_scalar", a.dtype)
     w = a.dtype.type(weight)
     if abs(w) < 0.5:

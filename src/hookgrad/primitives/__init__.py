@@ -13,6 +13,7 @@ from .. import _creation as C
 from .. import _dtype as _D
 from . import fill as FL
 from .._errors import is_number
+from .. import _dtype as D
 
 
 def _via(fn):
@@ -246,7 +247,7 @@ def _fast_unary(cls, general):
     make = Tensor._make
 
     def method(self):
-        if self._data.dtype.kind == "f":
+        if D.is_floating(self._data.dtype):
             if G._op_hooks and not G._op_tls.busy:
                 return G._apply_with_op_hooks(cls, (self,), None, method)
             node = new(cls)

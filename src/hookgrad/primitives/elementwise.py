@@ -774,28 +774,28 @@ class Sign(ZeroGrad, name="SignBackward0"):
 
 class Floor(ZeroGrad, name="FloorBackward0"):
     def forward(self, x):
-        return np.floor(x) if x.dtype.kind == "f" else x.copy()
+        return np.floor(x) if D.is_floating(x.dtype) else x.copy()
 
 
 class Ceil(ZeroGrad, name="CeilBackward0"):
     def forward(self, x):
-        return np.ceil(x) if x.dtype.kind == "f" else x.copy()
+        return np.ceil(x) if D.is_floating(x.dtype) else x.copy()
 
 
 class Round(ZeroGrad, name="RoundBackward0"):
     decimals = 0
 
     def forward(self, x):
-        return np.round(x, self.decimals) if x.dtype.kind == "f" else x.copy()
+        return np.round(x, self.decimals) if D.is_floating(x.dtype) else x.copy()
 
 
 class RoundDecimals(Round, name="RoundBackward1"):
-    pass
+    opmath = "forward"     # bfloat16: x * 10**d rounded in float32, the result rounded once (_dtype.opmath)
 
 
 class Trunc(ZeroGrad, name="TruncBackward0"):
     def forward(self, x):
-        return np.trunc(x) if x.dtype.kind == "f" else x.copy()
+        return np.trunc(x) if D.is_floating(x.dtype) else x.copy()
 
 
 class Frac(Node, name="FracBackward0"):
@@ -831,16 +831,22 @@ class Fmin(Fmax, name="FminBackward0"):
 
 class DivRound(ZeroGrad, name="DivBackward2"):
     """div(..., rounding_mode='trunc'|'floor'): piecewise constant."""
+    opmath = "forward"     # bfloat16 (and a Python number) in float32, rounded once (_dtype.opmath)
     dt = None
     mode = "trunc"
+    _low = None
 
     def forward(self, x, y):
         if self.dt is not None:
             xp = module_of(x, y)
             x, y = xp.asarray(x, self.dt), xp.asarray(y, self.dt)
-        if x.dtype.kind == "f":
+        if D.is_floating(x.dtype):
             with np.errstate(divide="ignore", invalid="ignore"):
-                return np.floor_divide(x, y) if self.mode == "floor" else np.trunc(np.true_divide(x, y))
+                if self.mode == "floor":
+                    return np.floor_divide(x, y)
+                q = np.true_divide(x, y)
+                # bfloat16: PyTorch truncates the quotient rounded to bfloat16 (floor: the float32 one)
+                return np.trunc(q if self._low is None else q.astype(self._low).astype(q.dtype))
         _check_int_div(y)
         q = np.floor_divide(x, y)
         return q if self.mode == "floor" else q + ((q < 0) & (q * y != x))    # round toward zero
@@ -859,13 +865,14 @@ def _check_int_div(y):
 
 class FloorDivide(Node, name="NotImplemented"):
     """x // y: PyTorch defines no derivative (backward raises)."""
+    opmath = "forward"     # bfloat16 (and a Python number) in float32, rounded once (_dtype.opmath)
     dt = None
 
     def forward(self, x, y):
         if self.dt is not None:
             xp = module_of(x, y)
             x, y = xp.asarray(x, self.dt), xp.asarray(y, self.dt)
-        if x.dtype.kind != "f":
+        if not D.is_floating(x.dtype):
             _check_int_div(y)
         with np.errstate(divide="ignore", invalid="ignore"):
             return np.floor_divide(x, y)
@@ -879,7 +886,7 @@ class Remainder(Node, name="RemainderBackward0"):
     dt = None
 
     def forward(self, x, y):
-        if (self.dt or x.dtype).kind != "f":
+        if not D.is_floating((self.dt or x.dtype)):
             _check_int_div(y)
         with np.errstate(divide="ignore", invalid="ignore"):
             return np.mod(x, y, dtype=self.dt)
@@ -921,6 +928,7 @@ class FmodT(RemainderT, name="FmodBackward1"):
 
 class Lerp(Node, name="LerpBackward0"):
     """input + weight * (end - input) with a number weight."""
+    opmath = "forward"     # bfloat16 (and a Python number) in float32, rounded once (_dtype.opmath)
     save = ()
     saved_attrs = ("weight=w",)
     dt = None
@@ -936,6 +944,7 @@ class Lerp(Node, name="LerpBackward0"):
 
 
 class LerpT(Node, name="LerpBackward1"):
+    opmath = "forward"     # bfloat16 (and a Python number) in float32, rounded once (_dtype.opmath)
     save = (0, 1, 2)
     saved_names = ("self", "end", "weight")
     save_if = ((2,), (2,), None)    # self and end only for the gradient of weight
@@ -1048,7 +1057,7 @@ def silu(input, *, out=None):
 def round(input, *, decimals=0):
     """Round half to even; ``decimals`` rounds to that many decimal places."""
     if decimals:
-        if isinstance(input, Tensor) and input._data.dtype.kind != "f":
+        if isinstance(input, Tensor) and not D.is_floating(input._data.dtype):
             raise not_implemented_for("round_cpu", input._data.dtype)
         return RoundDecimals.apply(input, decimals=decimals)
     return Round.apply(input)
@@ -1160,7 +1169,7 @@ def clamp(input, min=None, max=None, *, out=None):
     if isinstance(min, Tensor) or isinstance(max, Tensor):
         return _out(_clamp_tensor(ClampT, input, min, max), out)
     x = input
-    if x._data.dtype.kind != "f" and (isinstance(min, float) or isinstance(max, float)):
+    if not D.is_floating(x._data.dtype) and (isinstance(min, float) or isinstance(max, float)):
         x = _float_input(x)
     return _out(Clamp.apply(x, lo=min, hi=max), out)
 
@@ -1348,7 +1357,7 @@ def fmod(input, other):
 def _scalar_tensor(v, like):
     from .. import _dtype as D
     return Tensor._make(array_module(like._data).asarray(v, D.result_type_of([], [v]).np if not isinstance(v, float) else like._data.dtype
-                                   if like._data.dtype.kind == "f" else D.get_default_dtype().np))
+                                   if D.is_floating(like._data.dtype) else D.get_default_dtype().np))
 
 
 def pow(input, exponent):
@@ -1358,7 +1367,7 @@ def pow(input, exponent):
             exponent = _tensor(exponent)
         else:
             x = input
-            if x._data.dtype.kind != "f" and isinstance(exponent, float):
+            if not D.is_floating(x._data.dtype) and isinstance(exponent, float):
                 x = _float_input(x)
             if x._data.dtype.kind in "iu" and isinstance(exponent, int) and exponent < 0:
                 raise RuntimeError("Integers to negative integer powers are not allowed.")

@@ -13,6 +13,7 @@ from ..autograd.graph import Node
 from . import shape as S
 from .._array import array_module
 from .. import _array
+from .. import _dtype as D
 
 
 def _need_tensor(fname, input):
@@ -279,7 +280,7 @@ def _gen(generator):
 
 
 def _float_only(self, what, dist):
-    if self._data.dtype.kind != "f":
+    if not D.is_floating(self._data.dtype):
         from .._creation import _long_name
         raise RuntimeError(f"{dist} distribution is a continuous probability distribution. dtype must be a "
                            f"floating point but you specified {_long_name(self.dtype)}")

@@ -284,7 +284,7 @@ def _bitwise(npfn, name):
         a = input._data if isinstance(input, Tensor) else input
         b = other._data if isinstance(other, Tensor) else other
         for x in (a, b):
-            if isinstance(x, np.ndarray) and x.dtype.kind == "f":
+            if isinstance(x, np.ndarray) and D.is_floating(x.dtype):
                 raise not_implemented_for(f"{name}_cpu", x.dtype)
         return Tensor._make(array_module(a if isinstance(input, Tensor) else b).asarray(npfn(a, b)))
     return fn

@@ -12,6 +12,7 @@ from ._inplace import make_view
 from .._creation import int_list, size_args
 from .._array import array_module, is_array, data_ptr
 from .. import _array
+from .. import _dtype as D
 
 _new = object.__new__
 
@@ -1558,7 +1559,7 @@ def vander(x, N=None, increasing=False):
     if N < 0:
         raise RuntimeError("N must be non-negative.")
     from .. import _dtype as D
-    dt = x.dtype if x._data.dtype.kind == "f" else D.int64
+    dt = x.dtype if D.is_floating(x._data.dtype) else D.int64
     xp = array_module(x._data)
     if N == 0:
         return Tensor._make(xp.zeros((x._data.shape[0], 0), dt.np))

@@ -19,6 +19,7 @@ from ._dispatch import binary, apply_inplace
 from . import elementwise as E
 from .elementwise import Unary, ZeroGrad, _unary, _float_input, _out, _where, _zeros, scale
 from ._kernels import _f64, _erfc64, _erf64, _erfc
+from .. import _dtype as D
 
 _PI = math.pi
 _LN2 = math.log(2.0)
@@ -804,14 +805,20 @@ class Angle(ZeroGrad, name="AngleBackward0"):
 
 
 class NanToNum(Unary, name="NanToNumBackward0"):
+    opmath = False          # exact: a bfloat16 input keeps its own dtype's limits
     nan = 0.0
     posinf = None
     neginf = None
 
     def forward(self, x):
-        if x.dtype.kind != "f":
+        if not D.is_floating(x.dtype):
             return x.copy()
-        fi = np.finfo(x.dtype)
+        fi = D.finfo(D.from_numpy_dtype(x.dtype))
+        if x.dtype.kind == "V":         # np.nan_to_num leaves ml_dtypes' types (bfloat16) as they are
+            hi = fi.max if self.posinf is None else self.posinf
+            lo = fi.min if self.neginf is None else self.neginf
+            w = x.astype(np.float32)
+            return np.where(np.isnan(w), self.nan, np.where(w == np.inf, hi, np.where(w == -np.inf, lo, w))).astype(x.dtype)
         return np.nan_to_num(x, nan=self.nan, posinf=fi.max if self.posinf is None else self.posinf,
                              neginf=fi.min if self.neginf is None else self.neginf)
 
@@ -1270,7 +1277,7 @@ def signbit(input, *, out=None):
     _tensor_in("signbit", input)
     a = input._data
     xp = array_module(a)
-    r = np.signbit(a) if a.dtype.kind == "f" else (a < 0 if a.dtype.kind == "i" else xp.zeros(a.shape, bool))
+    r = np.signbit(a) if D.is_floating(a.dtype) else (a < 0 if a.dtype.kind == "i" else xp.zeros(a.shape, bool))
     return _out(Tensor._make(xp.asarray(r)), out)
 
 
@@ -1283,7 +1290,7 @@ def isreal(input):
 def frexp(input, *, out=None):
     """(mantissa, exponent) with mantissa in [0.5, 1) and input = mantissa * 2 ** exponent."""
     _tensor_in("frexp", input)
-    if input._data.dtype.kind != "f":
+    if not D.is_floating(input._data.dtype):
         raise RuntimeError("torch.frexp() only supports floating-point dtypes")
     from . import return_types
     return return_types.frexp(*Frexp.apply(input))
@@ -1678,7 +1685,7 @@ def acosh_(self):
 
 def _float_result_into(self):
     """An in-place float op on an integer tensor: PyTorch's cast error."""
-    if self._data.dtype.kind != "f":
+    if not D.is_floating(self._data.dtype):
         from ._inplace import _tname
         raise RuntimeError(f"result type {_tname(_default_np())} can't be cast to the desired output type "
                            f"{_tname(self._data.dtype)}")

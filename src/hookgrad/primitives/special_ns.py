@@ -19,6 +19,7 @@ from .special import (erfc, erfcx, erfinv, logit, xlogy, xlog1py, lgamma as gamm
                       mvlgamma, i0, i0e, i1, i1e, log_ndtr, ndtri, entr, sinc, exp2, zeta, gammainc, gammaincc,
                       MulScalar, _bessel_j64, _tensor_in)
 from .. import _errors
+from .. import _dtype as D
 
 __all__ = ["bessel_j0", "bessel_j1", "digamma", "entr", "erf", "erfc", "erfcx", "erfinv", "exp2", "expit",
            "expm1", "gammainc", "gammaincc", "gammaln", "i0", "i0e", "i1", "i1e", "log1p", "log_ndtr",
@@ -43,7 +44,7 @@ def multigammaln(input, p, *, out=None):
 def round(input, *, decimals=0, out=None):   # noqa: A001  (torch's name)
     """Round half to even to ``decimals`` places (grad_fn RoundBackward1, as torch.special.round)."""
     _tensor_in("special_round", input)
-    if input._data.dtype.kind != "f":
+    if not D.is_floating(input._data.dtype):
         raise _errors.not_implemented_for("round_vml_cpu" if not decimals else "round_cpu", input._data.dtype)
     return _out(RoundDecimals.apply(input, decimals=decimals), out)
 

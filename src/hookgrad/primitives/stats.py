@@ -62,7 +62,7 @@ def nansum(input, dim=None, keepdim=False, *, dtype=None):
 
 def nanmean(input, dim=None, keepdim=False, *, dtype=None):
     """Mean over dim of the non-NaN elements: nansum / count, as PyTorch composes it."""
-    if input._data.dtype.kind != "f":
+    if not D.is_floating(input._data.dtype):
         raise RuntimeError("nanmean(): expected input to have floating point or complex dtype but got "
                            f"{_short(input._data.dtype)}")
     dims = R._dims_arg(input, dim)
@@ -77,7 +77,7 @@ class Logcumsumexp(Node, name="LogcumsumexpBackward0"):
     saved_names = ("self", "result")
 
     def forward(self, x):
-        if x.dtype.kind != "f":
+        if not D.is_floating(x.dtype):
             raise _not_impl("logcumsumexp_out_cpu", x)
         return np.logaddexp.accumulate(x, axis=self.dim) if x.ndim else x.copy()
 
@@ -259,7 +259,7 @@ def cov(input, *, correction=1, fweights=None, aweights=None):
         norm = _T(array_module(norm._data).zeros((), norm._data.dtype))
     if nobs == 1 and (fweights is None) != (aweights is None):
         inp = inp * 0       # (PyTorch zeroes the input in place: one observation has no spread)
-        if inp._data.dtype.kind != "f":
+        if not D.is_floating(inp._data.dtype):
             inp = inp.float()
     else:
         inp = inp - avg.unsqueeze(1)
@@ -425,7 +425,7 @@ def _edges(x, bins, lo, hi, name):
 def histc(input, bins=100, min=0, max=0):
     """Histogram with ``bins`` equal-width bins between min and max (the data's range if both are 0)."""
     x = input._data
-    if x.dtype.kind != "f":
+    if not D.is_floating(x.dtype):
         raise _not_impl("histogram_cpu", x)
     if bins <= 0:
         raise RuntimeError(f"torch.histogram(): bins must be > 0, but got {bins} for dimension 0")
@@ -444,7 +444,7 @@ def histc(input, bins=100, min=0, max=0):
 def histogram(input, bins, *, range=None, weight=None, density=False):
     """(hist, bin_edges): bins a number of equal bins over range (the data's by default) or the edges."""
     x = input._data
-    if x.dtype.kind != "f":
+    if not D.is_floating(x.dtype):
         raise _not_impl("histogramdd", x)
     if isinstance(bins, Tensor):
         edges = bins._data.astype(x.dtype)
@@ -822,7 +822,7 @@ def _np_norm(a, p, dims, keepdims=True):
 
 def renorm(input, p, dim, maxnorm):
     """Rescale each slice along dim whose p-norm exceeds maxnorm to have norm maxnorm."""
-    if input._data.dtype.kind != "f":
+    if not D.is_floating(input._data.dtype):
         raise _not_impl("renorm_out", input._data)
     if p <= 0:
         raise RuntimeError("renorm: non-positive-norm not supported")
@@ -858,8 +858,8 @@ class Dist(Node, name="DistBackward0"):
 
 def dist(input, other, p=2):
     """The p-norm of input - other."""
-    if input._data.dtype.kind != "f" or other._data.dtype.kind != "f":
-        bad = input if input._data.dtype.kind != "f" else other
+    if not D.is_floating(input._data.dtype) or not D.is_floating(other._data.dtype):
+        bad = input if not D.is_floating(input._data.dtype) else other
         raise RuntimeError("norm(): input dtype should be either floating point or complex. Got "
                            f"{_short(bad._data.dtype)} instead.")
     _bshape(input._data.shape, other._data.shape)
@@ -941,7 +941,7 @@ def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
     if a.shape[-1] != b.shape[-1]:
         raise RuntimeError(f"X1 and X2 must have the same number of columns. X1: {a.shape[-1]} X2: {b.shape[-1]}")
     for name, t in (("X1", a), ("X2", b)):
-        if t.dtype.kind != "f":
+        if not D.is_floating(t.dtype):
             raise RuntimeError(f"cdist only supports floating-point dtypes, {name} got: {_short(t.dtype)}")
     if a.dtype != b.dtype:
         raise RuntimeError(f"expected scalar type {_short(a.dtype)} but found {_short(b.dtype)}")
@@ -985,7 +985,7 @@ def pdist(input, p=2):
     x = input._data
     if x.ndim != 2:
         raise RuntimeError(f"pdist only supports 2D tensors, got: {x.ndim}D")
-    if x.dtype.kind != "f":
+    if not D.is_floating(x.dtype):
         raise RuntimeError(f"pdist only supports floating-point dtypes")
     if p < 0:
         raise RuntimeError("pdist only supports non-negative p values")

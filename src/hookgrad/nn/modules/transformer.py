@@ -18,6 +18,7 @@ from .container import ModuleList
 from .linear import Linear, NonDynamicallyQuantizableLinear
 from .dropout import Dropout
 from .normalization import LayerNorm
+from ..._dtype import is_floating as _is_floating
 
 __all__ = ["Transformer", "TransformerEncoder", "TransformerDecoder", "TransformerEncoderLayer",
            "TransformerDecoderLayer", "MultiheadAttention"]
@@ -265,7 +266,7 @@ class TransformerEncoder(Module):
         if not getattr(self, "use_nested_tensor", False) or first.training or src.dim() != 3 or kpm is None \
                 or mask is not None:
             return False
-        if kpm._data.dtype.kind != "b" and kpm._data.dtype.kind != "f":
+        if kpm._data.dtype.kind != "b" and not _is_floating(kpm._data.dtype):
             return False
         if getattr(self, "mask_check", True):
             keep = ~(kpm._data.astype(bool)) if kpm._data.dtype.kind == "b" else kpm._data == 0
