@@ -752,7 +752,9 @@ def normal(mean=0.0, std=1.0, size=None, *, generator=None, out=None, dtype=None
         s = std._data if isinstance(std, Tensor) else std
         shp = np.broadcast_shapes(np.shape(m), np.shape(s))
         ref = mean if isinstance(mean, Tensor) else std
-        z = _gen(generator)._normal(_numel(shp), ref._data.dtype).reshape(shp)
+        z = _gen(generator, _like_device(ref, None))._normal(_numel(shp), ref._data.dtype).reshape(shp)
+        if type(ref._data) is not np.ndarray:
+            z = _array.asarray(z, ref._data)        # drawn on the host: to the tensors' device
         kind = 3 if isinstance(mean, Tensor) and isinstance(std, Tensor) else 1 if isinstance(mean, Tensor) else 2
         return _sampled(ref._xp.asarray(m + s * z).astype(ref._data.dtype), (mean, std), f"NormalBackward{kind}")
     shp = _size((size,))
