@@ -403,10 +403,18 @@ def has_float_kernels(npdt):
     return npdt.kind == "f" or (npdt.kind == "V" and npdt.name == "bfloat16")
 
 
+_F16 = np.dtype(np.float16)
+
+
+def is_reduced(npdt):
+    """float16, bfloat16 or a float8 type: the dtypes PyTorch's CPU kernels compute in float32 ("opmath")."""
+    return npdt.kind == "V" or npdt == _F16
+
+
 def _low(a):
     """The ml_dtypes dtype (bfloat16) of an array or Tensor, else None."""
     dt = getattr(getattr(a, "_data", a), "dtype", None)
-    return dt if isinstance(dt, np.dtype) and dt.kind == "V" else None
+    return dt if isinstance(dt, np.dtype) and is_reduced(dt) else None
 
 
 def opmath(forward, backward=False):
@@ -414,7 +422,7 @@ def opmath(forward, backward=False):
     into float32, compute there and round the result once. ``forward(self, *arrays)`` is wrapped so that a bfloat16
     array argument is widened to float32 and every float32 output is rounded back to bfloat16; with ``backward`` the
     gradient arguments (arrays or Tensors) are widened, and the engine rounds the input gradients once (it casts
-    each to its input's dtype). float16 keeps NumPy's float16 arithmetic. Costs one dtype test per call otherwise."""
+    each to its input's dtype). float16 likewise. Costs one dtype test per call otherwise."""
     import functools
 
     if backward:
@@ -435,7 +443,10 @@ def opmath(forward, backward=False):
                 break
         else:
             return forward(self, *args)
-        if self.__dict__.get("dt") == low:      # a bfloat16 result dtype (binary ops): the rounding below gives it
+        dt = self.__dict__.get("dt")
+        if dt is not None:                      # binary ops' result dtype: bf16 given by the rounding below,
+            if dt != low:                       # another (bf16 with f16: float32) computed as it is
+                return forward(self, *args)
             self.dt = None
         self._low = low                         # for a forward that rounds an intermediate as PyTorch does
         out = forward(self, *(a.astype(np.float32) if _low(a) == low else a for a in args))

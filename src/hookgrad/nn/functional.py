@@ -19,7 +19,7 @@ from ..primitives.shape import t as _t
 from .._errors import float_kernel, not_implemented_for, scalar_name
 from ..autograd.grad_mode import no_grad
 from ..autograd.op_hooks import _input_cast, cast_composite as _cast_composite
-from .._dtype import is_floating as _is_floating
+from .._dtype import is_floating as _is_floating, is_reduced as _is_reduced
 
 _int = (int, np.integer)
 
@@ -960,8 +960,8 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
         if math.prod((x.shape[0],) + x.shape[2:]) == 1:        # PyTorch's _verify_batch_size
             raise ValueError(f"Expected more than 1 value per channel when training, got input size {input.shape}")
         mean, invstd, var = N.norm_stats(x, axes, eps)
-        if x.dtype.kind == "V" and (weight is None or weight._data.dtype == x.dtype):
-            # PyTorch's bfloat16 save_mean and save_invstd, the latter from the variance rounded to bfloat16
+        if _is_reduced(x.dtype) and (weight is None or weight._data.dtype == x.dtype):
+            # PyTorch's bf16/f16 save_mean and save_invstd, the latter from the variance rounded to that dtype
             mean = mean.astype(x.dtype)
             invstd = (1 / np.sqrt(var.astype(x.dtype).astype(np.float32) + np.float32(eps))).astype(x.dtype)
         if running_mean is not None and x.size:
@@ -974,7 +974,7 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
             running_mean._vc[0] += 1
             running_var._vc[0] += 1
     else:
-        sdt = np.float32 if x.dtype.kind == "V" else x.dtype        # bfloat16: float32 statistics (opmath)
+        sdt = np.float32 if _is_reduced(x.dtype) else x.dtype       # bf16/f16: float32 statistics (opmath)
         mean = running_mean._data.reshape(pshape).astype(sdt)
         invstd = (1.0 / np.sqrt(running_var._data.astype(np.float64) + eps)).astype(sdt).reshape(pshape)
     args = (input, weight, bias)

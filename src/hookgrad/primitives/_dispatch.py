@@ -88,9 +88,9 @@ def _bf16_operands(a, b):
 
 
 def _number(cls, dt, v):
-    """A Python number as the NumPy scalar of the result dtype; for a bfloat16 result of an op computed in float32
+    """A Python number as the NumPy scalar of the result dtype; for a bf16/f16 result of an op computed in float32
     (``cls.opmath``), a float32 scalar: PyTorch's kernels take the number at float32 ("opmath") precision."""
-    return np.float32(v) if dt.kind == "V" and cls.opmath and not isinstance(v, complex) else dt.type(v)
+    return np.float32(v) if cls.opmath and D.is_reduced(dt) and not isinstance(v, complex) else dt.type(v)
 
 
 def _widened(t, dt):

@@ -1348,8 +1348,8 @@ class GroupNormNode(Norm, name="NativeGroupNormBackward0"):
 
 def norm_stats(x, axes, eps):
     """(mean, invstd, biased var) over axes with keepdims, accumulated in float64 for float32 inputs; a bfloat16
-    input's statistics are float32 (PyTorch's opmath)."""
-    if x.dtype.kind == "V":
+    or float16 input's statistics are float32 (PyTorch's opmath)."""
+    if D.is_reduced(x.dtype):
         x = x.astype(_f32)
     if _fast_norm(x):
         nd = x.ndim
