@@ -412,49 +412,53 @@ def is_reduced(npdt):
 
 
 def _low(a):
-    """The ml_dtypes dtype (bfloat16) of an array or Tensor, else None."""
+    """The reduced-precision NumPy dtype (float16, bfloat16, float8) of an array or Tensor, else None."""
     dt = getattr(getattr(a, "_data", a), "dtype", None)
     return dt if isinstance(dt, np.dtype) and is_reduced(dt) else None
 
 
 def opmath(forward, backward=False):
-    """PyTorch's "opmath" rule for a bfloat16 input, in one place: its CPU kernels load the reduced-precision values
-    into float32, compute there and round the result once. ``forward(self, *arrays)`` is wrapped so that a bfloat16
-    array argument is widened to float32 and every float32 output is rounded back to bfloat16; with ``backward`` the
+    """PyTorch's "opmath" rule for a bfloat16 or float16 input, in one place: its CPU kernels load the values into
+    float32, compute there and round the result once. ``forward(self, *arrays)`` is wrapped so that such an array
+    argument is widened to float32 and every float32 output is rounded back to its dtype; with ``backward`` the
     gradient arguments (arrays or Tensors) are widened, and the engine rounds the input gradients once (it casts
-    each to its input's dtype). float16 likewise. Costs one dtype test per call otherwise."""
+    each to its input's dtype). Otherwise it costs a dtype test per argument (``.char``: "e" is float16; ml_dtypes'
+    types are kind "V")."""
     import functools
 
     if backward:
         @functools.wraps(forward)
         def wrapped(self, *args):
-            if not any(_low(a) is not None for a in args):
-                return forward(self, *args)
-            return forward(self, *(_widen(a) if _low(a) is not None else a for a in args))
+            for a in args:
+                dt = getattr(getattr(a, "_data", a), "dtype", None)
+                if dt is not None and (dt.__class__ is not dtype) and (dt.char == "e" or dt.kind == "V"):
+                    return forward(self, *(_widen(a) if _low(a) is not None else a for a in args))
+            return forward(self, *args)
         wrapped._opmath = True
         return wrapped
 
     @functools.wraps(forward)
     def wrapped(self, *args):
-        low = None
         for a in args:
-            low = _low(a)
-            if low is not None:
-                break
-        else:
-            return forward(self, *args)
-        dt = self.__dict__.get("dt")
-        if dt is not None:                      # binary ops' result dtype: bf16 given by the rounding below,
-            if dt != low:                       # another (bf16 with f16: float32) computed as it is
-                return forward(self, *args)
-            self.dt = None
-        self._low = low                         # for a forward that rounds an intermediate as PyTorch does
-        out = forward(self, *(a.astype(np.float32) if _low(a) == low else a for a in args))
-        if type(out) is tuple:
-            return tuple(o.astype(low) if getattr(o, "dtype", None) == np.float32 else o for o in out)
-        return out.astype(low) if getattr(out, "dtype", None) == np.float32 else out
+            low = getattr(a, "dtype", None)
+            if low is not None and (low.char == "e" or low.kind == "V"):
+                return _opmath_forward(forward, self, args, low)
+        return forward(self, *args)
     wrapped._opmath = True
     return wrapped
+
+
+def _opmath_forward(forward, self, args, low):
+    dt = self.__dict__.get("dt")
+    if dt is not None:                      # binary ops' result dtype: bf16 given by the rounding below,
+        if dt != low:                       # another (bf16 with f16: float32) computed as it is
+            return forward(self, *args)
+        self.dt = None
+    self._low = low                         # for a forward that rounds an intermediate as PyTorch does
+    out = forward(self, *(a.astype(np.float32) if getattr(a, "dtype", None) == low else a for a in args))
+    if type(out) is tuple:
+        return tuple(o.astype(low) if getattr(o, "dtype", None) == np.float32 else o for o in out)
+    return out.astype(low) if getattr(out, "dtype", None) == np.float32 else out
 
 
 def _widen(a):
