@@ -49,8 +49,8 @@ def test_profile_wraps_a_region():
     with P.profile(record_shapes=True) as prof:
         (x * 3).sum().backward()
     assert x.grad.tolist() == [3.0, 3.0]
-    with pytest.raises(NotImplementedError, match="hookgrad has no profiler"):
-        prof.key_averages()
+    names = {e.key for e in prof.key_averages()}       # the profiler is real now (issue 22): torch.profiler's events
+    assert "aten::mul" in names and "aten::sum" in names
     with P.profile(enabled=False):
         pass
 

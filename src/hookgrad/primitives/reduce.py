@@ -165,6 +165,12 @@ def _dims_arg(input, dim):
 def _dims0(dim, nd):
     """dims_of, where a 0-d tensor takes dim 0 or -1 (checked, as PyTorch) and reduces over nothing."""
     dims = dims_of(dim, nd)
+    if len(set(dims)) != len(dims):         # NOTE: the ordered reductions would silently reduce a dim once
+        seen = set()
+        for d in dims:
+            if d in seen:
+                raise RuntimeError(f"dim {d} appears multiple times in the list of dims")
+            seen.add(d)
     return dims if nd else ()
 
 
