@@ -40,10 +40,10 @@ def _un(x):
     t = type(x)
     if t is ndarray:
         return x._a
-    if t is np.ndarray:
-        _mixed(x)
     if t is tuple or t is list:
         return t(_un(v) for v in x)
+    if isinstance(x, np.ndarray):       # (subclasses too: the tests' XArray)
+        _mixed(x)
     return x
 
 
@@ -249,7 +249,7 @@ class ndarray:
         try:
             args = _un(inputs)
         except TypeError:
-            return NotImplemented
+            return NotImplemented       # NumPy then raises TypeError, as with CuPy
         return _wrap(getattr(ufunc, method)(*args, **kwargs))
 
     def __array_function__(self, func, types_, args, kwargs):
