@@ -136,6 +136,13 @@ def not_implemented_for(kernel, dt):
     return NotImplementedError(f'"{kernel}" not implemented for \'{scalar_name(dt)}\'')
 
 
+def no_bf16_kernel(t, kernel):
+    """PyTorch's NotImplementedError for a CPU kernel with float loops but none for bfloat16 (cdist, pdist,
+    avg_pool3d, ctc_loss, multi_margin_loss)."""
+    if t._data.dtype.kind == "V":
+        raise not_implemented_for(kernel, t._data.dtype)
+
+
 def float_kernel(t, kernel):
     """Raise PyTorch's NotImplementedError when a float-only kernel gets a tensor of another dtype."""
     dt = t._data.dtype

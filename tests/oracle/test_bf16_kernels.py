@@ -220,6 +220,8 @@ def test_f16_kernel(name, fn, shapes, positive):
     ("parameter", lambda L, x: L.nn.Parameter(x) * 1),
     ("argmax", lambda L, x: x.argmax(1)),
     ("sort", lambda L, x: x.sort(1)[0]),
+    ("scatter_reduce_mean", lambda L, x: L.zeros(4, 8, dtype=L.bfloat16).scatter_reduce(
+        0, L.tensor([[0, 1, 1, 3, 0, 2, 2, 1]] * 4), x, "mean", include_self=False)),
 ])
 def test_bf16_not_differentiated(name, fn):
     """Ops whose bf16 results hookgrad got wrong (a rounding op returning its input, a floor division rounding the
@@ -235,6 +237,42 @@ def test_assert_close_bf16():
     hg.testing.assert_close(x, x.clone(), equal_nan=True)
     with pytest.raises(AssertionError):
         hg.testing.assert_close(x, x + 1, equal_nan=True)
+
+
+@pytest.mark.parametrize("name, fn", [
+    ("cdist", lambda L, x: L.cdist(x, x)),
+    ("pdist", lambda L, x: L.nn.functional.pdist(x)),
+    ("avg_pool3d", lambda L, x: L.nn.functional.avg_pool3d(x.reshape(1, 1, 2, 4, 4), 2)),
+    ("multi_margin_loss", lambda L, x: L.nn.functional.multi_margin_loss(x, L.tensor([0, 1, 2, 3]))),
+    ("ctc_loss", lambda L, x: L.nn.functional.ctc_loss(x.reshape(4, 1, 8).log_softmax(2), L.tensor([[1, 2]]),
+                                                       L.tensor([4]), L.tensor([2]))),
+])
+def test_bf16_refused_as_pytorch(name, fn):
+    """The CPU kernels PyTorch has in float32 but not in bf16: the same NotImplementedError."""
+    msgs = []
+    for L in (torch, hg):
+        with pytest.raises(NotImplementedError) as e:
+            fn(L, L.ones(4, 8, dtype=L.bfloat16))
+        msgs.append(str(e.value))
+    assert msgs[0] == msgs[1]
+
+
+@pytest.mark.parametrize("kind", ["LSTM", "GRU", "RNN"])
+def test_recurrent_module_bfloat16(kind):
+    """Module.bfloat16() and the recurrent layers in bf16 (the fused LSTM cell computes in float32, as PyTorch's)."""
+    torch.manual_seed(0)
+    tm = getattr(torch.nn, kind)(4, 5, batch_first=True)
+    hm = getattr(hg.nn, kind)(4, 5, batch_first=True)
+    hm.load_state_dict({k: hg.tensor(v.detach().numpy()) for k, v in tm.state_dict().items()})
+    assert hm.bfloat16() is hm
+    x = np.random.default_rng(0).standard_normal((3, 6, 4)).astype(np.float32)
+    yt, yh = tm.bfloat16()(torch.tensor(x).bfloat16())[0], hm(hg.tensor(x).bfloat16())[0]
+    yt.float().sum().backward()
+    yh.float().sum().backward()
+    assert all(str(p.dtype) == "torch.bfloat16" for p in hm.parameters())
+    close(yh, yt, 2, "output")
+    for (k, pt), ph in zip(tm.named_parameters(), hm.parameters()):
+        _bf16_close(ph.grad, pt.grad, f"gradient of {k}")
 
 
 def test_mixed_dtype_mm_error():

@@ -16,7 +16,7 @@ from ..primitives.index import Where
 from ..primitives import sampling as S
 from ..primitives.linalg import addmm, matmul, mm as _mm
 from ..primitives.shape import t as _t
-from .._errors import float_kernel, not_implemented_for, scalar_name
+from .._errors import float_kernel, no_bf16_kernel, not_implemented_for, scalar_name
 from ..autograd.grad_mode import no_grad
 from ..autograd.op_hooks import _input_cast, cast_composite as _cast_composite
 from .._dtype import is_floating as _is_floating, is_reduced as _is_reduced
@@ -648,6 +648,8 @@ def _avg_pool(n, input, kernel_size, stride, padding, ceil_mode, count_include_p
             raise not_implemented_for(f"avg_pool{n}d" if n == 2 else "avg_pool3d_out_frame", dk)
         return _avg_pool(n, input.double(), kernel_size, stride, padding, ceil_mode, count_include_pad,
                          divisor_override).trunc().long()
+    if n == 3:
+        no_bf16_kernel(input, "avg_pool3d_out_frame")
     if divisor_override:
         div = input._xp.asarray(divisor_override, dk)
     else:
@@ -2011,6 +2013,7 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
     if weight is not None and weight.dim() != 1:
         raise ValueError("weight must be one-dimensional")
     n, c = _margin_shapes(input, target, "multi_margin_loss")
+    no_bf16_kernel(input, "multi_margin_loss_cpu_kernel")
     if target.dim() > 1 or target.numel() != n:
         raise RuntimeError(f"multi_margin_loss: target tensor should be 1-D with size equal to the number of input "
                            f"samples (batch size). Expected target size [{n}], but got {list(target.shape)}. Input "
@@ -2097,6 +2100,7 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reducti
     if lp.dim() != 3:
         raise RuntimeError(f"Expected 3-dimensional tensor, but got {lp.dim()}-dimensional tensor for argument "
                            "#1 'log_probs' (while checking arguments for ctc_loss_allocate_outputs)")
+    no_bf16_kernel(lp, "ctc_loss_cpu")
     t_max, n, c = lp.shape
     if not 0 <= blank < c:
         raise RuntimeError("blank must be in label range")

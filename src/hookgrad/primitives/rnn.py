@@ -77,6 +77,7 @@ class LstmCell(Node, name="ThnnFusedLstmCellBackward0"):
     gates i, f, g, o and the cell state c, c' = sigmoid(f) c + sigmoid(i) tanh(g) and h' = sigmoid(o) tanh(c').
     One node instead of ten per time step inside the layers; the formula recomputes the activations from the
     saved gates, so double backward differentiates it."""
+    opmath = True      # bfloat16: computed in float32, rounded once (_dtype.opmath)
     save = (0, 1, 2, 3, 4, -2)
     saved_names = ("i", "f", "g", "o", "cx", "cy")
 

@@ -12,6 +12,7 @@ import warnings
 import numpy as np
 
 from .. import _dtype as D
+from .._errors import no_bf16_kernel
 from .._tensor import Tensor
 from .._array import array_module, module_of
 from ..autograd.graph import Node
@@ -410,7 +411,7 @@ def bincount(input, weights=None, minlength=0):
     w = weights._data
     if w.ndim != 1 or w.shape[0] != x.shape[0]:
         raise RuntimeError("weights should be 1-d and have the same length as input")
-    dt = w.dtype if w.dtype.kind == "f" else np.dtype(np.float64)
+    dt = w.dtype if D.is_floating(w.dtype) else np.dtype(np.float64)
     return _T(np.bincount(x, weights=w.astype(np.float64), minlength=minlength).astype(dt))
 
 
@@ -595,8 +596,8 @@ def _scatter_reduce_np(x, dim, index, src, reduce, include_self):
     if not include_self and index.size:
         ident = {"sum": 0, "mean": 0, "prod": 1}.get(reduce)
         if ident is None:
-            big = np.inf if x.dtype.kind == "f" else (np.iinfo(x.dtype).max if x.dtype.kind != "b" else True)
-            ident = -big if reduce == "amax" and x.dtype.kind == "f" else \
+            big = np.inf if D.is_floating(x.dtype) else (np.iinfo(x.dtype).max if x.dtype.kind != "b" else True)
+            ident = -big if reduce == "amax" and D.is_floating(x.dtype) else \
                 (np.iinfo(x.dtype).min if reduce == "amax" and x.dtype.kind in "iu" else big)
         out[pos] = ident
     if reduce in ("sum", "mean"):
@@ -612,7 +613,7 @@ def _scatter_reduce_np(x, dim, index, src, reduce, include_self):
         cnt = xp.ones(x.shape, np.int64) if include_self else xp.zeros(x.shape, np.int64)
         np.add.at(cnt, pos, 1)
         cnt = np.maximum(cnt, 1)
-        out = (out / cnt).astype(x.dtype) if x.dtype.kind == "f" else np.floor_divide(out, cnt).astype(x.dtype)
+        out = (out / cnt).astype(x.dtype) if D.is_floating(x.dtype) else np.floor_divide(out, cnt).astype(x.dtype)
     return out
 
 
@@ -945,6 +946,7 @@ def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
             raise RuntimeError(f"cdist only supports floating-point dtypes, {name} got: {_short(t.dtype)}")
     if a.dtype != b.dtype:
         raise RuntimeError(f"expected scalar type {_short(a.dtype)} but found {_short(b.dtype)}")
+    no_bf16_kernel(x1, "cdist")
     if p < 0:
         raise RuntimeError("cdist only supports non-negative p values")
     batch = _bshape(a.shape[:-2], b.shape[:-2])
@@ -987,6 +989,7 @@ def pdist(input, p=2):
         raise RuntimeError(f"pdist only supports 2D tensors, got: {x.ndim}D")
     if not D.is_floating(x.dtype):
         raise RuntimeError(f"pdist only supports floating-point dtypes")
+    no_bf16_kernel(input, "pdist")
     if p < 0:
         raise RuntimeError("pdist only supports non-negative p values")
     return Pdist.apply(input, p=float(p))

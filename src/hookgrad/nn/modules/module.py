@@ -286,6 +286,10 @@ class Module:
         from ... import _dtype as D
         return self._to_float_dtype(D.float16)
 
+    def bfloat16(self):
+        from ... import _dtype as D
+        return self._to_float_dtype(D.bfloat16)
+
     def type(self, dst_type):
         return self._apply(lambda t: t.type(dst_type))
 
