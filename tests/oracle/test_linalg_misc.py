@@ -55,8 +55,11 @@ def test_pinv_tolerances_and_rank():
 def test_cond(p):
     # (PyTorch's own backward fails for the norms other than 2: its inv_ex result is modified in place)
     check(lambda L, a: L.linalg.cond(a, p), mat(2, 3, 3), grad=p in (None, 2, -2))
-    sing = np.stack([mat(3, 3), np.ones((3, 3))])
-    check(lambda L, a: L.linalg.cond(a, p), sing, grad=False, tol=(1e-6, 1e-6))
+    if p in (None, 2, -2):
+        # a singular matrix through the inverse (the other norms) gives inf or ~1e48 depending on how the LAPACK
+        # build rounds its pivots (MKL under torch, OpenBLAS under NumPy, and the CPU's code path): not compared
+        sing = np.stack([mat(3, 3), np.ones((3, 3))])
+        check(lambda L, a: L.linalg.cond(a, p), sing, grad=False, tol=(1e-6, 1e-6))
 
 
 @pytest.mark.parametrize("ord", [2, -2, "nuc", "fro", 1, float("inf")])
