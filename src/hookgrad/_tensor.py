@@ -92,10 +92,10 @@ def get_default_device():
     return _CPU if m is np else _device_of(m.zeros(()))
 
 
-def set_default_device(d):
-    """Tensors made from nothing go to device ``d`` from now on (None: the CPU); PyTorch's error for a device
+def set_default_device(device):
+    """Tensors made from nothing go to ``device`` from now on (None: the CPU); PyTorch's error for a device
     hookgrad does not have."""
-    _array.set_default_module(np if d is None else _check_device(d))
+    _array.set_default_module(np if device is None else _check_device(device))
 
 
 def _check_device(d):

@@ -482,10 +482,10 @@ def to(self, *args, device=None, dtype=None, non_blocking=False, copy=False, mem
             xp = a._xp
         elif isinstance(a, D.dtype):
             dt = a
+        elif a is None or isinstance(a, bool):      # non_blocking / copy (before int: a bool is an int)
+            pass
         elif isinstance(a, (str, int)) or type(a).__name__ == "device":
             xp = _check_device(a)
-        elif a is None or isinstance(a, bool):
-            pass
         else:
             dt = D.to_dtype(a)
     moved = to_module(self, xp)
