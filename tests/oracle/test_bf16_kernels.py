@@ -96,6 +96,13 @@ CASES = [
     ("mul", lambda L, x, y: x * y, [T, T], (), 0, 0),
     ("div", lambda L, x, y: x / y, [T, T], (1,), 0, 0),
     ("mul_scalar", lambda L, x: x * 1.7, [T], (), 0, 0),
+    # alpha rounded to bf16 (PyTorch's add kernel takes it as scalar_t), addcmul's value not; both then in float32
+    # (32 elements: PyTorch's vectorised loop; its scalar tail for the last elements rounds alpha * y to bf16 first)
+    ("add_alpha", lambda L, x, y: L.add(x, y, alpha=0.1), [T, T], (), 0, 0),
+    ("sub_alpha", lambda L, x, y: L.sub(x, y, alpha=0.3), [T, T], (), 0, 0),
+    # hookgrad composes addcmul/addcdiv (each op rounding to bf16); PyTorch's kernel rounds once
+    ("addcmul", lambda L, x, y, z: L.addcmul(x, y, z, value=0.1), [T, T, T], (), 1, 1),
+    ("addcdiv", lambda L, x, y, z: L.addcdiv(x, y, z, value=0.1), [T, T, T], (2,), 1, 2),
     ("pow2", lambda L, x: x ** 2, [T], (), 0, 0),
     ("maximum", lambda L, x, y: L.maximum(x, y), [T, T], (), 0, 0),
     ("where", lambda L, x, y: L.where(x > 0, x, y), [T, T], (), 0, 0),

@@ -135,26 +135,51 @@ def _bump(t):
     t._vc[0] += 1
 
 
+def _low(a, *others):
+    """bf16/f16 state: the arrays widened to float32 (PyTorch's kernels compute such updates in float32 and round
+    once, _dtype.opmath), else None."""
+    if not D.is_reduced(a.dtype):
+        return None
+    return [x.astype(np.float32) if isinstance(x, np.ndarray) and D.is_reduced(x.dtype) else x for x in (a,) + others]
+
+
 def _add_(t, other, alpha=1.0):          # t.add_(other, alpha=alpha): t + alpha * other
     a = t._data
-    a += other if alpha == 1 else a.dtype.type(alpha) * other
+    w = _low(a, other)
+    if w is not None:
+        # alpha is rounded to the tensor's dtype (PyTorch's add kernel takes it as scalar_t)
+        a[...] = (w[0] + (w[1] if alpha == 1 else np.float32(a.dtype.type(alpha)) * w[1])).astype(a.dtype)
+    else:
+        a += other if alpha == 1 else a.dtype.type(alpha) * other
     _bump(t)
 
 
 def _mul_(t, s):
-    t._data *= t._data.dtype.type(s)
+    a = t._data
+    if D.is_reduced(a.dtype):
+        a[...] = (a.astype(np.float32) * np.float32(s)).astype(a.dtype)
+    else:
+        a *= a.dtype.type(s)
     _bump(t)
 
 
 def _addcmul_(t, t1, t2, value=1.0):     # t + value * t1 * t2
     a = t._data
-    a += (a.dtype.type(value) * t1) * t2 if value != 1 else t1 * t2
+    w = _low(a, t1, t2)
+    if w is not None:
+        a[...] = (w[0] + np.float32(value) * w[1] * w[2]).astype(a.dtype)
+    else:
+        a += (a.dtype.type(value) * t1) * t2 if value != 1 else t1 * t2
     _bump(t)
 
 
 def _addcdiv_(t, t1, t2, value=1.0):     # t + value * t1 / t2
     a = t._data
-    a += (a.dtype.type(value) * t1) / t2 if value != 1 else t1 / t2
+    w = _low(a, t1, t2)
+    if w is not None:
+        a[...] = (w[0] + np.float32(value) * w[1] / w[2]).astype(a.dtype)
+    else:
+        a += (a.dtype.type(value) * t1) / t2 if value != 1 else t1 / t2
     _bump(t)
 
 
@@ -179,6 +204,9 @@ def _lerp_(t, end, weight):              # PyTorch's two-branch lerp formula
 
 
 def _add_scalar(arr, other, alpha):      # out-of-place grad.add(other, alpha=alpha)
+    w = _low(arr, other)
+    if w is not None:
+        return (w[0] + np.float32(arr.dtype.type(alpha)) * w[1]).astype(arr.dtype)
     return arr + arr.dtype.type(alpha) * other
 
 

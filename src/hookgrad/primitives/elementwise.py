@@ -24,6 +24,13 @@ _IS_COMPLEX = D.IS_COMPLEX      # ``g.dtype in _IS_COMPLEX``: a complex gradient
 
 
 # ---------------------------------------------------------------------------------- binary
+def _alpha(node):
+    """add/sub's alpha: PyTorch's kernel takes it in the tensors' dtype (bf16/f16: rounded to it, then the sum is
+    computed in float32, _dtype.opmath)."""
+    low = node.__dict__.get("_low")
+    return node.alpha if low is None else float(np.asarray(node.alpha, low))
+
+
 class Add(Node, name="AddBackward0"):
     opmath = "forward"     # bfloat16 (and a Python number) in float32, rounded once (_dtype.opmath)
     saved_attrs = ("alpha=1",)
@@ -32,7 +39,7 @@ class Add(Node, name="AddBackward0"):
 
     def forward(self, x, y):
         if self.alpha != 1:
-            y = y * self.alpha
+            y = y * _alpha(self)
         dt = self.dt
         return np.add(x, y) if dt is None else np.add(x, y, dtype=dt)
 
@@ -48,7 +55,7 @@ class Sub(Node, name="SubBackward0"):
 
     def forward(self, x, y):
         if self.alpha != 1:
-            y = y * self.alpha
+            y = y * _alpha(self)
         dt = self.dt
         return np.subtract(x, y) if dt is None else np.subtract(x, y, dtype=dt)
 
