@@ -11,14 +11,13 @@ given). Nothing is registered outside the context, so it costs nothing when off.
 import numpy as np
 
 from .ophooks import WHERE, OpTool, flat, array_of, describe, format_frame, user_frame
-from .._dtype import is_floating as _is_floating
 
 __all__ = ["detect_nonfinite", "NonFiniteEvent"]
 
 
 def _bad(a):
     """``(count, "nan" | "inf" | "nan and inf")`` for the non-finite entries of an array, or None."""
-    if not _is_floating(a.dtype) and a.dtype.kind != "c":
+    if a.dtype.kind in "biu":          # integers and bools are always finite (bfloat16/float8 are kind "V")
         return None
     fin = np.isfinite(a)
     if fin.all():
