@@ -85,7 +85,7 @@ def data_ptr(a):
 def as_strided(a, shape, strides):
     """A strided view of ``a``'s memory (strides in bytes), in ``a``'s module; read-only where the module has the
     flag (NumPy: windows that overlap must not be written)."""
-    if type(a) is numpy.ndarray or array_module(a) is numpy:
+    if isinstance(a, numpy.ndarray):        # (subok: an ndarray subclass stays one)
         return numpy.lib.stride_tricks.as_strided(a, shape, strides, subok=True, writeable=False)
     return array_module(a).lib.stride_tricks.as_strided(a, shape, strides)
 
@@ -164,3 +164,4 @@ def set_default_module(module):
     prev = _default[0]
     _default[0] = module
     return prev
+
