@@ -144,6 +144,9 @@ CASES = [
     ("max_pool2d", lambda L, x: L.nn.functional.max_pool2d(x, 2), [(2, 3, 4, 4)], (), 0, 0),
     ("avg_pool2d", lambda L, x: L.nn.functional.avg_pool2d(x, 2), [(2, 3, 4, 4)], (), 0, 0),
     ("adaptive_avg_pool2d", lambda L, x: L.nn.functional.adaptive_avg_pool2d(x, 1), [(2, 3, 4, 4)], (), 0, 0),
+    ("interpolate_bilinear", lambda L, x: L.nn.functional.interpolate(x, scale_factor=1.7, mode="bilinear"),
+     [(1, 2, 5, 5)], (), 0, 1),
+    ("interpolate_nearest", lambda L, x: L.nn.functional.interpolate(x, scale_factor=2), [(1, 2, 3, 3)], (), 0, 0),
     # reductions: accumulated in float32, rounded once
     ("sum", lambda L, x: x.sum(), [T], (), 0, 0),
     ("sum_dim", lambda L, x: x.sum(1), [T], (), 0, 0),

@@ -216,6 +216,7 @@ class _Resample(Node):
     """x -> x resampled along each (axis, idx, w, n_in) of ``taps`` (w None: a plain copy, nearest; for uint8
     bilinear/bicubic, (int16 weights, precision) of fixed_point_taps, each pass rounded to uint8 as PyTorch's
     kernels do). ``btaps``: the taps of the backward kernel (the same but for nearest 1-d/3-d, see interp_taps)."""
+    opmath = "forward"      # bf16/f16: every pass in float32, the result rounded once (_dtype.opmath)
     _pair = None
 
     def forward(self, x):
@@ -232,6 +233,7 @@ class _Resample(Node):
 
 class _ResampleT(Node):
     """The adjoint of _Resample: gradients of the output scattered back onto the input grid."""
+    opmath = "forward"      # bf16/f16: every pass in float32, the result rounded once (_dtype.opmath)
     _pair = None
 
     def forward(self, g):
