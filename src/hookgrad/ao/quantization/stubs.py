@@ -2,28 +2,22 @@
 from ...nn.modules.module import Module
 
 
-class QuantStub(Module):
+class _Stub(Module):
+    def __init__(self, qconfig=None):
+        super().__init__()
+        if qconfig:
+            self.qconfig = qconfig
+
+    def forward(self, x):
+        return x
+
+
+class QuantStub(_Stub):
     """Marks where a quantized model would quantize its input; the identity in a float model."""
 
-    def __init__(self, qconfig=None):
-        super().__init__()
-        if qconfig:
-            self.qconfig = qconfig
 
-    def forward(self, x):
-        return x
-
-
-class DeQuantStub(Module):
+class DeQuantStub(_Stub):
     """Marks where a quantized model would dequantize; the identity in a float model."""
-
-    def __init__(self, qconfig=None):
-        super().__init__()
-        if qconfig:
-            self.qconfig = qconfig
-
-    def forward(self, x):
-        return x
 
 
 class QuantWrapper(Module):
