@@ -21,6 +21,7 @@ import types
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+os.environ.setdefault("HOOKGRAD_JIT", "0")     # the CPU's numba kernels play no part here: no compile time spent
 FAKE = os.environ.get("HOOKGRAD_FAKE_CUDA") == "cupylike"
 if FAKE:            # the tests' CuPy stand-in as hookgrad's "cuda"; torch on the CPU
     sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tests"))
