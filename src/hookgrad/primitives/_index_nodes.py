@@ -58,7 +58,7 @@ class IndexGrad(Node, name="IndexPutBackward0"):
         if self.basic:
             out[self.idx] = g
         else:
-            np.add.at(out, self.idx, g)
+            array_module(out).add.at(out, self.idx, g)
         return out
 
     def backward(self, gg):
@@ -121,7 +121,7 @@ class IndexAddGrad(Node, name="IndexAddBackward0"):
 
     def forward(self, g, src=None):
         out = array_module(g).zeros(self.shape, g.dtype)
-        np.add.at(out, (slice(None),) * self.dim + (self.index,), g)
+        array_module(out).add.at(out, (slice(None),) * self.dim + (self.index,), g)
         return out
 
     def backward(self, gg):

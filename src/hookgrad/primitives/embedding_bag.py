@@ -35,14 +35,14 @@ class EmbeddingBag(Node, name="EmbeddingBagBackward0"):
         am = xp.full((nb, d), -1, np.int64)
         if self.mode == "max":
             out[:] = -np.inf
-            np.maximum.at(out, kb, rows)
+            array_module(out).maximum.at(out, kb, rows)
             out[counts == 0] = 0
             for k in range(len(kb) - 1, -1, -1):        # the first row reaching the maximum, as PyTorch's loop
                 hit = rows[k] == out[kb[k]]
                 am[kb[k], hit] = ki[k]
             self.am = am
         else:
-            np.add.at(out, kb, rows)
+            array_module(out).add.at(out, kb, rows)
             if self.mode == "mean":
                 out /= np.maximum(counts, 1)[:, None].astype(w.dtype)
         sizes = counts if self.mode != "sum" else xp.zeros(nb, np.int64)
@@ -56,7 +56,7 @@ class EmbeddingBag(Node, name="EmbeddingBagBackward0"):
         gw = xp.zeros((self.num, ga.shape[1]), ga.dtype)
         if self.mode == "max":
             b, col = np.nonzero(self.am >= 0)
-            np.add.at(gw, (self.am[b, col], col), ga[b, col])
+            array_module(gw).add.at(gw, (self.am[b, col], col), ga[b, col])
             return gw
         rows = ga[kb]
         if psw is not None:
@@ -65,7 +65,7 @@ class EmbeddingBag(Node, name="EmbeddingBagBackward0"):
             rows = rows / np.maximum(self.counts, 1)[kb][:, None].astype(ga.dtype)
         if self.scale_grad_by_freq:
             rows = rows / np.bincount(self.idx, minlength=self.num)[ki][:, None].astype(ga.dtype)
-        np.add.at(gw, ki, rows)
+        array_module(gw).add.at(gw, ki, rows)
         return gw
 
     def backward(self, g):

@@ -150,7 +150,7 @@ class IndexPut(Node, name="IndexPutBackward0"):
         out = x.copy()
         v = array_module(x).asarray(v, dtype=x.dtype)
         if self.accumulate:
-            np.add.at(out, self.idx, v)
+            array_module(out).add.at(out, self.idx, v)
         else:
             out[self.idx] = v
         self.v_shape = v.shape
@@ -437,7 +437,7 @@ class ScatterAddGrad(Node, name="ScatterAddBackward0"):
         if self.unique:
             out[_along(self.index, self.dim)] = g
         else:
-            np.add.at(out, _along(self.index, self.dim), g)
+            array_module(out).add.at(out, _along(self.index, self.dim), g)
         return out
 
     def backward(self, gg):
@@ -458,7 +458,7 @@ class Scatter(Node, name="ScatterBackward0"):
         out = x.copy()
         pos = _along(self.index, self.dim)
         if self.reduce == "add":
-            np.add.at(out, pos, src[tuple(slice(0, n) for n in self.index.shape)])
+            array_module(out).add.at(out, pos, src[tuple(slice(0, n) for n in self.index.shape)])
         elif isinstance(src, np.ndarray) and src.ndim:
             out[pos] = src[tuple(slice(0, n) for n in self.index.shape)]
         else:
@@ -550,7 +550,7 @@ class IndexAdd(Node, name="IndexAddBackward0"):
 
     def forward(self, x, src):
         out = x.copy()
-        np.add.at(out, (slice(None),) * self.dim + (self.index,), src if self.alpha == 1 else src * self.alpha)
+        array_module(out).add.at(out, (slice(None),) * self.dim + (self.index,), src if self.alpha == 1 else src * self.alpha)
         return out
 
     def backward(self, g):
@@ -689,7 +689,7 @@ class Take(Node, name="TakeBackward0"):
 class TakeGrad(Node, name="PutBackward0"):
     def forward(self, g, src):
         out = array_module(g).zeros(int(np.prod(self.shape)), g.dtype)
-        np.add.at(out, self.index, g)
+        array_module(out).add.at(out, self.index, g)
         return out.reshape(self.shape)
 
     def backward(self, gg):

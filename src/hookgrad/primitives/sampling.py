@@ -205,7 +205,7 @@ def _fixed_point_axis(x, axis, idx, w, prec, xp):
 def _adjoint_axis(g, axis, idx, w, n_in, xp):
     """The adjoint of _take_axis: g (n_out along ``axis``) scattered back to n_in, as a dense matmul."""
     m = np.zeros((idx.shape[0], n_in))
-    np.add.at(m, (np.repeat(np.arange(idx.shape[0]), idx.shape[1]), idx.ravel()),
+    array_module(m).add.at(m, (np.repeat(np.arange(idx.shape[0]), idx.shape[1]), idx.ravel()),
               np.ones(idx.size) if w is None else w.ravel())
     gm = xp.moveaxis(g, axis, -1)
     out = xp.matmul(gm, xp.asarray(m.astype(g.dtype)))

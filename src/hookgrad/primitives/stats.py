@@ -601,17 +601,17 @@ def _scatter_reduce_np(x, dim, index, src, reduce, include_self):
                 (np.iinfo(x.dtype).min if reduce == "amax" and x.dtype.kind in "iu" else big)
         out[pos] = ident
     if reduce in ("sum", "mean"):
-        np.add.at(out, pos, s)
+        array_module(out).add.at(out, pos, s)
     elif reduce == "prod":
-        np.multiply.at(out, pos, s)
+        array_module(out).multiply.at(out, pos, s)
     elif reduce == "amax":
-        np.maximum.at(out, pos, s)
+        array_module(out).maximum.at(out, pos, s)
     else:
-        np.minimum.at(out, pos, s)
+        array_module(out).minimum.at(out, pos, s)
     if reduce == "mean":
         xp = array_module(x)
         cnt = xp.ones(x.shape, np.int64) if include_self else xp.zeros(x.shape, np.int64)
-        np.add.at(cnt, pos, 1)
+        array_module(cnt).add.at(cnt, pos, 1)
         cnt = np.maximum(cnt, 1)
         out = (out / cnt).astype(x.dtype) if D.is_floating(x.dtype) else np.floor_divide(out, cnt).astype(x.dtype)
     return out
@@ -644,14 +644,14 @@ class ScatterReduce(Node, name="ScatterReduceBackward0"):
         elif red == "mean":
             xp = array_module(xd)
             n = xp.ones(xd.shape, g._data.dtype) if self.include_self else xp.zeros(xd.shape, g._data.dtype)
-            np.add.at(n, pos, 1)
+            array_module(n).add.at(n, pos, 1)
             n[n == 0] = 1
             gx, gs = g / _const(n), gather(g) / _const(n[pos])
         elif red in ("amax", "amin"):
             self_is = (xd == out._data).astype(xd.dtype)
             src_is = (sd == out._data[pos]).astype(xd.dtype)
             n = self_is.copy()
-            np.add.at(n, pos, src_is)
+            array_module(n).add.at(n, pos, src_is)
             gd = g / _const(n)
             gx, gs = gd * _const(self_is), gather(gd) * _const(src_is)
         else:   # prod: exclusive products, with zeros handled as PyTorch does
@@ -659,7 +659,7 @@ class ScatterReduce(Node, name="ScatterReduceBackward0"):
             gx = g * self._again(masked_self, src) / masked_self
             src_zero = sd == 0
             nz = array_module(xd).zeros(xd.shape, np.int64)
-            np.add.at(nz, pos, src_zero)
+            array_module(nz).add.at(nz, pos, src_zero)
             single = src_zero & (nz[pos] == 1)
             masked_src_result = self._again(x, src.masked_fill(_const(single), 1))
             gs = I.where(_const(single), gather(g * masked_src_result),
@@ -736,7 +736,7 @@ class Put(Node, name="PutBackward0"):
     def forward(self, x, src):
         out = x.reshape(-1).copy()
         if self.accumulate:
-            np.add.at(out, self.index, src.reshape(-1))
+            array_module(out).add.at(out, self.index, src.reshape(-1))
         else:
             out[self.index] = src.reshape(-1)
         return out.reshape(x.shape)
