@@ -52,7 +52,7 @@ test: $(STAMP)
 	$(BIN)/python -m pytest -p no:cacheprovider --ignore=tests/ecosystem tests
 	HOOKGRAD_TEST_BACKEND=cupylike $(BIN)/python -m pytest -p no:cacheprovider $(BACKEND_TESTS)
 
-# each ecosystem package's typical script under torch and under hookgrad (tests/ecosystem, issue 22): about 2.5 min
+# each ecosystem package's typical script under torch and under hookgrad (tests/ecosystem, issue 22): 75 s
 # on 2 cores, kept out of `make test` so that it stays under 10 minutes; .ci/run runs both
 test-ecosystem: $(STAMP)
 	$(BIN)/python -m pytest -p no:cacheprovider tests/ecosystem
