@@ -9,10 +9,9 @@ result, and the value ``__torch_dispatch__`` returns is not used, so a mode can 
 profile) but not replace results. Ops that ``__torch_dispatch__`` runs itself are not dispatched again,
 as in PyTorch.
 """
-import re
 
 from .. import ops as _ops
-from ..autograd.op_hooks import OpHook, register_op_hook, _op_tls
+from ..autograd.op_hooks import OpHook, register_op_hook, _op_tls, aten_name
 
 __all__ = ["TorchDispatchMode", "_get_current_dispatch_mode", "_get_current_dispatch_mode_stack"]
 
@@ -25,10 +24,6 @@ def _get_current_dispatch_mode():
 
 def _get_current_dispatch_mode_stack():
     return list(_stack)
-
-
-def _snake(name):
-    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", name).lower()
 
 
 def _conv_args(cls, args, params, out):
@@ -66,10 +61,8 @@ _FUNCS = {}
 def _func(cls):
     f = _FUNCS.get(cls)
     if f is None:
-        name = _snake(re.sub(r"Backward\d*$", "", getattr(cls, "_name", None) or cls.__name__))
+        name = aten_name(cls)          # the one naming of primitives as aten ops (the profiler's too)
         table = _ops._aten_table()
-        if name not in table:
-            name = _snake(cls.__name__)
         packet = getattr(_ops.aten, name) if name in table else \
             _ops.OpOverloadPacket("hookgrad", name, ("default",))
         f = _FUNCS[cls] = _Ran(packet, "default")
