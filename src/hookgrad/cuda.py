@@ -1,9 +1,10 @@
-"""hookgrad.cuda: hookgrad runs on the CPU only; this module answers as PyTorch built without CUDA answers.
+"""hookgrad.cuda: the CUDA device through CuPy where CuPy sees a GPU; elsewhere the answers of PyTorch built without
+CUDA.
 
-Queries answer "no CUDA" (``is_available()`` False, ``device_count()`` 0, memory counters 0); what needs a device
-raises PyTorch's error (``AssertionError: Torch not compiled with CUDA enabled``, here also a RuntimeError);
-constructing a ``Stream``, ``Event`` or ``CUDAGraph`` raises the RuntimeError PyTorch's dummy classes raise;
-``stream()``/``device()`` blocks do nothing, as in PyTorch without CUDA. A real CUDA device is a later issue.
+Without a device, queries answer "no CUDA" (``is_available()`` False, ``device_count()`` 0, memory counters 0); what
+needs a device raises PyTorch's error (``AssertionError: Torch not compiled with CUDA enabled``, here also a
+RuntimeError); constructing a ``Stream``, ``Event`` or ``CUDAGraph`` raises the RuntimeError PyTorch's dummy classes
+raise; ``stream()``/``device()`` blocks do nothing, as in PyTorch without CUDA.
 """
 import collections
 import sys
@@ -20,29 +21,6 @@ def _no_cuda():
 
 def _raise_no_cuda(*args, **kwargs):
     raise _no_cuda()
-
-
-def is_available():
-    return False
-
-
-def device_count():
-    return 0
-
-
-def _is_compiled():
-    return False
-
-
-def is_initialized():
-    return False
-
-
-def manual_seed(seed):
-    """No CUDA generator to seed (PyTorch silently does nothing without CUDA, too)."""
-
-
-manual_seed_all = manual_seed
 
 
 def seed():
@@ -64,13 +42,8 @@ def get_rng_state_all():
     return []
 
 
-def empty_cache():
-    pass
-
-
-(synchronize, current_device, current_stream, default_stream, get_device_name, get_device_properties,
- get_device_capability, init, _lazy_init, get_rng_state, initial_seed, ipc_collect, mem_get_info,
- set_per_process_memory_fraction, caching_allocator_alloc, caching_allocator_delete, cudart) = (_raise_no_cuda,) * 17
+(current_stream, default_stream, get_device_properties, init, _lazy_init, get_rng_state, ipc_collect, mem_get_info,
+ set_per_process_memory_fraction, caching_allocator_alloc, caching_allocator_delete, cudart) = (_raise_no_cuda,) * 12
 
 
 def _c_missing(name):
@@ -92,14 +65,6 @@ def reset_max_memory_allocated(device=None):
 
 
 reset_max_memory_cached = reset_max_memory_allocated
-
-
-def _zero(device=None):
-    return 0
-
-
-memory_allocated = max_memory_allocated = memory_reserved = max_memory_reserved = memory_cached = \
-    max_memory_cached = _zero
 
 
 def memory_stats(device=None):
@@ -250,40 +215,6 @@ for _name in ("FloatTensor", "DoubleTensor", "HalfTensor", "BFloat16Tensor", "Lo
     globals()[_name] = _tensor_type(_name)
 
 
-def _submodule(name, doc, **attrs):
-    """A small submodule (``torch.cuda.nvtx`` ...), importable as ``import torch.cuda.<name>``."""
-    m = types.ModuleType(f"{__name__}.{name}", doc)
-    m.__dict__.update(attrs)
-    sys.modules[m.__name__] = m
-    return m
-
-
-def _no_nvtx(*args, **kwargs):
-    raise RuntimeError("NVTX functions not installed. Are you sure you have a CUDA build?")
-
-
-nvtx = _submodule("nvtx", "torch.cuda.nvtx: NVTX ranges need a CUDA build.", range_push=_no_nvtx,
-                  range_pop=_no_nvtx, range_start=_no_nvtx, range_end=_no_nvtx, mark=_no_nvtx, range=_no_nvtx)
-random = _submodule("random", "torch.cuda.random", get_rng_state=get_rng_state, get_rng_state_all=get_rng_state_all,
-                    set_rng_state=set_rng_state, set_rng_state_all=set_rng_state_all, manual_seed=manual_seed,
-                    manual_seed_all=manual_seed_all, seed=seed, seed_all=seed_all, initial_seed=initial_seed)
-memory = _submodule("memory", "torch.cuda.memory", **{n: globals()[n] for n in (
-    "memory_allocated", "max_memory_allocated", "memory_reserved", "max_memory_reserved", "memory_stats",
-    "reset_peak_memory_stats", "empty_cache", "mem_get_info", "set_per_process_memory_fraction",
-    "caching_allocator_alloc", "caching_allocator_delete", "list_gpu_processes")},
-    change_current_allocator=_raise_no_cuda)
-streams = _submodule("streams", "torch.cuda.streams", Stream=Stream, ExternalStream=ExternalStream, Event=Event)
-graphs = _submodule("graphs", "torch.cuda.graphs", CUDAGraph=CUDAGraph, graph=graph,
-                    is_current_stream_capturing=is_current_stream_capturing)
-
-from . import _missing  # noqa: E402
-__getattr__ = _missing.module_getattr(__name__, "torch.cuda")
-
-
-from .amp._deprecated import module_for as _amp_module  # noqa: E402
-amp = _amp_module("cuda", __name__)      # torch.cuda.amp: the deprecated aliases of torch.amp
-
-
 # ---- a CUDA device through CuPy (issue 24) ---------------------------------------------------------------------------
 # Where CuPy imports and a GPU is present (or the tests' stand-in is registered: tests/backend/cupylike.py,
 # HOOKGRAD_FAKE_CUDA=cupylike), "cuda" is a device: the answers below replace the no-CUDA ones above. Nothing here
@@ -408,7 +339,35 @@ def empty_cache():
         p.free_all_blocks()
 
 
-memory.__dict__.update(memory_allocated=memory_allocated, memory_reserved=memory_reserved,
-                       max_memory_allocated=max_memory_allocated, max_memory_reserved=max_memory_reserved,
-                       empty_cache=empty_cache)
-random.__dict__.update(manual_seed=manual_seed, manual_seed_all=manual_seed_all, initial_seed=initial_seed)
+def _submodule(name, doc, **attrs):
+    """A small submodule (``torch.cuda.nvtx`` ...), importable as ``import torch.cuda.<name>``."""
+    m = types.ModuleType(f"{__name__}.{name}", doc)
+    m.__dict__.update(attrs)
+    sys.modules[m.__name__] = m
+    return m
+
+
+def _no_nvtx(*args, **kwargs):
+    raise RuntimeError("NVTX functions not installed. Are you sure you have a CUDA build?")
+
+
+nvtx = _submodule("nvtx", "torch.cuda.nvtx: NVTX ranges need a CUDA build.", range_push=_no_nvtx,
+                  range_pop=_no_nvtx, range_start=_no_nvtx, range_end=_no_nvtx, mark=_no_nvtx, range=_no_nvtx)
+random = _submodule("random", "torch.cuda.random", get_rng_state=get_rng_state, get_rng_state_all=get_rng_state_all,
+                    set_rng_state=set_rng_state, set_rng_state_all=set_rng_state_all, manual_seed=manual_seed,
+                    manual_seed_all=manual_seed_all, seed=seed, seed_all=seed_all, initial_seed=initial_seed)
+memory = _submodule("memory", "torch.cuda.memory", **{n: globals()[n] for n in (
+    "memory_allocated", "max_memory_allocated", "memory_reserved", "max_memory_reserved", "memory_stats",
+    "reset_peak_memory_stats", "empty_cache", "mem_get_info", "set_per_process_memory_fraction",
+    "caching_allocator_alloc", "caching_allocator_delete", "list_gpu_processes")},
+    change_current_allocator=_raise_no_cuda)
+streams = _submodule("streams", "torch.cuda.streams", Stream=Stream, ExternalStream=ExternalStream, Event=Event)
+graphs = _submodule("graphs", "torch.cuda.graphs", CUDAGraph=CUDAGraph, graph=graph,
+                    is_current_stream_capturing=is_current_stream_capturing)
+
+from . import _missing  # noqa: E402
+__getattr__ = _missing.module_getattr(__name__, "torch.cuda")
+
+
+from .amp._deprecated import module_for as _amp_module  # noqa: E402
+amp = _amp_module("cuda", __name__)      # torch.cuda.amp: the deprecated aliases of torch.amp
