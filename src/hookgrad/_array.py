@@ -118,6 +118,8 @@ def device_module(kind):
             if cupy.cuda.runtime.getDeviceCount() > 0:
                 register(cupy.ndarray, cupy)
                 register_device("cuda", cupy)
+                from ._cuda_kernels import apply_tf32
+                apply_tf32(cupy)        # PyTorch's TF32 default (off for matmuls), whatever CUPY_TF32 says
                 m = cupy
         except Exception:       # not installed, no driver, no device: no CUDA
             m = None

@@ -73,7 +73,7 @@ def get_float32_matmul_precision():
 
 
 def set_float32_matmul_precision(precision):
-    """Recorded only: NumPy's float32 matmul has one precision."""
+    """NumPy's float32 matmul has one precision; the CUDA device's (CuPy's cuBLAS) uses TF32 unless "highest"."""
     global _matmul_precision
     if not isinstance(precision, str):
         raise RuntimeError(f"set_float32_matmul_precision expects a str, but got {type(precision).__name__}")
@@ -83,6 +83,8 @@ def set_float32_matmul_precision(precision):
                       "setFloat32MatmulPrecision call has no effect.")
         return
     _matmul_precision = precision
+    from . import _cuda_kernels     # the CUDA device's cuBLAS (CuPy): TF32 for "high" and "medium", as PyTorch
+    _cuda_kernels.set_matmul_tf32(precision != "highest")
 
 
 def get_num_interop_threads():

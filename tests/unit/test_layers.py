@@ -16,7 +16,7 @@ ROOT = "hookgrad"
 # it may import its own layer and the layers below, never one above.
 LAYERS = (
     # 0: leaves: dtypes, errors and warnings, the array module seam, layouts, the one hook-storage pattern
-    ("_dtype", "_errors", "_warnings", "_array", "_kept", "_meta", "_symbolic", "_layout", "_malloc", "_coverage_names", "version", "_parallel", "_jit",
+    ("_dtype", "_errors", "_warnings", "_array", "_cuda_kernels", "_kept", "_meta", "_symbolic", "_layout", "_malloc", "_coverage_names", "version", "_parallel", "_jit",
      "torch_version", "__future__", "utils.hooks", "_progress"),
     # 1: the Tensor (its state and hook registration) and how it prints; knows nothing of autograd
     ("_tensor", "_printing", "types"),

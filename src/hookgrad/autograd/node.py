@@ -207,6 +207,9 @@ class Node:
                             rec = True
                             break
         except _NUMPY_ERRORS as e:          # NumPy's own error: PyTorch's type, naming the op
+            moved = _cpu_scalars_moved(args)
+            if moved is not None:           # a 0-d CPU tensor joins an op on another device as PyTorch lets it
+                return cls.apply(*moved, **params)
             err = _device_clash(args) or _from_numpy(op_name(cls).lower(), e)
             if err is None:
                 raise
@@ -705,6 +708,27 @@ grad_accumulator_lock = threading.Lock()    # Tensor._grad_accumulator: one Accu
 # threads accumulating into .grad (PyTorch: a mutex per AccumulateGrad). One lock for all leaves: creating
 # a lock per accumulator cost an allocation per leaf and step; reentrant, as a create_graph copy may run ops
 _accumulate_lock = threading.RLock()
+
+
+def _cpu_scalars_moved(args):
+    """``args`` with their 0-d CPU tensors moved (differentiably: ToCopyBackward0) to the device of the others, or
+    None: PyTorch lets a CPU scalar tensor join an op on another device, no other mix of devices."""
+    dev = None
+    for a in args:
+        if isinstance(a, Tensor) and a.device.type != "cpu":
+            if dev is not None and a.device != dev:
+                return None
+            dev = a.device
+    if dev is None:
+        return None
+    out, moved = [], False
+    for a in args:
+        if isinstance(a, Tensor) and a.device.type == "cpu":
+            if a.dim() != 0:
+                return None
+            a, moved = a.to(dev), True
+        out.append(a)
+    return out if moved else None
 
 
 def _device_clash(args):

@@ -2,11 +2,10 @@
 keep PyTorch's defaults and are recorded only (``deterministic = True`` is what NumPy always is)."""
 import sys
 
+from ..._cuda_kernels import CUDNN_FLAGS as _values    # the flags (PyTorch's defaults), read by the CUDA device
 from .._flags import flag_module, scoped_flags, swap_flags
 
 CUDNN_TENSOR_DTYPES = None      # filled below (the dtypes cuDNN would take: half, float, double)
-_values = {"enabled": True, "benchmark": False, "benchmark_limit": None, "deterministic": False, "allow_tf32": True,
-           "fp32_precision": "none", "depthwise_kernel": "auto"}
 
 
 def version():
