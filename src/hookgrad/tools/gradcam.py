@@ -4,10 +4,7 @@
 >>> maps, classes = cam(x)                      # maps: N,H,W in [0,1] at the input's size
 >>> acts = feature_maps(model, ["features.*"], x)   # {path: activation}
 """
-from .. import Tensor, autograd
-from ..autograd.grad_mode import no_grad, enable_grad
-from ..nn import functional as F
-from ..nn.modules.module import Module
+from .lib import lib_of
 from .paths import module_paths, select
 
 __all__ = ["GradCAM", "GradCAMPlusPlus", "feature_maps"]
@@ -20,7 +17,7 @@ def _resolve(model, layer, who):
             return layer, model.get_submodule(layer)
         except AttributeError as e:
             raise AttributeError(f"{who}: no layer '{layer}' in {type(model).__name__}: {e}") from None
-    if isinstance(layer, Module):
+    if isinstance(layer, lib_of(model).Module):
         path = module_paths(model).get(id(layer))
         if path is None:
             raise ValueError(f"{who}: the {type(layer).__name__} given as layer is not a submodule of the model")
@@ -47,6 +44,7 @@ class GradCAM:
 
     def __init__(self, model, target_layer):
         self.model = model
+        self.lib = lib_of(model)
         self.path, self.layer = _resolve(model, target_layer, type(self).__name__)
         self.activations = None
         self.gradients = None
@@ -57,6 +55,7 @@ class GradCAM:
         return g.mean((2, 3))
 
     def _forward_hook(self, module, args, output):
+        Tensor = self.lib.Tensor
         if not isinstance(output, Tensor) or output.dim() != 4:
             shape = tuple(output.shape) if isinstance(output, Tensor) else type(output).__name__
             raise ValueError(f"{type(self).__name__}: layer '{self.path}' ({type(module).__name__}) must output "
@@ -72,10 +71,12 @@ class GradCAM:
 
     def cam(self, x, target=None):
         """``(maps, classes)`` for the input batch ``x`` (see the class doc)."""
+        L = self.lib
+        Tensor = L.Tensor
         self.activations = self.gradients = None
         handle = self.layer.register_forward_hook(self._forward_hook)
         try:
-            with enable_grad():
+            with L.enable_grad():
                 out = self.model(x)
         finally:
             handle.remove()
@@ -86,7 +87,7 @@ class GradCAM:
                              f"got {tuple(out.shape) if isinstance(out, Tensor) else type(out).__name__}")
         n = out.shape[0]
         if target is None:
-            classes = [int(c) for c in out.detach().numpy().argmax(1)]
+            classes = [int(c) for c in out.detach().argmax(1).tolist()]
         elif isinstance(target, int):
             classes = [target] * n
         else:
@@ -95,13 +96,13 @@ class GradCAM:
                 raise ValueError(f"{type(self).__name__}: {len(classes)} targets for a batch of {n}")
         score = out[list(range(n)), classes].sum()
         # the tensor hook on the hooked output fills self.gradients; grad() leaves every .grad alone
-        autograd.grad(score, [self._leaf])
+        L.autograd.grad(score, [self._leaf])
         self._leaf = None
         A, g = self.activations, self.gradients
-        with no_grad():
+        with L.no_grad():
             w = self._weights(A, g)                                   # N,C
             m = (w[:, :, None, None] * A).sum(1, keepdim=True).relu()  # N,1,h,w
-            m = F.interpolate(m, size=tuple(x.shape[-2:]), mode="bilinear", align_corners=False)[:, 0]
+            m = L.F.interpolate(m, size=tuple(x.shape[-2:]), mode="bilinear", align_corners=False)[:, 0]
             lo = m.amin((1, 2), keepdim=True)
             span = m.amax((1, 2), keepdim=True) - lo
             maps = (m - lo) / span.masked_fill(span == 0, 1.0) * (span != 0)
@@ -137,7 +138,9 @@ def feature_maps(model, layers, x, *, all_calls=False):
     as ``"features.*"``, paths, or Modules) and return ``{path: output}`` (detached). The hooks are
     removed afterwards, also when the forward raises. A module that runs several times keeps its last
     output, or the list of all of them with ``all_calls=True``."""
-    if isinstance(layers, (str, Module)):
+    L = lib_of(model)
+    Tensor = L.Tensor
+    if isinstance(layers, (str, L.Module)):
         layers = [layers]
     chosen = {}
     for layer in layers:
@@ -161,7 +164,7 @@ def feature_maps(model, layers, x, *, all_calls=False):
         return feature_maps_hook
     handles = [m.register_forward_hook(make(p)) for p, m in chosen.values()]
     try:
-        with no_grad():
+        with L.no_grad():
             model(x)
     finally:
         for h in handles:

@@ -126,7 +126,7 @@ class GradientMonitor:
         g = param.grad
         if g is None:
             return None
-        arr = g.detach().numpy()
+        arr = g.detach().cpu().numpy()
         st = _param_stats(arr, self.bins, self.range)
         st["step"] = self.steps
         if self.range is None and np.isscalar(self.bins):

@@ -19,7 +19,7 @@ import functools
 import inspect
 import warnings
 
-from .. import Tensor
+from .lib import lib_of
 from .paths import match
 
 __all__ = ["intercept", "intervene"]
@@ -46,7 +46,7 @@ def _arity(fn, where):
                     f"{getattr(fn, '__qualname__', fn)!r} takes {sig}")
 
 
-def _make_edit_hook(path, value):
+def _make_edit_hook(path, value, Tensor):
     if callable(value) and not isinstance(value, Tensor):
         fn = value
         if _arity(fn, path) == 3:
@@ -88,6 +88,7 @@ class intervene:
         if not isinstance(edits, dict):
             raise TypeError(f"intervene: edits must be a dict {{path: value_or_fn}}, got {type(edits).__name__}")
         self.model = model
+        self._Tensor = lib_of(model).Tensor
         self.edits = dict(edits)
         self._handles = []
 
@@ -95,7 +96,7 @@ class intervene:
         try:
             for key, value in self.edits.items():
                 for path, mod in match(self.model, key, "intervene"):
-                    self._handles.append(mod.register_forward_hook(_make_edit_hook(path, value)))
+                    self._handles.append(mod.register_forward_hook(_make_edit_hook(path, value, self._Tensor)))
         except BaseException:
             self._remove()
             raise

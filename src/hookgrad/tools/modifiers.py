@@ -16,8 +16,7 @@ A *target* is a Tensor, an iterable of Tensors, or a Module:
 """
 import math
 
-from .. import Tensor, zeros_like
-from ..nn.modules.module import Module
+from .lib import lib_of
 
 __all__ = ["ModifierHandle", "scale_grad", "clip_grad_value", "clip_grad_norm", "freeze", "gradient_reversal"]
 
@@ -55,16 +54,19 @@ class ModifierHandle:
 
 # ---------------------------------------------------------------------------- targets
 def _describe(target):
-    if isinstance(target, Module):
+    L = lib_of(target)
+    if isinstance(target, L.Module):
         return type(target).__name__
-    if isinstance(target, Tensor):
+    if isinstance(target, L.Tensor):
         return f"Tensor{tuple(target.shape)}"
     return "tensors"
 
 
 def _tensors(target, fn):
     """The tensors a modifier hooks for ``target`` (a Module's parameters that require grad)."""
-    if isinstance(target, Module):
+    L = lib_of(target)
+    Tensor = L.Tensor
+    if isinstance(target, L.Module):
         return [p for p in target.parameters() if p.requires_grad]
     if isinstance(target, Tensor):
         ts = [target]
@@ -86,7 +88,7 @@ def _tensors(target, fn):
 def _check_where(where, target, fn):
     if where not in ("parameters", "input"):
         raise ValueError(f"{fn}(): where must be 'parameters' or 'input', got {where!r}")
-    if where == "input" and not isinstance(target, Module):
+    if where == "input" and not isinstance(target, lib_of(target).Module):
         raise ValueError(f"{fn}(): where='input' needs a Module target, got {type(target).__name__}")
 
 
@@ -121,9 +123,9 @@ def clip_grad_value(target, clip_value, *, where="parameters"):
 
 
 def _total_norm(grads, norm_type):
-    from .. import linalg, stack
-    norms = [linalg.vector_norm(g, norm_type) for g in grads]
-    return norms[0] if len(norms) == 1 else linalg.vector_norm(stack(norms), norm_type)
+    torch = lib_of(grads).root
+    norms = [torch.linalg.vector_norm(g, norm_type) for g in grads]
+    return norms[0] if len(norms) == 1 else torch.linalg.vector_norm(torch.stack(norms), norm_type)
 
 
 def _clip_coef(h, grads):
@@ -142,10 +144,10 @@ class _GroupClip:
     post-accumulate-grad hooks say when each is done."""
 
     def __init__(self, handle, params):
-        from ..autograd.graph import register_multi_grad_hook
         self.h, self.params = handle, params
         self.expected, self.done = None, set()
-        handle.handles.append(register_multi_grad_hook(params, self._all_grads, mode="all"))
+        graph = lib_of(params).graph
+        handle.handles.append(graph.register_multi_grad_hook(params, self._all_grads, mode="all"))
         for i, p in enumerate(params):
             handle.handles.append(p.register_post_accumulate_grad_hook(self._make(i)))
 
@@ -221,7 +223,7 @@ def freeze(target):
 
         def freeze_hook(grad, p=p):
             was_none[id(p)] = p.grad is None
-            return zeros_like(grad)
+            return lib_of(grad).root.zeros_like(grad)
 
         def freeze_post_accumulate_hook(param):
             if was_none.pop(id(param), False):
@@ -235,7 +237,7 @@ def gradient_reversal(module, lambda_=1.0):
     """Gradient reversal layer (Ganin & Lempitsky): the gradient flowing out of ``module`` to its input
     is multiplied by ``-lambda_`` (``handle.lambda_``); the forward and the module's own parameter
     gradients are unchanged. A full backward hook on the module."""
-    if not isinstance(module, Module):
+    if not isinstance(module, lib_of(module).Module):
         raise TypeError(f"gradient_reversal(): module must be a Module, got {type(module).__name__}")
     h = ModifierHandle("gradient_reversal", _describe(module), lambda_=lambda_)
 

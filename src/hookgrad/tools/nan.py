@@ -101,14 +101,15 @@ class detect_nonfinite(OpTool):
     the context).
     """
 
-    def __init__(self, model=None, check="both", raise_=True):
+    def __init__(self, model=None, check="both", raise_=True, lib=None):
         if check not in ("both", "forward", "backward"):
             raise ValueError(f"detect_nonfinite(check=...) expects 'both', 'forward' or 'backward', got {check!r}")
-        super().__init__(model)
+        super().__init__(model, lib)
         self.check = check
         self.raise_ = raise_
         self._fwd = check in ("both", "forward")
         self._bwd = check in ("both", "backward")
+        self.wants_frames = self._bwd      # on torch: the runner records the frame for the node
         self.events = []
         self._seen = {"forward": False, "backward": False}
 

@@ -27,11 +27,12 @@ import numpy as np
 
 from ..autograd.graph import OpHook, op_name
 from .. import Tensor
+from .lib import lib_of, torch_attr
 from .threadstate import thread_list
 from .paths import ModuleStack
 
 __all__ = ["OpTimer", "OpPrinter", "MemoryHook", "HookTimeAccount", "account", "OpTool", "WHERE", "user_frame",
-           "format_frame", "describe", "flat", "array_of"]
+           "format_frame", "describe", "flat", "array_of", "TorchOpRunner"]
 
 _perf = time.perf_counter
 _PKG_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
@@ -41,11 +42,20 @@ WHERE = "hookgrad.tools.where"       # node.metadata key: (module path, call ind
 # --------------------------------------------------------------------------------------------
 # shared helpers (also used by tools.nan)
 
+def _lib_dirs():
+    """The package folders whose frames are not the user's: hookgrad's, and torch's once imported."""
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.__name__ == "torch" and getattr(torch, "__file__", None):
+        return (_PKG_DIR, os.path.dirname(os.path.abspath(torch.__file__)) + os.sep)
+    return (_PKG_DIR,)
+
+
 def user_frame():
-    """The innermost stack frame outside the hookgrad package, as a ``traceback.FrameSummary``
-    (its ``.line`` is read lazily), or None."""
+    """The innermost stack frame outside the hookgrad package (and torch's), as a
+    ``traceback.FrameSummary`` (its ``.line`` is read lazily), or None."""
+    dirs = _lib_dirs()
     f = sys._getframe(1)
-    while f is not None and f.f_code.co_filename.startswith(_PKG_DIR):
+    while f is not None and f.f_code.co_filename.startswith(dirs):
         f = f.f_back
     if f is None:
         return None
@@ -79,7 +89,16 @@ def array_of(x):
     than ``numpy(force=True)``), an array itself, or None."""
     if isinstance(x, Tensor):
         return x.__array__()
-    return x if isinstance(x, np.ndarray) else None
+    if isinstance(x, np.ndarray):
+        return x
+    if type(x).__module__.startswith("torch") and hasattr(x, "numpy"):      # a torch Tensor (or Parameter)
+        lib = lib_of(x)
+        if lib.is_torch and isinstance(x, lib.Tensor):
+            try:
+                return x.detach().cpu().numpy()       # shares the CPU tensor's memory
+            except (RuntimeError, TypeError):        # bfloat16, meta, sparse...: no NumPy view
+                return None
+    return None
 
 
 def describe(x):
@@ -104,8 +123,9 @@ class OpTool(OpHook):
     """Base: registration as a context manager (or ``register()`` -> handle), the optional module
     tracker, and a per-thread depth of backward nodes running now."""
 
-    def __init__(self, model=None):
+    def __init__(self, model=None, lib=None):
         self.model = model
+        self.lib = lib_of(model, lib)
         self._mods = None
         self._handle = None
         self._tls = threading.local()
@@ -116,7 +136,7 @@ class OpTool(OpHook):
             raise RuntimeError(f"{type(self).__name__} is already registered")
         if self.model is not None:
             self._mods = ModuleCalls(self.model).__enter__()
-        self._handle = OpHook.register(self)
+        self._handle = TorchOpRunner(self).start() if self.lib.is_torch else OpHook.register(self)
 
     def _stop(self):
         if self._handle is not None:
@@ -137,6 +157,21 @@ class OpTool(OpHook):
 
     def __exit__(self, *exc):
         self._stop()
+
+    # ---- what the torch runner reads ----
+    wants_frames = False       # the runner records the user's frame for each node (tools.nan)
+
+    def in_backward(self):
+        """True while a backward node of this thread is running (its pre-hook ran, its post-hook not yet)."""
+        return bool(self._bdepth())
+
+    def where(self):
+        """``(module path, call index)`` of the innermost running module, ``(None, None)`` without a model."""
+        return self._where()
+
+    @property
+    def tracks_modules(self):
+        return self._mods is not None
 
     # ---- helpers for subclasses ----
     def _bdepth(self):
@@ -161,6 +196,156 @@ class OpTool(OpHook):
     def _node_path(node):
         w = node.metadata.get(WHERE)
         return None if w is None else w[0]
+
+
+def _camel(aten):
+    """hookgrad's op name for an aten operator name: ``addmm`` -> ``Addmm``, ``_to_copy`` -> ``ToCopy``
+    (the grad_fn name without ``Backward0``)."""
+    return "".join(p[:1].upper() + p[1:] for p in aten.split("_") if p)
+
+
+_MODE_CLASSES = {}
+
+
+def _dispatch_mode_class(lib):
+    """A ``TorchDispatchMode`` subclass of ``lib`` (torch) that hands every op to a runner."""
+    cls = _MODE_CLASSES.get(lib.name)
+    if cls is None:
+        import importlib
+        base = importlib.import_module(lib.name + ".utils._python_dispatch").TorchDispatchMode
+
+        class ToolDispatchMode(base):
+            def __init__(self, runner):
+                super().__init__()
+                self.runner = runner
+
+            def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+                return self.runner.dispatch(func, args, kwargs or {})
+        cls = _MODE_CLASSES[lib.name] = ToolDispatchMode
+    return cls
+
+
+class TorchOpRunner:
+    """An op tool on torch: PyTorch's public ``TorchDispatchMode`` for the forward ops, and hooks on the
+    autograd graph's nodes (``register_prehook`` / ``register_hook``) for the backward.
+
+    The dispatch mode runs below autograd, so an op's grad_fn exists only once the op has returned: the
+    outputs are kept (weakly) with where they ran, and at the next op, at a module's exit, or when the
+    context closes their grad_fn gets ``node.metadata[WHERE]`` and the two node hooks, and so does every
+    node reachable from it not hooked yet (``AccumulateGrad``, nodes of ops run before the context).
+    Ops that run during a backward pass (the nodes' own formulas, the engine's gradient sums) are part
+    of their node, as on hookgrad, and so is the seed ``ones_like`` that ``backward()`` makes."""
+
+    def __init__(self, tool):
+        self.tool = tool
+        self.lib = tool.lib
+        self.graph_task = torch_attr(self.lib.root, "graph_task_id", lambda: -1)
+        self.pending = []            # [(weakref to an output, (path, call, frame))]
+        self.hooked = {}             # id(node) -> (node, [handles])
+        self.mode = None
+        self.exit_handle = None
+        self.frames = tool.wants_frames
+
+    def start(self):
+        self.mode = _dispatch_mode_class(self.lib)(self)
+        self.mode.__enter__()
+        if self.tool.tracks_modules:          # a module's exit resolves the ops it ran
+            self.exit_handle = self.lib.register_module_forward_hook(lambda *a: self.flush(), always_call=True)
+        return self
+
+    def remove(self):
+        if self.mode is None:
+            return
+        try:
+            self.flush()
+        finally:
+            mode, self.mode = self.mode, None
+            mode.__exit__(None, None, None)
+            if self.exit_handle is not None:
+                self.exit_handle.remove()
+            for node, hs in self.hooked.values():
+                for h in hs:
+                    h.remove()
+            self.hooked = {}
+
+    # ---- forward ----
+    def dispatch(self, func, args, kwargs):
+        self.flush()
+        tool = self.tool
+        aten = func.overloadpacket.__name__
+        if (self.graph_task() != -1 or tool.in_backward() or aten == "detach"
+                or _called_from(sys._getframe(2), "_make_grads")):
+            # backward's own ops, its seed gradient, and autograd's detach of what it saves: not ops
+            return func(*args, **kwargs)
+        name = _camel(aten)
+        inputs = list(args) + [v for v in kwargs.values() if isinstance(v, self.lib.Tensor)]
+        tool.forward_pre(name, inputs)
+        out = func(*args, **kwargs)
+        tool.forward_post(name, inputs, out, None)
+        where = tool.where() + ((user_frame() if self.frames else None),)
+        for t in flat(out):
+            if isinstance(t, self.lib.Tensor):
+                self.pending.append((weakref.ref(t), where))
+        return out
+
+    def flush(self):
+        """Hook the grad_fn of the outputs seen so far (their ops have returned through autograd)."""
+        if not self.pending:
+            return
+        pending, self.pending = self.pending, []
+        for ref, where in pending:
+            t = ref()
+            node = None if t is None else t.grad_fn
+            if node is not None and id(node) not in self.hooked:
+                if self.tool.tracks_modules or self.frames:
+                    node.metadata[WHERE] = where
+                self._hook_graph(node)
+
+    def _hook_graph(self, root):
+        todo = [root]
+        while todo:
+            node = todo.pop()
+            if node is None or id(node) in self.hooked:
+                continue
+            self.hooked[id(node)] = (node, [node.register_prehook(self._pre(node)),
+                                            node.register_hook(self._post(node))])
+            todo.extend(n for n, _ in node.next_functions)
+
+    # ---- backward ----
+    def _pre(self, node):
+        ref = weakref.ref(node) if _weakrefable(node) else (lambda: node)
+
+        def tool_node_prehook(grad_outputs):
+            n = ref()
+            if n is not None and self.mode is not None:
+                self.tool.backward_pre(n, grad_outputs)
+        return tool_node_prehook
+
+    def _post(self, node):
+        ref = weakref.ref(node) if _weakrefable(node) else (lambda: node)
+
+        def tool_node_hook(grad_inputs, grad_outputs):
+            n = ref()
+            if n is not None and self.mode is not None:
+                self.tool.backward_post(n, grad_inputs, grad_outputs)
+        return tool_node_hook
+
+
+def _called_from(f, name, depth=3):
+    """True when one of the ``depth`` innermost frames from ``f`` is a function ``name``."""
+    while f is not None and depth:
+        if f.f_code.co_name == name:
+            return True
+        f, depth = f.f_back, depth - 1
+    return False
+
+
+def _weakrefable(obj):
+    try:
+        weakref.ref(obj)
+        return True
+    except TypeError:
+        return False
 
 
 class _ToolHandle:
@@ -194,8 +379,8 @@ class OpTimer(OpTool):
     >>> t.report()["ops"]["Addmm"]["forward_calls"]
     """
 
-    def __init__(self, model=None):
-        super().__init__(model)
+    def __init__(self, model=None, lib=None):
+        super().__init__(model, lib)
         self.reset()
 
     def reset(self):
@@ -280,8 +465,8 @@ class OpPrinter(OpTool):
     grad_fn name and min/max/mean of outputs and gradients. ``file`` defaults to ``sys.stdout`` at
     print time."""
 
-    def __init__(self, model=None, file=None, verbose=False):
-        super().__init__(model)
+    def __init__(self, model=None, file=None, verbose=False, lib=None):
+        super().__init__(model, lib)
         self.file = file
         self.verbose = verbose
 
@@ -330,8 +515,8 @@ class MemoryHook(OpTool):
     context (tracked with weakref finalizers: an array kept alive elsewhere, e.g. by ``.numpy()``,
     is not followed)."""
 
-    def __init__(self, model=None, track_live=True):
-        super().__init__(model)
+    def __init__(self, model=None, track_live=True, lib=None):
+        super().__init__(model, lib)
         self.track_live = track_live
         self.reset()
 
@@ -446,6 +631,9 @@ class HookTimeAccount(OpTool):
 
     def __init__(self, model):
         super().__init__(None)      # the markers replace the module stack
+        if lib_of(model).is_torch:
+            raise NotImplementedError("HookTimeAccount: hookgrad models only (on torch its node markers would be "
+                                      "registered while the node runs); use OpTimer on a PyTorch model")
         self.model_ = model
         self._mhandles = []
         self._nhandles = {}

@@ -3,7 +3,7 @@ of the module running now. Shared by the tools that name modules by path."""
 import fnmatch
 import threading
 
-from ..nn.modules.module import register_module_forward_hook, register_module_forward_pre_hook
+from .lib import lib_of
 from .threadstate import thread_list
 
 __all__ = ["module_paths", "select", "match", "ModuleStack"]
@@ -63,6 +63,7 @@ class ModuleStack:
     """
 
     def __init__(self, model):
+        self.lib = lib_of(model)
         self.paths = module_paths(model)
         self.counts = {}
         self._tls = threading.local()
@@ -95,8 +96,8 @@ class ModuleStack:
         return st[-1] if st else (None, None)
 
     def __enter__(self):
-        self._handles = [register_module_forward_pre_hook(self._pre),
-                         register_module_forward_hook(self._post, always_call=True)]
+        self._handles = [self.lib.register_module_forward_pre_hook(self._pre),
+                         self.lib.register_module_forward_hook(self._post, always_call=True)]
         return self
 
     def __exit__(self, *exc):

@@ -35,8 +35,7 @@ hook" mode after the trace, as after any removed full backward hook in PyTorch.
 import html
 from collections import Counter, namedtuple
 
-from .. import Tensor
-from ..nn.modules.module import global_module_hooks
+from .lib import lib_of, is_tensor
 from .paths import module_paths
 
 __all__ = ["trace", "Trace", "TraceEvent", "grad_fn_graph"]
@@ -58,7 +57,7 @@ _USER_KIND = {"forward_pre": ("forward_pre",), "forward": ("forward",),
 
 
 def _shape(x):
-    if isinstance(x, Tensor):
+    if is_tensor(x):
         return tuple(x.shape)
     if x is None:
         return None
@@ -81,6 +80,7 @@ class Trace:
 
     def __init__(self, model, *, backward=True, params=False):
         self.model = model
+        self.lib = lib_of(model)
         self.backward = backward
         self.params = params
         self.events = []
@@ -109,8 +109,8 @@ class Trace:
     def _user(self, module, path, kind):
         """The user's hooks of ``kind`` on ``module`` (ours excluded), global ones first."""
         kinds = _USER_KIND[kind]
-        out = [f"{i.kind}:{_hname(i.hook)} (global)" for i in global_module_hooks() if i.kind in kinds and i.id not in self._ours]
-        out += [f"{i.kind}:{_hname(i.hook)}" for i in module.hooks()
+        out = [f"{i.kind}:{_hname(i.hook)} (global)" for i in self.lib.global_module_hooks() if i.kind in kinds and i.id not in self._ours]
+        out += [f"{i.kind}:{_hname(i.hook)}" for i in self.lib.module_hooks(module)
                 if i.kind in kinds and i.id not in self._ours]
         if out:
             ann = self.user_hooks.setdefault(path, {})
@@ -152,7 +152,7 @@ class Trace:
         if legacy_global:
             self.skipped[path] = "a legacy global backward hook is registered (register_module_backward_hook)"
             return
-        if any(i.kind == "backward" for i in mod.hooks()):
+        if any(i.kind == "backward" for i in self.lib.module_hooks(mod)):
             self.skipped[path] = ("has legacy backward hooks (register_backward_hook); PyTorch forbids mixing "
                                   "them with full backward hooks")
             return
@@ -166,14 +166,14 @@ class Trace:
     def _observe_tensor(self, t, name, row_kind):
         def grad_hook(grad):
             self._emit("grad", name, None, {"grad": _shape(grad)},
-                       [f"{i.kind}:{_hname(i.hook)}" for i in t.hooks() if i.kind == "grad" and i.id not in self._ours])
+                       [f"{i.kind}:{_hname(i.hook)}" for i in self.lib.tensor_hooks(t) if i.kind == "grad" and i.id not in self._ours])
 
         def acc_hook(p):
             self._emit("post_accumulate_grad", name, None, {"grad": _shape(p.grad)},
-                       [f"{i.kind}:{_hname(i.hook)}" for i in t.hooks()
+                       [f"{i.kind}:{_hname(i.hook)}" for i in self.lib.tensor_hooks(t)
                         if i.kind == "post_accumulate_grad" and i.id not in self._ours])
 
-        for i in t.hooks():
+        for i in self.lib.tensor_hooks(t):
             self.user_hooks.setdefault(name, {}).setdefault(f"{i.kind}:{_hname(i.hook)}", ())
         if row_kind:
             self._row(name, row_kind)
@@ -188,7 +188,7 @@ class Trace:
         :func:`grad_fn_graph`). Call inside the ``with`` block, before ``backward()``."""
         if not self._active:
             raise RuntimeError("Trace.watch() must be called inside the `with trace(model)` block")
-        if not isinstance(tensor, Tensor) or not tensor.requires_grad:
+        if not is_tensor(tensor) or not tensor.requires_grad:
             raise RuntimeError(f"Trace.watch(): tensor {name!r} does not require grad, so no hook on it can fire")
         name = name or f"tensor{sum(1 for r in self.extra_rows if r[1] == 'tensor')}"
         self._observe_tensor(tensor, name, "tensor")
@@ -219,12 +219,12 @@ class Trace:
         self._active = True
         self.events, self.skipped, self.user_hooks, self.extra_rows = [], {}, {}, []
         self._calls, self._watched = Counter(), {}
-        legacy_global = any(i.kind == "backward" for i in global_module_hooks())
+        legacy_global = any(i.kind == "backward" for i in self.lib.global_module_hooks())
         if legacy_global and self.backward:
             self.skipped["*"] = "a legacy global backward hook is registered (register_module_backward_hook)"
         try:
             for path, mod in self.modules:
-                for i in mod.hooks():
+                for i in self.lib.module_hooks(mod):
                     if i.kind in ("forward_pre", "forward", "backward_pre", "full_backward", "backward"):
                         self.user_hooks.setdefault(path, {}).setdefault(f"{i.kind}:{_hname(i.hook)}", i.flags)
                 self._observe_module(path, mod, legacy_global)
@@ -402,8 +402,7 @@ def trace(model, *, backward=True, params=False):
     inside the ``with`` block, in order. Returns a :class:`Trace` context manager; see the module
     docstring for how it observes. ``backward=False``: forward observers only. ``params=True``: also
     a grad and a post-accumulate-grad observer on every parameter."""
-    from ..nn.modules.module import Module
-    if not isinstance(model, Module):
+    if not isinstance(model, lib_of(model).Module):
         raise TypeError(f"trace(): expected an nn.Module, got {type(model).__name__}")
     return Trace(model, backward=backward, params=params)
 
@@ -425,7 +424,7 @@ def _walk(root, named_params):
 
     def named_leaf(n):
         var = getattr(n, "variable", None)
-        return pid.get(id(var)) if isinstance(var, Tensor) else None
+        return pid.get(id(var)) if is_tensor(var) else None
 
     seen, labelled = Counter(), []
     counts = Counter(n.name() for n in order if named_leaf(n) is None)
@@ -437,7 +436,7 @@ def _walk(root, named_params):
             continue
         label = name if counts[name] == 1 else f"{name}#{seen[name]}"
         seen[name] += 1
-        labelled.append((n, label, f"leaf {tuple(var.shape)}" if isinstance(var, Tensor) else ""))
+        labelled.append((n, label, f"leaf {tuple(var.shape)}" if is_tensor(var) else ""))
     return labelled, edges
 
 
@@ -448,7 +447,7 @@ def grad_fn_graph(tensor, params=None, path=None):
     leaf's shape. Hooks visible through the public API are marked in red: the tensor's own grad hooks
     (on its grad_fn) and a leaf's grad / post-accumulate-grad hooks (on its AccumulateGrad).
     With ``path``, also writes a self-contained HTML page there."""
-    if not isinstance(tensor, Tensor):
+    if not is_tensor(tensor):
         raise TypeError(f"grad_fn_graph(): expected a Tensor, got {type(tensor).__name__}")
     root = tensor.grad_fn
     if root is None:
@@ -456,12 +455,13 @@ def grad_fn_graph(tensor, params=None, path=None):
                            "nothing to draw")
     nodes, edges = _walk(root, params)
     hooks = {}
-    if tensor.hooks():
-        hooks[0] = [f"{i.kind}:{_hname(i.hook)}" for i in tensor.hooks()]
+    L = lib_of(tensor)
+    if L.tensor_hooks(tensor):
+        hooks[0] = [f"{i.kind}:{_hname(i.hook)}" for i in L.tensor_hooks(tensor)]
     for i, (n, _, _) in enumerate(nodes):
         var = getattr(n, "variable", None)
-        if isinstance(var, Tensor) and var.hooks():
-            hooks[i] = [f"{h.kind}:{_hname(h.hook)}" for h in var.hooks()]
+        if is_tensor(var) and L.tensor_hooks(var):
+            hooks[i] = [f"{h.kind}:{_hname(h.hook)}" for h in L.tensor_hooks(var)]
     # layers: longest distance from the root (Kahn's order over the DAG)
     indeg = Counter(j for _, j in edges)
     succ = {}

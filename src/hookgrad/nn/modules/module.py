@@ -21,7 +21,7 @@ from ._module_hooks import (  # noqa: F401 - the public and the introspected nam
     register_module_forward_pre_hook, register_module_forward_hook, register_module_full_backward_pre_hook,
     register_module_backward_hook, register_module_full_backward_hook, register_module_buffer_registration_hook,
     register_module_module_registration_hook, register_module_parameter_registration_hook, global_module_hooks,
-    _WrappedHook)
+    _WrappedHook, HOOK_KINDS)
 from ._backward_hook import BackwardHook, BackwardHookFunctionBackward, hook  # noqa: F401
 from ._state_dict import _IncompatibleKeys, _EXTRA_STATE_KEY_SUFFIX, _foreign_tensor_hint  # noqa: F401
 
