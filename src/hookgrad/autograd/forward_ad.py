@@ -1,49 +1,392 @@
-"""torch.autograd.forward_ad: hookgrad implements reverse mode only. The names exist so that imports
-work; using forward-mode AD raises NotImplementedError (use torch.autograd.functional.jvp, which
-hookgrad computes with the double-backward trick)."""
+"""torch.autograd.forward_ad: forward-mode AD with dual tensors.
+
+A dual tensor is a tensor with a tangent (``t._fw_grad``) at the current level. While a level is active, every
+primitive comes through ``op_hooks._apply_with_op_hooks`` (this module keeps an entry in ``_op_hooks``, as autocast
+does), whose ``_tangent_step`` slot is :func:`_step`: it runs the op and gives its outputs their tangents. Code
+without forward AD pays nothing (no level: no entry, and the op-hook check every op already makes stays false).
+
+The tangent of an output comes from the primitive's own ``jvp(self, primals, tangents, out)``, written beside its
+forward and backward, or, where none is written, from its backward formula by the transpose of a transpose:
+``J t = d/du <J^T u, t>`` (the backward run on Tensors with a cotangent ``u`` that requires grad, then
+differentiated with respect to ``u``), see :func:`_fallback`. :func:`fallback_ops` lists which is which.
+
+>>> import hookgrad as torch, hookgrad.autograd.forward_ad as fwAD
+>>> with fwAD.dual_level():
+...     x = fwAD.make_dual(torch.tensor([1.0, 2.0]), torch.tensor([1.0, 0.0]))
+...     fwAD.unpack_dual(x.exp()).tangent
+tensor([2.7183, 0.0000])
+"""
+import threading
+import weakref
+from typing import NamedTuple, Optional
+
+from .._tensor import Tensor
+from .. import _dtype as D
+from .._array import module_of as _module_of
+from .grad_mode import _state, _DecoratorContextManager
+from . import op_hooks as _OH
+from .formulas import TENSORS
+from .node import _NO_EDGE
 
 __all__ = ["UnpackedDualTensor", "enter_dual_level", "exit_dual_level", "make_dual", "unpack_dual", "dual_level"]
 
-_MSG = ("torch.autograd.forward_ad.{} is not implemented in hookgrad: forward-mode AD (dual tensors) is not "
-        "supported; torch.autograd.functional.jvp computes Jacobian-vector products in reverse mode")
+_current_level = -1
+
+Tensor._fw_grad = None          # a tensor's tangent at the current level (set in its __dict__ while it has one)
+
+_duals = []                     # weak references to every tensor given a tangent at the current level
+_hook_handle = [None]           # the _op_hooks entry kept while a level is active
 
 
-def _unsupported(name):
-    raise NotImplementedError(_MSG.format(name))
+class _FwTLS(threading.local):
+    def __init__(self):
+        self.enabled = True     # torch._C._set_fwd_grad_enabled
 
+
+_fw = _FwTLS()
+
+
+def _is_fwd_grad_enabled():
+    return _fw.enabled
+
+
+class _set_fwd_grad_enabled(_DecoratorContextManager):
+    """Turn the computation of tangents off (or on) for the block, as torch's private context manager."""
+
+    def __init__(self, mode):
+        self.prev = _fw.enabled
+        _fw.enabled = bool(mode)
+
+    def __enter__(self):
+        pass
+
+    def __exit__(self, exc_type, exc_value, traceback):
+        _fw.enabled = self.prev
+
+
+# ---------------------------------------------------------------------------------------------- levels
 
 def enter_dual_level():
-    _unsupported("enter_dual_level")
+    """Enter a new forward grad level (only one at a time, as in PyTorch); return its number."""
+    global _current_level
+    if _current_level >= 0:
+        raise RuntimeError("Nested forward mode AD is not supported at the moment")
+    _current_level = 0
+    _OH._tangent_step[0] = _step
+    _hook_handle[0] = _OH.register_op_hook(_OH.OpHook())
+    return 0
 
 
 def exit_dual_level(*, level=None):
-    _unsupported("exit_dual_level")
+    """Exit the current level: every tangent of that level is deleted."""
+    global _current_level
+    if level is None:
+        level = _current_level
+    if level < 0:
+        raise RuntimeError("Dual level must be a positive number.")
+    if level != _current_level:
+        raise RuntimeError("Trying to exit a forward AD level that was not the last one that was created. "
+                           "This is not supported.")
+    _current_level = level - 1
+    _OH._tangent_step[0] = None
+    h = _hook_handle[0]
+    if h is not None:
+        h.remove()
+        _hook_handle[0] = None
+    for ref in _duals:
+        t = ref()
+        if t is not None:
+            t.__dict__.pop("_fw_grad", None)
+    _duals.clear()
+
+
+class dual_level(_DecoratorContextManager):
+    """Context manager for forward AD: ``with dual_level():`` enters a level and exits it (deleting its tangents)."""
+
+    def __enter__(self):
+        return enter_dual_level()
+
+    def __exit__(self, exc_type, exc_value, traceback):
+        exit_dual_level()
+
+
+def _check_level(level, what):
+    if level is None:
+        level = _current_level
+    if level < 0:
+        return None
+    if level != _current_level:
+        raise RuntimeError(f"Invalid level given to {what}")
+    return level
+
+
+# ---------------------------------------------------------------------------------------------- dual tensors
+
+class UnpackedDualTensor(NamedTuple):
+    """``(primal, tangent)``: what :func:`unpack_dual` returns."""
+    primal: Tensor
+    tangent: Optional[Tensor]
+
+
+def _set_tangent(t, tangent):
+    t.__dict__["_fw_grad"] = tangent
+    _duals.append(weakref.ref(t))
+
+
+def _alias(tensor):
+    """A view of the whole tensor (PyTorch's alias of make_dual / unpack_dual), made without tangents."""
+    prev = _fw.enabled
+    _fw.enabled = False
+    try:
+        return tensor.view(tensor.shape)
+    finally:
+        _fw.enabled = prev
 
 
 def make_dual(tensor, tangent, *, level=None):
-    _unsupported("make_dual")
+    """A new tensor aliased to ``tensor`` with ``tangent`` as its forward gradient (kept as it is)."""
+    if level is None and _current_level < 0 or level is not None and level < 0:
+        raise RuntimeError("Trying to create a dual Tensor for forward AD but no level exists, make sure to "
+                           "enter_dual_level() first.")
+    if not isinstance(tensor, Tensor):
+        raise TypeError(f"make_dual(): argument 'tensor' (position 1) must be Tensor, not {type(tensor).__name__}")
+    if not isinstance(tangent, Tensor):
+        raise TypeError(f"make_dual(): argument 'tangent' (position 2) must be Tensor, not {type(tangent).__name__}")
+    if not (tensor.is_floating_point() or tensor.is_complex()):
+        raise ValueError(f"Expected primal to be floating point or complex, but got: {tensor.dtype}")
+    if not (tangent.is_floating_point() or tangent.is_complex()):
+        raise ValueError(f"Expected tangent to be floating point or complex, but got: {tangent.dtype}")
+    level = _check_level(level, "_make_dual")
+    if tensor._fw_grad is not None:
+        raise RuntimeError(f"Making a dual Tensor based on a Tensor that already has a forward gradient at the "
+                           f"same level {level} is not supported.")
+    if tangent._data.shape != tensor._data.shape:
+        raise RuntimeError("Trying to set a forward gradient that has a different size than that of the original "
+                           f"Tensor, this is not supported. Tensor is of size {list(tensor._data.shape)} while the "
+                           f"given forward gradient is of size {list(tangent._data.shape)}.")
+    out = _alias(tensor)
+    _set_tangent(out, tangent)
+    return out
 
 
 def unpack_dual(tensor, *, level=None):
-    _unsupported("unpack_dual")
+    """``(primal, tangent)`` of a dual tensor: the primal as a view of ``tensor``, the tangent as it is (or None)."""
+    level = _check_level(level, "_unpack_dual")
+    if level is None:
+        return UnpackedDualTensor(tensor, None)
+    tangent = tensor._fw_grad
+    if tangent is None:
+        return UnpackedDualTensor(tensor, None)
+    return UnpackedDualTensor(_alias(tensor), tangent)
 
 
-class UnpackedDualTensor(tuple):
-    """``(primal, tangent)`` as PyTorch's namedtuple; never produced by hookgrad."""
-    __slots__ = ()
+# ---------------------------------------------------------------------------------------------- the tangent step
 
-    def __new__(cls, primal, tangent):
-        return tuple.__new__(cls, (primal, tangent))
-
-    primal = property(lambda self: self[0])
-    tangent = property(lambda self: self[1])
+def _run(cls, args, params, run):
+    return run(*args) if run is not None else cls.apply(*args, **(params or {}))
 
 
-class dual_level:
-    """``with dual_level():`` raises NotImplementedError: hookgrad has no forward-mode AD."""
+def _float(t):
+    k = t._data.dtype.kind
+    return k == "f" or k == "c" or k == "V"
 
-    def __enter__(self):
-        _unsupported("dual_level")
 
-    def __exit__(self, exc_type, exc_value, traceback):
-        return False
+_JVP_USED = {}          # class -> "explicit" | "fallback": what computed the tangents this process (tests, docs)
+
+
+def _step(cls, args, params, run):
+    """Run primitive ``cls`` on ``args`` and give its floating outputs their tangents (``op_hooks._tangent_step``)."""
+    if not _fw.enabled:
+        return _run(cls, args, params, run)
+    tans = None
+    for i, a in enumerate(args):
+        if isinstance(a, Tensor) and a._fw_grad is not None:
+            if tans is None:
+                tans = [None] * len(args)
+            tans[i] = a._fw_grad
+    if tans is None:
+        return _run(cls, args, params, run)
+    # The tangent needs the op's node (its saved values, what forward set on it): a dual input that does not
+    # require grad is replaced by a probe, a leaf sharing its data that does, so that the op records its node.
+    grad_on = _state.enabled
+    records = grad_on and any(isinstance(a, Tensor) and a.requires_grad for a in args)
+    probed = []
+    pargs = list(args)
+    for i, t in enumerate(tans):
+        if t is not None:
+            a = args[i]
+            if not (grad_on and a.requires_grad):
+                pargs[i] = Tensor._make(a._data, True, None, 0, a._vc)
+                probed.append(i)
+    prev = _state.enabled
+    _state.enabled = True
+    try:
+        out = _run(cls, tuple(pargs), params, run)
+    finally:
+        _state.enabled = prev
+    single = type(out) is not tuple
+    outs = (out,) if single else out
+    node = None
+    for o in outs:
+        if isinstance(o, Tensor) and o.grad_fn is not None:
+            node = o.grad_fn
+            break
+    if node is not None:
+        _tangents(cls, node, args, tans, outs, probed)
+    if probed:
+        if not records:             # the op records no graph: outputs without history, as it would have made them
+            outs = tuple(_detached(o) if isinstance(o, Tensor) else o for o in outs)
+            out = outs[0] if single else outs
+        elif node is not None:      # the probes' edges go: the graph is the one the op would have recorded
+            nf = list(node.next_functions)
+            meta = list(node._in_meta)
+            for i in probed:
+                nf[i] = _NO_EDGE
+                meta[i] = None
+            node.next_functions = tuple(nf)
+            node._in_meta = meta
+    return out
+
+
+def _detached(o):
+    t = Tensor._make(o._data, False, None, 0, o._vc)
+    g = o._fw_grad
+    if g is not None:
+        _set_tangent(t, g)
+    return t
+
+
+def _tangents(cls, node, args, tans, outs, probed):
+    """Compute and set the tangents of the node's differentiable outputs."""
+    douts = [o if isinstance(o, Tensor) and o.grad_fn is node and _float(o) else None for o in outs]
+    if not any(d is not None for d in douts):
+        return
+    jvp = getattr(cls, "jvp", None)
+    if jvp is not None:
+        _JVP_USED[cls] = "explicit"
+        res = node.jvp(args, tans, outs[0] if len(outs) == 1 else outs)
+        if type(res) is not tuple:
+            res = (res,)
+    else:
+        _JVP_USED[cls] = "fallback"
+        res = _fallback(node, douts, tans)
+    for o, t in zip(douts, res):
+        if o is None or t is None:
+            continue
+        if not isinstance(t, Tensor):
+            t = Tensor._make(_module_of(o._data).asarray(t))
+        d = t._data
+        if d.shape != o._data.shape:
+            t = t.expand(o._data.shape)
+        if d.dtype != o._data.dtype:
+            t = t.to(D._NP_TO_DT[o._data.dtype])
+        _set_tangent(o, t)
+
+
+def _fallback(node, douts, tans):
+    """The forward product from the backward formula: ``J t = d/du <J^T u, t>``. The backward runs on Tensors
+    with a cotangent ``u`` per output that requires grad (J^T u is linear in u), and the engine differentiates
+    ``sum_i <(J^T u)_i, t_i>`` with respect to ``u``. Needs a backward formula that is itself differentiable."""
+    from .engine import run_backward
+    create = _state.enabled and any(t is not None and t.requires_grad for t in tans)
+    prev = _state.enabled
+    _state.enabled = True
+    try:
+        us = []
+        for o in douts:
+            if o is None:
+                us.append(None)
+            else:
+                d = o._data
+                us.append(Tensor._make(_module_of(d).ones(d.shape, d.dtype), True))
+        m = node._out_meta
+        grads = [None] * (1 if m is None else len(m))
+        for o, u in zip(douts, us):
+            if u is not None:
+                grads[o._output_nr] = u
+        gs = node._run_backward(grads, TENSORS)
+        total = None
+        for g, t in zip(gs, tans):
+            if g is None or t is None:
+                continue
+            if not g.requires_grad:
+                if (g._data != 0).any():
+                    raise RuntimeError(f"hookgrad: forward AD: {node.name()} has no jvp formula and its backward "
+                                       "formula is not differentiable, so its forward gradient cannot be derived")
+                continue
+            if g.is_complex():
+                p = (g.conj() * t).real.sum()
+            else:
+                p = (g * t.to(g.dtype) if t.dtype != g.dtype else g * t).sum()
+            total = p if total is None else total + p
+        leaves = [u for u in us if u is not None]
+        if total is None:
+            return [None if u is None else u.detach() * 0 for u in us]
+        seed = Tensor._make(_module_of(total._data).ones((), total._data.dtype))
+        got = run_backward([(total.grad_fn, total._output_nr)], [seed], create, create,
+                           inputs=[(u._grad_accumulator(), 0) for u in leaves], accumulate=False)
+    finally:
+        _state.enabled = prev
+    got = iter(got)
+    res = []
+    for u in us:
+        if u is None:
+            res.append(None)
+            continue
+        g = next(got)
+        res.append(u.detach() * 0 if g is None else g)
+    return res
+
+
+def fallback_ops():
+    """``{"explicit": [...], "fallback": [...]}``: the primitives (node class names, aten's grad_fn names) whose
+    tangents come from a ``jvp`` formula written beside their forward, and those derived from the backward
+    formula (the transpose of a transpose). Lists every Node subclass with a forward of its own."""
+    from .node import Node
+    out = {"explicit": set(), "fallback": set()}
+    stack = [Node]
+    while stack:
+        for c in stack.pop().__subclasses__():
+            stack.append(c)
+            if "forward" in c.__dict__ or "backward" in c.__dict__:
+                out["explicit" if getattr(c, "jvp", None) is not None else "fallback"].add(c.__name__)
+    return {k: sorted(v) for k, v in out.items()}
+
+
+# ---------------------------------------------------------------------------------------------- in-place ops
+
+def _carry_tangent(self, old):
+    """An in-place op computes on ``old``, a stand-in for ``self``'s current value: it carries self's tangent."""
+    t = self._fw_grad
+    if t is not None:
+        old.__dict__["_fw_grad"] = t
+
+
+def _inplace_tangent(self, out):
+    """After an in-place op wrote ``out`` into ``self``: self's tangent is updated in place to out's (a view's
+    tangent is a view of its base's tangent, made as zeros first where the base has none, as PyTorch)."""
+    ot = out._fw_grad
+    st = self._fw_grad
+    prev = _fw.enabled
+    _fw.enabled = False
+    try:
+        if ot is None:
+            if st is not None and _float(out):
+                st.zero_()
+            return
+        if st is None:
+            base = self._base
+            fn = getattr(self, "_view_fn", None)
+            if base is None or fn is None:
+                _set_tangent(self, ot)
+                return
+            bt = base._fw_grad
+            if bt is None:
+                bt = Tensor._make(_module_of(base._data).zeros(base._data.shape, base._data.dtype))
+                _set_tangent(base, bt)
+            st = fn(bt)
+            _set_tangent(self, st)
+        if ot is not st:
+            st.copy_(ot.detach() if not _state.enabled else ot)
+    finally:
+        _fw.enabled = prev

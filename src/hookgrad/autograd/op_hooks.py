@@ -16,6 +16,9 @@ _op_hooks = HookDict()          # id -> OpHook; checked (one global lookup) on e
 # through here. A composite op that PyTorch casts as a whole calls it with its aten name instead of a class
 # (cast_composite).
 _input_cast = [None]
+# Forward AD (autograd/_forward.py): None, or fn(cls, args, params, run) -> out, which runs the op and gives its
+# outputs their tangents; set, with an entry in _op_hooks, only while a dual level is active.
+_tangent_step = [None]
 
 
 class _OpTLS(threading.local):
@@ -128,7 +131,11 @@ def _apply_with_op_hooks(cls, args, params, run=None):
     try:
         for h in hooks:
             h.forward_pre(name, args)
-        out = run(*args) if run is not None else cls.apply(*args, **params)
+        step = _tangent_step[0]
+        if step is None:
+            out = run(*args) if run is not None else cls.apply(*args, **params)
+        else:
+            out = step(cls, args, params, run)
         if fix is not None:
             out = fix(out)
         node = (out[0] if type(out) is tuple else out).grad_fn

@@ -11,6 +11,7 @@ from .._errors import broadcast_error
 from ..autograd import saved as _saved
 from ..autograd.saved import SavedTensor
 from ..autograd.grad_mode import _state
+from ..autograd import forward_ad as _fwad
 from ..autograd.views import (_LEAF, _LEAF_VIEW, _DIRECT, _view_error, _writable, _rebase, _as_strided_node,
                               _gf_get, _View, _rebase_view)
 from ..autograd.views import make_view, _set_history  # noqa: F401  (importable from here, as before)
@@ -83,6 +84,8 @@ def inplace_apply(self, cls, args, params):
     if not record:
         out = _apply(cls, self, args, params)
         _write(self, out._data, cls)
+        if _fwad._current_level >= 0:       # forward AD: self's tangent becomes the result's
+            _fwad._inplace_tangent(self, out)
         return self
     saves_self = 0 in cls.save
     if type(self) is _View:
@@ -93,8 +96,12 @@ def inplace_apply(self, cls, args, params):
         base = self._base
         node = _as_strided_node(self, base) if base.requires_grad else None
         old = Tensor._make(self._data.copy() if saves_self else self._data, node is not None, node, 0)
+        if _fwad._current_level >= 0:
+            _fwad._carry_tangent(self, old)
         out = _apply(cls, old, args, params)
         _write(self, out._data, cls)
+        if _fwad._current_level >= 0:
+            _fwad._inplace_tangent(self, out)
         shared = _share_saved_result(out, self)
         _rebase_view(self, base, out, node)
         if shared:
@@ -106,8 +113,12 @@ def inplace_apply(self, cls, args, params):
         return self
     old = Tensor._make(self._data.copy() if saves_self else self._data, self.requires_grad, self.grad_fn,
                        self._output_nr)
+    if _fwad._current_level >= 0:
+        _fwad._carry_tangent(self, old)
     out = _apply(cls, old, args, params)
     _write(self, out._data, cls)
+    if _fwad._current_level >= 0:
+        _fwad._inplace_tangent(self, out)
     _share_saved_result(out, self)
     _rebase(self, out.grad_fn, 0)
     return self

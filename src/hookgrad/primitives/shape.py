@@ -1233,6 +1233,9 @@ def _meta_inplace(self, out, replay):
     from ._inplace import check_inplace, _rebase
     self._data = out._data
     self._vc[0] += 1
+    if out._fw_grad is not None:        # forward AD: the tangent is the same view of the tangent
+        from ..autograd.forward_ad import _set_tangent
+        _set_tangent(self, out._fw_grad)
     gf = out.grad_fn
     if self._base is not None:
         inner = self._view_fn
