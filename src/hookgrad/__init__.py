@@ -198,6 +198,10 @@ from .amp.autocast_mode import (is_autocast_enabled, set_autocast_enabled, get_a
 from .amp.grad_scaler import _amp_foreach_non_finite_check_and_unscale_, _amp_update_scale_  # noqa: F401
 from .utils.dlpack import from_dlpack  # noqa: F401
 from . import storage
+# sparse tensors (issue 27): the ops and Tensor methods (primitives/sparse.py), torch.sparse
+from .primitives.sparse import (sparse_coo_tensor, sparse_csr_tensor, sparse_csc_tensor, sparse_bsr_tensor,  # noqa: E402
+                                sparse_bsc_tensor, sparse_compressed_tensor, _sparse_coo_tensor_unsafe)
+from . import sparse  # noqa: E402
 from .storage import (StorageBase, FloatStorage, DoubleStorage, HalfStorage, LongStorage, IntStorage, ShortStorage,
                       CharStorage, ByteStorage, BoolStorage, FloatStorage as Storage)
 from .primitives.everyday import adjoint, slice_inverse, as_strided_copy, split_with_sizes

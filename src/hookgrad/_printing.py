@@ -13,7 +13,7 @@ import math
 
 import numpy as np
 
-from . import _array, _dtype
+from . import _array, _dtype, _layout
 
 
 class _PrintOptions:
@@ -207,6 +207,8 @@ def tensor_repr(t, tensor_contents=None):
     plain = cd.get("_tensor_repr", False) or cd.get("_plain_repr", False)
     prefix = "tensor(" if plain else f"{type(t).__name__}("
     indent = len(prefix)
+    if type(t._data) is not np.ndarray and _layout.is_sparse_storage(t._data):
+        return _sparse_repr(t, prefix, tensor_contents)
     if type(t._data) is not np.ndarray and t.is_meta:     # no data: tensor(..., device='meta', size=(2, 3))
         suffixes = ["device='meta'", "size=" + str(tuple(t.shape))]
         if t.dtype is not _dtype.get_default_dtype():
@@ -236,3 +238,38 @@ def tensor_repr(t, tensor_contents=None):
     s = _add_suffixes(prefix + tensor_contents, suffixes, indent)
     wrap = getattr(t, "_repr_wrap", None)       # a subclass of nn.Parameter: Parameter(Name(...))
     return f"{wrap}({s})" if wrap is not None and not plain else s
+
+
+def _sparse_repr(t, prefix, tensor_contents=None):
+    """A sparse tensor as PyTorch prints it: its index and value tensors, then size, nnz, dtype and layout."""
+    st = t._data
+    indent = len(prefix)
+    dt, default = t.dtype, _dtype.get_default_dtype()
+    suffixes = ["size=" + str(tuple(st.shape)), "nnz=" + str(st.nnz)]
+    if dt not in (default, _dtype.int64, _dtype.bool_, _dtype._TO_COMPLEX.get(default)):
+        suffixes.append("dtype=" + str(dt))
+    if tensor_contents is None:
+        if st._layout is _layout.sparse_coo:
+            parts = (("indices", st.indices), ("values", st.values))
+        else:
+            c, p = ("row", "col") if st.row_major else ("col", "row")
+            parts = ((f"c{c}_indices", st.compressed), (f"{p}_indices", st.plain), ("values", st.values))
+        out = []
+        for name, a in parts:
+            a = _array.to_host(a)
+            pre = name + "=tensor("
+            body = _tensor_str(a, indent + len(pre))
+            if a.size == 0:
+                body += ", size=" + str(tuple(a.shape))
+            out.append(pre + body + ")")
+        tensor_contents = (",\n" + " " * indent).join(out)
+    suffixes.append("layout=" + str(st._layout))
+    if t.grad_fn is not None:
+        suffixes.append(f"grad_fn=<{type(t.grad_fn).__name__.rsplit('::', 1)[-1]}>")
+    elif t.requires_grad:
+        suffixes.append("requires_grad=True")
+    body = prefix + tensor_contents
+    if st._layout is _layout.sparse_coo:       # PyTorch starts a COO tensor's suffixes on a new line
+        return _add_suffixes(body + ",\n" + " " * indent + suffixes[0], suffixes[1:], indent)
+    return _add_suffixes(body, suffixes, indent)
+

@@ -9,6 +9,7 @@ import warnings
 import numpy as np
 
 from . import _array
+from . import _layout
 from . import _dtype as D
 from .utils.hooks import add_hook, HookDict
 
@@ -245,11 +246,23 @@ class Tensor:
     def is_cuda(self):
         return _device_of(self._data).type == "cuda"
 
-    is_sparse = False
     is_quantized = False
     is_mkldnn = False
     is_nested = False
-    from ._layout import strided as layout
+
+    # sparse tensors: ``_data`` is a sparse storage (_layout.SparseCOO / Compressed); primitives/sparse.py has the ops
+    @property
+    def layout(self):
+        d = self._data
+        return _layout.strided if type(d) is np.ndarray else _layout.layout_of(d)
+
+    @property
+    def is_sparse(self):
+        return type(self._data) is _layout.SparseCOO
+
+    @property
+    def is_sparse_csr(self):
+        return type(self._data) is _layout.Compressed and self._data.layout is _layout.sparse_csr
 
     def get_device(self):
         d = _device_of(self._data)

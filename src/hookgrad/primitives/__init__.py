@@ -3,7 +3,7 @@ import inspect
 
 import numpy as np
 from .._tensor import Tensor
-from .._array import array_module
+from .._array import array_module, is_array
 from . import elementwise as E, shape as S, reduce as R, linalg as L, index as I, join as J
 from . import nn as _nn_ops  # noqa: F401  (installs its own Tensor methods)
 from . import stats as ST
@@ -220,7 +220,7 @@ def _fast_binary(cls, general, ufunc):
                 raise broadcast_error(self._data.shape, other._data.shape) from None
             except TypeError:           # no loop for the dtype (bool - bool): the general path's error
                 return general(self, other)
-            if type(out) is not ndarray and not isinstance(out, ndarray):   # a NumPy scalar
+            if type(out) is not ndarray and not is_array(out):   # a NumPy scalar (not an array, not a sparse storage)
                 out = array_module(self._data).asarray(out)
             if (self._requires_grad or other._requires_grad or self._lazy_rg and self.requires_grad) and _state.enabled:
                 return record2(cls, self, other, out)
@@ -252,7 +252,7 @@ def _fast_unary(cls, general):
                 return G._apply_with_op_hooks(cls, (self,), None, method)
             node = new(cls)
             out = node.forward(self._data)
-            if type(out) is not ndarray and not isinstance(out, ndarray):   # a NumPy scalar
+            if type(out) is not ndarray and not is_array(out):   # a NumPy scalar (not an array, not a sparse storage)
                 out = array_module(self._data).asarray(out)
             if (self._requires_grad or self._lazy_rg and self.requires_grad) and _state.enabled:
                 return record1(node, self, out)
