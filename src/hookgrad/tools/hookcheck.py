@@ -17,7 +17,7 @@ import inspect
 import re
 import warnings
 
-from ._libof import library_of
+from .lib import library_of
 from .paths import module_paths
 
 __all__ = ["check_hooks", "strict_hooks", "HookMisuseWarning", "HookProblem", "KINDS"]

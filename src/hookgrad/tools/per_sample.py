@@ -12,7 +12,7 @@ Every handle is removed before returning; ``.grad`` is not touched (the batch gr
 """
 import itertools
 
-from ._libof import library_of
+from .lib import library_of
 
 __all__ = ["per_sample_grads", "SUPPORTED"]
 
