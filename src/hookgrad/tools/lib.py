@@ -14,7 +14,7 @@ import types
 from ..utils.hooks import HookInfo
 from ..nn.modules.module import HOOK_KINDS
 
-__all__ = ["Lib", "lib_of", "library_of", "hookgrad_lib", "is_tensor", "tensor_types", "TORCH_NAMES", "torch_attr"]
+__all__ = ["Lib", "lib_of", "library_of", "OPTIMIZER_KINDS", "hookgrad_lib", "is_tensor", "tensor_types", "TORCH_NAMES", "torch_attr"]
 
 # The PyTorch attributes the tools read on torch objects, all in this one table. PyTorch has no public
 # listing of hooks (what hookgrad offers as Module.hooks(), Tensor.hooks(), ddp.comm_hooks()), nor a
@@ -36,11 +36,12 @@ def torch_attr(obj, key, default=None):
 
 _LIBS = {}
 _TENSOR_KINDS = (("grad", "_backward_hooks"), ("post_accumulate_grad", "_post_accumulate_grad_hooks"))
-_OPTIMIZER_KINDS = (("step_pre", "_optimizer_step_pre_hooks"), ("step_post", "_optimizer_step_post_hooks"),
-                    ("optimizer_state_dict_pre", "_optimizer_state_dict_pre_hooks"),
-                    ("optimizer_state_dict", "_optimizer_state_dict_post_hooks"),
-                    ("optimizer_load_state_dict_pre", "_optimizer_load_state_dict_pre_hooks"),
-                    ("optimizer_load_state_dict_post", "_optimizer_load_state_dict_post_hooks"))
+# an optimizer's hook kinds (the registry's names, the attribute both libraries keep them in)
+OPTIMIZER_KINDS = (("step_pre", "_optimizer_step_pre_hooks"), ("step_post", "_optimizer_step_post_hooks"),
+                   ("state_dict_pre", "_optimizer_state_dict_pre_hooks"),
+                   ("state_dict", "_optimizer_state_dict_post_hooks"),
+                   ("load_state_dict_pre", "_optimizer_load_state_dict_pre_hooks"),
+                   ("load_state_dict_post", "_optimizer_load_state_dict_post_hooks"))
 
 
 def _dict_listing(kind, d, flag_dicts=None):
@@ -130,7 +131,7 @@ class Lib:
     def optimizer_hooks(self, opt):
         d = opt.__dict__
         out = []
-        for kind, attr in _OPTIMIZER_KINDS:
+        for kind, attr in OPTIMIZER_KINDS:
             out += _dict_listing(kind, d.get(attr))
         return out
 
@@ -218,12 +219,15 @@ def _root_name(obj):
 
 def lib_of(*objs, default=None):
     """The :class:`Lib` of the first object (or element of a list/tuple/dict value) that belongs to
-    hookgrad or torch; ``default`` (hookgrad when None) if none does."""
+    hookgrad or torch (a :class:`Lib`, or the ``torch`` / ``hookgrad`` module itself, stands for its
+    library); ``default`` (hookgrad when None) if none does."""
     todo = list(objs)
     while todo:
         obj = todo.pop(0)
         if obj is None or isinstance(obj, (str, int, float, bool)):
             continue
+        if isinstance(obj, Lib):
+            return obj
         if isinstance(obj, (list, tuple)):
             todo[:0] = list(obj)[:8]
             continue

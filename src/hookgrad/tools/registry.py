@@ -20,12 +20,8 @@ import os
 import sys
 import weakref
 
-from .. import Tensor
-from ..autograd.graph import Node, register_multi_grad_hook
-from ..distributed import Reducer
-from ..nn.modules import module as _m
-from ..nn.parallel import DistributedDataParallel
 from ..utils.hooks import hook_name
+from .lib import lib_of
 from .paths import module_paths
 
 __all__ = ["HookRecord", "HookRegistry", "default_registry", "register", "handle_ids", "is_global", "listing",
@@ -54,6 +50,10 @@ _GLOBAL_KINDS = {
     "parameter_registration": "register_module_parameter_registration_hook",
 }
 _TENSOR_KINDS = {"grad": "register_hook", "post_accumulate_grad": "register_post_accumulate_grad_hook"}
+_OPTIMIZER_KINDS = {"step_pre": "register_step_pre_hook", "step_post": "register_step_post_hook",
+                    "state_dict_pre": "register_state_dict_pre_hook", "state_dict": "register_state_dict_post_hook",
+                    "load_state_dict_pre": "register_load_state_dict_pre_hook",
+                    "load_state_dict_post": "register_load_state_dict_post_hook"}
 _NODE_KINDS = {"node": "register_hook", "node_pre": "register_prehook"}
 _ALIASES = {"backward_pre": "full_backward_pre", "state_dict_post": "state_dict", "hook": "grad",
             "pre": "node_pre", "post": "node", "multi": "multi_grad"}
@@ -106,25 +106,28 @@ def handle_ids(handle):
     return [handle.id]
 
 
-def listing(owner):
-    """The public listing of the hooks on ``owner`` (``HookInfo`` list), or None when there is none."""
-    if is_global(owner):
-        return _m.global_module_hooks()
-    if isinstance(owner, (_m.Module, Tensor)):
-        return owner.hooks()
-    return None
+def listing(owner, lib=None):
+    """The listing of the hooks on ``owner`` (``HookInfo`` list), or None when there is none: a module's,
+    a tensor's, an optimizer's, or ``"global"``'s (the global module hooks of ``lib``, hookgrad's by
+    default). On torch they are read from PyTorch's hook dicts (``tools.lib``)."""
+    if owner is None:
+        return None
+    lib = lib or lib_of(owner)
+    if not is_global(owner) and not isinstance(owner, (lib.Module, lib.Tensor)) and not lib.is_optimizer(owner):
+        return None
+    return lib.listing(owner)
 
 
 def ddp_reducer_of(hook):
     """The DDP Reducer a hook belongs to (DDP's gradient-ready hooks read as ``reducer.autograd_hook``:
     their ``__self__`` is ``ddp.reducer``), or None for any other hook."""
     r = getattr(hook, "__self__", None)
-    return r if isinstance(r, Reducer) else None
+    return r if r is not None and lib_of(r).is_reducer(r) else None
 
 
 def comm_hook_of(ddp):
     """The comm hook in effect on a DistributedDataParallel model (``ddp.comm_hooks()``), or None."""
-    hooks = ddp.comm_hooks() if ddp is not None else ()
+    hooks = lib_of(ddp).comm_hooks(ddp) if ddp is not None else ()
     return hooks[0][0] if hooks else None
 
 
@@ -151,11 +154,12 @@ class HookRecord:
     registered (the counting wrapper for a registry hook); it has no handle (PyTorch gives none)."""
 
     __slots__ = ("kind", "path", "hook", "tag", "fired", "skipped", "where", "enabled", "handle", "id", "by",
-                 "registered", "_owner", "_on", "__weakref__")
+                 "registered", "lib", "_owner", "_on", "__weakref__")
 
     def __init__(self, kind, owner, hook, *, path=None, tag=None, fired=None, where=None, handle=None, id=None,
-                 by=None, on=None, registered=None):
+                 by=None, on=None, registered=None, lib=None):
         self.kind = kind
+        self.lib = lib or lib_of(owner)          # hookgrad or torch
         self._owner = _ref(owner) if not isinstance(owner, (str, tuple)) else (lambda: owner)
         self._on = None if on is None else _ref(on)     # the tensor the hook sits on, when not the owner
         self.by = by
@@ -186,7 +190,7 @@ class HookRecord:
             return comm_hook_of(self.owner) is not self.registered
         if self.handle is not None:
             return not _handle_alive(self.handle)
-        infos = listing(self.owner if self._on is None else self._on())
+        infos = listing(self.owner if self._on is None else self._on(), self.lib)
         return infos is None or all(i.id != self.id for i in infos)
 
     @property
@@ -221,6 +225,7 @@ class HookRegistry:
 
     def __init__(self, model=None):
         self.model = model
+        self.lib = lib_of(model)             # hookgrad or torch ("global" means that library's global hooks)
         self._records = []
         self._scopes = []
         self._paths = None
@@ -248,11 +253,12 @@ class HookRegistry:
         """The path a record of ``owner`` shows: module path, parameter name, node name, ``"<global>"``."""
         if is_global(owner):
             return "<global>"
-        if isinstance(owner, _m.Module):
+        lib = lib_of(owner, self.lib)
+        if isinstance(owner, lib.Module):
             return self._module_path(owner)
-        if isinstance(owner, Tensor):
+        if isinstance(owner, lib.Tensor):
             return self._tensor_path(owner)
-        if isinstance(owner, Node):
+        if isinstance(owner, lib.Node):
             return owner.name()
         if isinstance(owner, tuple):
             return ",".join(str(self.path_of(t)) for t in owner)
@@ -296,25 +302,29 @@ class HookRegistry:
         kind = _ALIASES.get(kind, kind)
         if not callable(hook):
             raise TypeError(f"hook must be callable, got {type(hook).__name__}")
+        lib = self.lib if is_global(target) else lib_of(target, self.lib)
         if is_global(target):
-            kinds, reg = _GLOBAL_KINDS, lambda name: getattr(_m, name)
-        elif isinstance(target, DistributedDataParallel):
+            kinds, reg = _GLOBAL_KINDS, lambda name: getattr(lib.module_mod, name)
+        elif lib.is_ddp(target):
             kinds = dict(_MODULE_KINDS, comm="register_comm_hook")
             state = options.pop("state", None) if kind == "comm" else None
             reg = (lambda name: lambda h, **o: target.register_comm_hook(state, h, **o)) if kind == "comm" else \
                 (lambda name: getattr(target, name))
-        elif isinstance(target, _m.Module):
+        elif isinstance(target, lib.Module):
             kinds, reg = _MODULE_KINDS, lambda name: getattr(target, name)
-        elif isinstance(target, Tensor):
+        elif isinstance(target, lib.Tensor):
             kinds, reg = _TENSOR_KINDS, lambda name: getattr(target, name)
-        elif isinstance(target, Node):
+        elif isinstance(target, lib.Node):
             kinds, reg = _NODE_KINDS, lambda name: getattr(target, name)
-        elif isinstance(target, (list, tuple)) and target and all(isinstance(t, Tensor) for t in target):
+        elif lib.is_optimizer(target):
+            kinds, reg = _OPTIMIZER_KINDS, lambda name: getattr(target, name)
+        elif isinstance(target, (list, tuple)) and target and all(isinstance(t, lib.Tensor) for t in target):
             target = tuple(target)
-            kinds, reg = {"multi_grad": None}, lambda name: functools.partial(register_multi_grad_hook, target)
+            kinds, reg = {"multi_grad": None}, \
+                lambda name: functools.partial(lib.graph.register_multi_grad_hook, target)
         else:
-            raise TypeError("register(): target must be a Module, a Tensor, a grad_fn Node, a list of Tensors "
-                            f"or 'global', got {type(target).__name__}")
+            raise TypeError("register(): target must be a Module, a Tensor, a grad_fn Node, a list of Tensors, "
+                            f"an Optimizer or 'global', got {type(target).__name__}")
         if kind not in kinds:
             raise ValueError(f"register(): unknown hook kind {kind!r} for a {type(target).__name__} target "
                              f"(hook {hook_name(hook)}); expected one of {sorted(kinds)}")
@@ -322,7 +332,7 @@ class HookRegistry:
             raise RuntimeError(f"register(): the communication hook {hook_name(hook)} cannot be registered inside "
                                "registry.scope(): a comm hook cannot be removed on exit (PyTorch has no way to "
                                "unregister it)")
-        rec = HookRecord(kind, target, hook, path=self.path_of(target), tag=tag, fired=0, where=_user_where())
+        rec = HookRecord(kind, target, hook, path=self.path_of(target), tag=tag, fired=0, where=_user_where(), lib=lib)
         rec_ref = weakref.ref(rec)
 
         @functools.wraps(hook, updated=())
@@ -364,7 +374,7 @@ class HookRegistry:
     def _owner_set(owner, recurse):
         """ids an owner stands for: a module with ``recurse`` also stands for its submodules and
         their parameters."""
-        if recurse and isinstance(owner, _m.Module):
+        if recurse and isinstance(owner, lib_of(owner).Module):
             return {id(o) for o in (*owner.modules(), *owner.parameters())}
         return None
 
@@ -381,7 +391,7 @@ class HookRegistry:
 
     def _direct_owners(self, owner):
         if owner is not None:
-            return [owner] if listing(owner) is not None else []
+            return [owner] if listing(owner, self.lib) is not None else []
         owners = ["global"]
         if self.model is not None:
             owners += list(self.model.modules())
@@ -389,7 +399,7 @@ class HookRegistry:
         seen = {id(o) for o in owners}
         for r in self._records:           # modules and tensors the registry has hooked
             o = r.owner
-            if isinstance(o, (_m.Module, Tensor)) and id(o) not in seen:
+            if listing(o, r.lib) is not None and not is_global(o) and id(o) not in seen:
                 seen.add(id(o))
                 owners.append(o)
         return owners
@@ -415,10 +425,10 @@ class HookRegistry:
             known = {i for r in self._records if r.handle is not None for i in handle_ids(r.handle)}
             owners = self._direct_owners(owner) if ids is None else \
                 [o for o in (*owner.modules(), *owner.parameters())]
-            ddps = [o for o in owners if isinstance(o, DistributedDataParallel)]
+            ddps = [o for o in owners if lib_of(o, self.lib).is_ddp(o)]
             listed = {id(d.reducer) for d in ddps}
             for o in owners:
-                for info in listing(o):
+                for info in listing(o, self.lib):
                     k = norm_kind(info.kind)
                     if info.id in known or (kind is not None and k != kind):
                         continue
@@ -426,7 +436,8 @@ class HookRegistry:
                     if reducer is not None and id(reducer) in listed:
                         continue                # listed under its DDP module below
                     out.append(HookRecord(k, o, getattr(info.hook, "hook", info.hook), path=self.path_of(o),
-                                          id=info.id, by=None if reducer is None else "DistributedDataParallel"))
+                                          id=info.id, by=None if reducer is None else "DistributedDataParallel",
+                                          lib=self.lib if is_global(o) else None))
             for d in ddps:
                 out.extend(self._ddp_hooks(d, kind))
         return out
@@ -441,7 +452,7 @@ class HookRegistry:
                 out.append(HookRecord("comm", ddp, hook, path=prefix))
         if kind in (None, "post_accumulate_grad"):
             for name, p in ddp.named_parameters():
-                for info in p.hooks():
+                for info in lib_of(p).tensor_hooks(p):
                     if info.kind == "post_accumulate_grad" and ddp_reducer_of(info.hook) is ddp.reducer:
                         path = f"{prefix}.{name}" if prefix else name
                         out.append(HookRecord("post_accumulate_grad", ddp, info.hook, path=path, id=info.id,
@@ -500,7 +511,7 @@ class HookRegistry:
                 r.remove()
                 n += 1
         if self.model is not None:
-            n += self.model.remove_hooks(recurse=True)
+            n += self.lib.remove_module_hooks(self.model)
         return n
 
     @contextlib.contextmanager

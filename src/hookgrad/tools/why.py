@@ -28,10 +28,7 @@ How it observes (a plain client of the public hook API; see docs/tools/why.md):
 import threading
 from collections import namedtuple
 
-from .. import Tensor
-from ..autograd.grad_mode import is_grad_enabled
-from ..nn.modules import module as _m
-from ..nn.parallel import DistributedDataParallel
+from .lib import lib_of, is_tensor
 from .threadstate import thread_list
 from .paths import module_paths
 from .registry import (HookRecord, HookRegistry, handle_ids, is_global, listing, norm_kind, default_registry,
@@ -110,7 +107,7 @@ class _Obs:
 
 
 def _tensors(x):
-    if isinstance(x, Tensor):
+    if is_tensor(x):
         yield x
     elif isinstance(x, (tuple, list)):
         for v in x:
@@ -125,6 +122,7 @@ class Watch:
 
     def __init__(self, model, registry=None, detect_direct=True):
         self.model = model
+        self.lib = lib_of(model)
         self.registry = default_registry if registry is None else registry
         self.detect_direct = detect_direct
         self._tls = threading.local()
@@ -140,7 +138,7 @@ class Watch:
     def _pre(self, module, args):
         if id(module) in self._obs:
             # [module, grad mode at call, forward entered]
-            self._stack().append([module, is_grad_enabled(), False])
+            self._stack().append([module, self.lib.root.is_grad_enabled(), False])
 
     def _post(self, module, args, output):
         if id(module) not in self._obs:
@@ -198,7 +196,7 @@ class Watch:
             if st and st[-1][0] is module and not st[-1][2]:
                 st[-1][2] = True        # the forward of a module(...) call in progress: hooks ran
                 return inner(*args, **kwargs)
-            grad_on = is_grad_enabled()
+            grad_on = self.lib.root.is_grad_enabled()
             out = inner(*args, **kwargs)
             self._observe(module, args, out, grad_on, direct=True)
             return out
@@ -208,15 +206,15 @@ class Watch:
     def __enter__(self):
         self._paths = module_paths(self.model)
         self._obs = {i: _Obs() for i in self._paths}
-        self._ddp_obs = {id(m): _DDPObs() for m in self.model.modules() if isinstance(m, DistributedDataParallel)}
+        self._ddp_obs = {id(m): _DDPObs() for m in self.model.modules() if self.lib.is_ddp(m)}
         self._param_owner = {}
         for name, mod in self.model.named_modules():
             for pname, p in mod.named_parameters(recurse=False, remove_duplicate=False):
                 self._param_owner.setdefault(id(p), (mod, f"{name}.{pname}" if name else pname))
         self._entry = {id(r): (r.fired, r.removed) for r in self.registry.records()}
         self._direct_entry = {h.id: h for h in self._direct_hooks() if h.kind != "comm"}
-        self._handles = [_m.register_module_forward_pre_hook(self._pre),
-                         _m.register_module_forward_hook(self._post, always_call=True)]
+        self._handles = [self.lib.register_module_forward_pre_hook(self._pre),
+                         self.lib.register_module_forward_hook(self._post, always_call=True)]
         if self.detect_direct:
             for mod in self.model.modules():
                 had = mod.__dict__.get("forward", _MISSING)
@@ -246,9 +244,9 @@ class Watch:
         known = {i for r in self.registry.records() if r.handle is not None for i in handle_ids(r.handle)}
         out = []
         for owner in (*self.model.modules(), *self.model.parameters()):
-            for info in listing(owner):
+            for info in listing(owner, self.lib):
                 if info.id not in known and ddp_reducer_of(info.hook) is None:     # not DDP's own hooks
-                    path = self._paths.get(id(owner)) if isinstance(owner, _m.Module) \
+                    path = self._paths.get(id(owner)) if isinstance(owner, self.lib.Module) \
                         else self._param_owner.get(id(owner), (None, None))[1]
                     out.append(HookRecord(norm_kind(info.kind), owner, getattr(info.hook, "hook", info.hook),
                                           path=path, id=info.id))
@@ -260,10 +258,10 @@ class Watch:
     def _module_of(self, rec):
         """(module, path, obs) the hook depends on, or None."""
         owner = rec.owner
-        if isinstance(owner, _m.Module):
+        if isinstance(owner, self.lib.Module):
             if id(owner) in self._obs:
                 return owner, self._paths[id(owner)], self._obs[id(owner)]
-        elif isinstance(owner, Tensor) and id(owner) in self._param_owner:
+        elif is_tensor(owner) and id(owner) in self._param_owner:
             mod, _ = self._param_owner[id(owner)]
             return mod, self._paths[id(mod)], self._obs[id(mod)]
         return None
@@ -274,9 +272,9 @@ class Watch:
         owner = rec.owner
         if owner is None:
             return False
-        if isinstance(owner, _m.Module):
+        if isinstance(owner, self.lib.Module):
             return id(owner) in self._obs
-        if isinstance(owner, Tensor) and id(owner) in self._param_owner:
+        if is_tensor(owner) and id(owner) in self._param_owner:
             return True
         return registered_inside      # other tensors, nodes, global hooks: only those registered inside
 
@@ -397,7 +395,7 @@ def watch(model, *, registry=None, detect_direct=True):
     ``w.report()`` (findings) or ``print(w)``. ``registry``: the :class:`HookRegistry` whose hooks are
     counted (default: ``tools.registry.default_registry``). ``detect_direct``: detect
     ``module.forward(x)`` calls by wrapping each module's ``forward`` for the duration of the block."""
-    if not isinstance(model, _m.Module):
+    if not isinstance(model, lib_of(model).Module):
         raise TypeError(f"why.watch: model must be a Module, got {type(model).__name__}")
     if registry is not None and not isinstance(registry, HookRegistry):
         raise TypeError(f"why.watch: registry must be a HookRegistry, got {type(registry).__name__}")
