@@ -6,6 +6,8 @@ forward stores on ctx is visible on ``out.grad_fn``, and it has the whole Node A
 next_functions, metadata, register_hook / register_prehook).
 """
 import functools
+import inspect
+import warnings
 
 import numpy as np
 
@@ -15,6 +17,17 @@ from . import node as _g
 from .formulas import TENSORS
 from .graph import Node, SavedTensor
 from .._dtype import is_floating as _is_floating
+
+_CLEARED = ("saved_tensors can only be accessed once when clear_saved_tensors_on_access=True is set on the "
+            "autograd.Function. Either access saved_tensors only once, or set clear_saved_tensors_on_access=False.")
+_DIRTY_NOT_INPUT = ("ctx.mark_dirty() received a tensor that was not an input. Only input Tensors that have been "
+                    "mutated should be passed to ctx.mark_dirty().")
+_DIRTY_VIEW_MULTI = (
+    "If your Function modifies inplace an input that is a view of another Tensor, your Function cannot return more "
+    "than one Tensor. This is not supported by the current autograd engine. You should either make sure the input is "
+    "not a view (using .clone() for example) or make your Function only return one Tensor (potentially splitting it "
+    "into two Functions: one doing the inplace that returns a single Tensor and a second one that does the other "
+    "operations). You can ask on the forum https://discuss.pytorch.org/ if you need help to do this change.")
 
 __all__ = ["Function", "FunctionCtx", "BackwardCFunction", "once_differentiable", "InplaceFunction",
            "NestedIOFunction"]
@@ -53,6 +66,9 @@ class BackwardCFunction(Node, FunctionCtx):
     _needs_input_grad = ()
     _masks_unneeded = False     # like torch's PyNode: post-hooks see every grad backward returned
     _repr_module = "torch.autograd.function"
+    _materialize_non_diff_grads = True
+    _cleared = False            # saved tensors released by their first access (clear_saved_tensors_on_access)
+    _nondiff_idx = ()           # output indices marked non-differentiable
 
     __dir__ = object.__dir__     # a custom Function's node lists its ctx API (not a built-in node's list)
 
@@ -63,21 +79,39 @@ class BackwardCFunction(Node, FunctionCtx):
     @property
     def saved_tensors(self):
         if self._freed:
+            if self._cleared:
+                raise RuntimeError(_CLEARED)
             raise RuntimeError(_g._FREED)
         saved = self.__dict__.get("_saved_vars")
         if saved is None:   # not recorded (no grad needed): the tensors as they were given
             return tuple(self.to_save)
-        return tuple(None if s is None else s.unpack() for s in saved)
+        res = tuple(None if s is None else s.unpack() for s in saved)
+        if self._forward_cls.clear_saved_tensors_on_access:
+            self._release()         # the references go: a second access raises
+            self._cleared = True
+            self.__dict__["_saved_vars"] = ()
+            self._saved = ()
+        return res
 
-    saved_variables = saved_tensors
+    @property
+    def saved_variables(self):
+        warnings.warn("'saved_variables' is deprecated; use 'saved_tensors'", DeprecationWarning, stacklevel=2)
+        return self.saved_tensors
 
     @property
     def _raw_saved_tensors(self):
         """The SavedTensor objects (``register_hooks``, ``data``, ``unpack_hook``), as in PyTorch."""
-        if self._freed:
+        if self._freed and not self._cleared:
             raise RuntimeError(_g._FREED)
         saved = self.__dict__.get("_saved_vars") or ()
         return tuple(_g._NoneSaved() if s is None else s for s in saved)
+
+    def _get_user_fn(self):
+        cls = self._forward_cls
+        if cls.backward is not Function.backward and cls.vjp is not Function.vjp:
+            raise RuntimeError("Implementing both 'backward' and 'vjp' for a custom Function is not allowed. You "
+                               "should only implement one of them.")
+        return cls.vjp if cls.vjp is not Function.vjp else cls.backward
 
     def _release(self):
         saved = self.__dict__.get("_saved_vars")
@@ -92,18 +126,21 @@ class BackwardCFunction(Node, FunctionCtx):
 
     def apply(self, *grads):
         """``grad_fn.apply(*grads)`` calls the user's backward (as in torch)."""
-        return self._forward_cls.backward(self, *grads)
+        return self._get_user_fn()(self, *grads)
 
     def _run_backward(self, grads, space=TENSORS):
         """The user's backward, on Tensors whatever the pass carries; checked grads out, carried."""
-        cls = self._forward_cls
+        user_fn = self._get_user_fn()
         grads = [space.tensor(g) for g in grads]
         if self.materialize_grads and self._out_meta is not None and any(g is None for g in grads):
             present = [g._data for g in grads if g is not None]
             xp = _array.module_of(*present) if present else _array.default_module()
-            grads = [g if g is not None else _g.Tensor._make(xp.zeros(m[0], m[1].np))
-                     for g, m in zip(grads, self._out_meta)]
-        res = cls.backward(self, *grads)
+            skip = () if self._materialize_non_diff_grads else self._nondiff_idx
+            # (a non-Tensor output gets None; a non-differentiable one zeros unless _materialize_non_diff_grads
+            # is False)
+            grads = [g if g is not None or m is None or i in skip else _g.Tensor._make(xp.zeros(m[0], m[1].np))
+                     for i, (g, m) in enumerate(zip(grads, self._out_meta))]
+        res = user_fn(self, *grads)
         if type(res) is not tuple:
             res = (res,)
         n_args = len(self._is_tensor_input)
@@ -168,6 +205,22 @@ class Function(metaclass=FunctionMeta):
     ...         (y,) = ctx.saved_tensors; return g * y
     """
     generate_vmap_rule = False
+    clear_saved_tensors_on_access = False
+
+    def __init__(self, *args, **kwargs):
+        warnings.warn(f"{self.__class__} should not be instantiated. Methods on autograd functions are all static, so "
+                      "you should invoke them on the class itself. Instantiating an autograd function will raise an "
+                      "error in a future version of PyTorch.", DeprecationWarning, stacklevel=2)
+
+    def __call__(self, *args, **kwargs):
+        raise RuntimeError("Legacy autograd function with non-static forward method is deprecated. Please use "
+                           "new-style autograd function with static forward method. (Example: "
+                           "https://pytorch.org/docs/stable/autograd.html#torch.autograd.Function)")
+
+    @staticmethod
+    def vmap(info, in_dims, *args):
+        raise NotImplementedError("To use autograd.Function with vmap, you must either override the vmap staticmethod "
+                                  "or set generate_vmap_rule=True.")
 
     @staticmethod
     def forward(*args, **kwargs):
@@ -192,13 +245,27 @@ class Function(metaclass=FunctionMeta):
     @classmethod
     def apply(cls, *args, **kwargs):
         T = _g.Tensor
+        setup_style = cls.setup_context is not Function.setup_context
+        if setup_style:     # the defaults of forward's arguments are inputs too (as PyTorch binds them)
+            bound = inspect.signature(cls.forward).bind(*args, **kwargs)
+            bound.apply_defaults()
+            args, kwargs = bound.args, bound.kwargs
         ctx = object.__new__(cls._backward_cls)
         grad_on = _state.enabled
         is_tensor = tuple(isinstance(a, T) for a in args)
         needs = tuple(grad_on and t and a.requires_grad for t, a in zip(is_tensor, args))
         ctx._is_tensor_input = is_tensor
         ctx._needs_input_grad = needs
-        setup_style = cls.setup_context is not Function.setup_context
+        record = any(needs)
+        if record:      # the edges are the inputs' histories before forward (which may modify them in place)
+            edges, meta = [], []
+            for a, t in zip(args, is_tensor):
+                if t:
+                    e, m = _g._edge(a)
+                    edges.append(e)
+                    meta.append(m)
+            ctx.next_functions = tuple(edges)
+            ctx._in_meta = meta
         with no_grad():
             if setup_style:
                 outputs = cls.forward(*args, **kwargs)
@@ -206,77 +273,95 @@ class Function(metaclass=FunctionMeta):
                 outputs = cls.forward(ctx, *args, **kwargs)
         if setup_style:
             cls.setup_context(ctx, args, outputs)
-        if not any(needs):
-            return outputs
-        return _wrap_outputs(ctx, args, outputs)
+        return _wrap_outputs(ctx, args, outputs, record)
 
 
-def _wrap_outputs(ctx, args, outputs):
-    """Record ctx as the grad_fn of the outputs (PyTorch: _wrap_outputs / process_outputs)."""
+def _is_view(t):
+    return t._base is not None
+
+
+def _wrap_outputs(ctx, args, outputs, record):
+    """PyTorch's _wrap_outputs: record ctx as the grad_fn of the differentiable outputs (``record``: an input needs
+    a gradient), rebase the inputs marked dirty, alias the inputs returned as-is as views, and give every view among
+    the outputs its CreationMeta (made in a custom Function, or one of several differentiable outputs)."""
     T = _g.Tensor
-    from .views import _LEAF, _rebase
     tensor_args = [a for a in args if isinstance(a, T)]
-    edges, meta = [], []
-    for a in tensor_args:
-        if a.requires_grad:
-            gf = a.grad_fn
-            edges.append((gf, a._output_nr) if gf is not None else (a._grad_accumulator(), 0))
-            d = a._data
-            meta.append((d.shape, d.dtype))
-        else:
-            edges.append(_g._NO_EDGE)
-            meta.append(None)
-    ctx.next_functions = tuple(edges)
-    ctx._in_meta = meta
-    ctx._seq = next(_g._seq)
-    if _g._anomaly.enabled:
-        ctx._trace = _g._user_stack()
     single = not isinstance(outputs, tuple)
     outs = (outputs,) if single else outputs
-    dirty = {id(t) for t in ctx.dirty_tensors}
-    nondiff = {id(t) for t in ctx.non_differentiable}
     input_ids = {id(a) for a in tensor_args}
+    dirty = ctx.dirty_tensors
+    for t in dict.fromkeys(dirty):   # like torch, marking dirty bumps the version once more
+        if id(t) not in input_ids:
+            warnings.warn(_DIRTY_NOT_INPUT, stacklevel=3)
+        t._vc[0] += 1
+    dirty = {id(t) for t in dirty}
+    nondiff = {id(t) for t in ctx.non_differentiable}
+    if record:
+        ctx._seq = next(_g._seq)
+        if _g._anomaly.enabled:
+            ctx._trace = _g._user_stack()
+    from .views import _LEAF_VIEW, _DIRECT, _View, _gf_get, _view_error, _rebase, _copy_slices, as_custom_view
     result = []
     out_meta = []
+    nondiff_idx = []
+    views = []                      # differentiable-or-not views among the outputs (CreationMeta set below)
+    n_diff = 0
     for i, o in enumerate(outs):
         if not isinstance(o, T):
             result.append(o)
-            out_meta.append(((), _g.D.float32))
+            out_meta.append(None)
             continue
         out_meta.append((o._data.shape, o.dtype))
-        if id(o) in dirty:
-            if o.grad_fn is None and o.requires_grad:
-                raise RuntimeError("a leaf Variable that requires grad has been used in an in-place operation.")
-            o._vc[0] += 1   # like torch, marking dirty bumps the version once more
-            if id(o) in nondiff:
-                result.append(o)
-                continue
-            _rebase(o, ctx, i)
-            result.append(o)
-            continue
+        is_input = id(o) in input_ids
+        modified = id(o) in dirty
+        dt = o._data.dtype
+        diff = record and id(o) not in nondiff and (_is_floating(dt) or dt.kind == "c")
         if id(o) in nondiff:
-            if id(o) in input_ids:
+            nondiff_idx.append(i)
+        if not diff:
+            if not o.requires_grad:
+                if is_input and not modified:       # a view of the input that does not require grad
+                    o = as_custom_view(T._make(o._data), o, "custom")
+            elif is_input:                          # a detached alias of the input
                 o = o.detach()
-            o._requires_grad = False
-            result.append(o)
-            continue
-        if id(o) in input_ids:    # an input returned as-is: the output is a view of it
-            v = T._make(o._data, True, ctx, i, o._vc)
-            v._base = o
-            result.append(v)
-            continue
-        if not _is_floating(o._data.dtype):      # integer outputs are never differentiable
-            result.append(o)
-            continue
-        if o.grad_fn is not None or o.requires_grad:   # a tensor from outside forward: alias it
-            o = T._make(o._data, True, ctx, i, o._vc)
+            elif not _is_view(o):
+                o._requires_grad = False
+                o.grad_fn = None
+        elif modified:
+            if (_gf_get(o) if type(o) is _View else o.grad_fn) is None and o.requires_grad:
+                raise RuntimeError("a leaf Variable that requires grad has been used in an in-place operation.")
+            if _is_view(o):
+                base = o._base
+                if base.grad_fn is None and base.requires_grad:
+                    raise RuntimeError(_LEAF_VIEW)
+                if len(outs) > 1:
+                    raise RuntimeError(_DIRTY_VIEW_MULTI)
+                if o._creation is not None:
+                    raise _view_error(o, _DIRECT)
+                _copy_slices(o, base, ctx)
+            else:
+                _rebase(o, ctx, i)
+        elif is_input:                              # an input returned as-is: a view of it
+            o = as_custom_view(T._make(o._data, True, ctx, i), o, "custom")
+        elif o.grad_fn is not None and o.requires_grad and o.grad_fn is not ctx:
+            o = T._make(o._data, True, ctx, i, o._vc)  # a tensor from outside forward: alias it
         else:
             o._requires_grad = True
-            o.grad_fn = ctx
+            o.grad_fn = ctx                         # (twice the same output: the last slot, as PyTorch)
             o._output_nr = i
+        if _is_view(o) and not (is_input and modified):
+            views.append(o)
+        if diff:
+            n_diff += 1
         result.append(o)
+    for v in views:
+        as_custom_view(v, v, "multi" if n_diff > 1 else "custom")
+    if not record:
+        return result[0] if single else tuple(result)
     if len(outs) > 1:
         ctx._out_meta = out_meta
+    if nondiff_idx:
+        ctx._nondiff_idx = frozenset(nondiff_idx)
     # saved tensors are packed once the outputs are known (an output is saved without a cycle)
     to_save = ctx.to_save
     if to_save:
@@ -292,7 +377,7 @@ def _wrap_outputs(ctx, args, outputs):
             elif id(t) in by_id or id(t) in orig_ids:
                 k = by_id.get(id(t), orig_ids.get(id(t)))
                 r = result[k]
-                saved.append(SavedTensor(r, ctx, k) if r.grad_fn is ctx else SavedTensor(r))
+                saved.append(SavedTensor(r, ctx, r._output_nr) if r.grad_fn is ctx else SavedTensor(r))
             else:
                 saved.append(SavedTensor(t))
         ctx._saved_vars = saved

@@ -253,22 +253,55 @@ _View.__name__ = _View.__qualname__ = "Tensor"
 def _rebase_view(view, base, out, node):
     """In-place op on a view: the base gets a CopySlices node; the view is regenerated from it. ``node``: the
     history the op saw for the view's previous value (None if the base does not require grad)."""
+    fn = out.grad_fn
+    if fn is not None and fn.next_functions and fn.next_functions[0][0] is node:
+        _copy_slices(view, base, fn)
+    else:
+        _copy_slices(view, base, None, _node._edge(out))
+
+
+def _copy_slices(view, base, fn, edge=None):
+    """Give ``base`` a CopySlices over ``fn`` (the node of the in-place op, whose input 0 is the view's previous
+    value: PyTorch's rebase_history of a view) or, ``fn`` None, over the edge of the op's result."""
     cs = CopySlices.__new__(CopySlices)
     cs.view_fn = view._view_fn
     e, m = _node._edge(base)
-    fn = out.grad_fn
-    if fn is not None and fn.next_functions and fn.next_functions[0][0] is node:
+    if fn is not None:
         cs.fn = fn
         cs.next_functions = (e, *fn.next_functions[1:])
         cs._in_meta = (m, *fn._in_meta[1:])
     else:
-        oe, om = _node._edge(out)
+        oe, om = edge
         cs.next_functions = (e, oe)
         cs._in_meta = (m, om)
     cs._seq = next(_node._seq)
     cs._saved = [None]          # (non-empty: the engine releases it after a pass, see _release)
     _rebase(base, cs, 0)
     _set_history(view, _as_strided_node(view, base))
+
+
+def _identity_view(t):
+    return t
+
+
+def as_custom_view(out, t, creation):
+    """Make ``out`` (a new Tensor over ``t``'s memory) a view of ``t``, as PyTorch marks a custom Function's input
+    returned as-is or a view made inside its forward (CreationMeta IN_CUSTOM_FUNCTION, "custom"; MULTI_OUTPUT_NODE,
+    "multi", when the node has several differentiable outputs): an in-place change of it, or a use of it after its
+    base changed in place, raises (_view_error)."""
+    base = t._base
+    if base is None:
+        out._base = t
+        out._view_fn = _identity_view
+    else:
+        out._base = base
+        out._view_fn = t._view_fn or _identity_view
+    if type(out) is not _View:
+        out.__class__ = _View
+    out._creation = creation
+    out._vc = vc = t._vc
+    out._attr_ver = vc[0]
+    return out
 
 
 def make_view(out, src, fn):
