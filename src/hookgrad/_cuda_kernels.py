@@ -30,11 +30,15 @@ _PROVIDERS = {}         # array type -> the kernels for its arrays (None: none)
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 
 
-def kernels(a):
-    """The fused kernels for array ``a`` (CuPy's, for a float32/float64 CuPy array), or None."""
+def kernels(a, *same):
+    """The fused kernels for array ``a`` (CuPy's, for a float32/float64 CuPy array), or None; ``same``: arrays the
+    kernel also takes, which must be of ``a``'s type and dtype."""
     t = type(a)
     if t is np.ndarray or not ENABLED[0] or a.dtype not in _FLOATS:
         return None
+    for o in same:
+        if type(o) is not t or o.dtype != a.dtype:
+            return None
     try:
         return _PROVIDERS[t]
     except KeyError:
@@ -255,20 +259,30 @@ class _Kernels:
     def log_softmax_grad(self, g, y, axis):
         return self._log_softmax_grad(g, y, g.sum(axis=axis, keepdims=True))
 
-    # ---- LayerNorm: x2 (rows, n), mean and invstd (rows, 1), w and b (n,) or None
-    def layer_norm(self, x2, mean, invstd, w, b):
-        one = x2.dtype.type(1)
-        return self._ln(x2, mean, invstd, one if w is None else w, x2.dtype.type(0) if b is None else b)
+    # ---- LayerNorm over the trailing n elements of each row; mean and invstd one per row; w and b of n or None
+    def layer_norm(self, x, mean, invstd, w, b, n):
+        t = x.dtype.type
+        x2 = x.reshape(-1, n)
+        y = self._ln(x2, mean.reshape(-1, 1), invstd.reshape(-1, 1), t(1) if w is None else w.reshape(n),
+                     t(0) if b is None else b.reshape(n))
+        return y.reshape(x.shape)
 
-    def layer_norm_grad(self, g2, x2, mean, invstd, w, need_w, need_b):
-        """(gx, gw, gb) of (rows, n) arrays; gw/gb over the rows (None where not needed)."""
-        t = x2.dtype.type
-        w1 = t(1) if w is None else w
-        s1 = self._ln_sum_gw(g2, w1, axis=1, keepdims=True)
-        s2 = self._ln_sum_gwxh(g2, w1, x2, mean, invstd, axis=1, keepdims=True)
-        gx = self._ln_grad(g2, w1, x2, mean, invstd, s1, s2, t(1.0 / x2.shape[1]))
-        gw = self._ln_sum_gxh(g2, x2, mean, invstd, axis=0) if need_w else None
-        gb = g2.sum(axis=0) if need_b else None
+    def layer_norm_grad(self, g, x, mean, invstd, w, wshape, needs):
+        """(gx, gw, gb) as LayerNormNode's backward gives them (None where ``needs`` says no)."""
+        t = x.dtype.type
+        n = int(np.prod(wshape))
+        g2, x2 = g.reshape(-1, n), x.reshape(-1, n)
+        mean, invstd = mean.reshape(-1, 1), invstd.reshape(-1, 1)
+        gx = gw = gb = None
+        if needs[0]:
+            w1 = t(1) if w is None else w.reshape(n)
+            s1 = self._ln_sum_gw(g2, w1, axis=1, keepdims=True)
+            s2 = self._ln_sum_gwxh(g2, w1, x2, mean, invstd, axis=1, keepdims=True)
+            gx = self._ln_grad(g2, w1, x2, mean, invstd, s1, s2, t(1.0 / n)).reshape(x.shape)
+        if len(needs) > 1 and needs[1]:
+            gw = self._ln_sum_gxh(g2, x2, mean, invstd, axis=0).reshape(wshape)
+        if len(needs) > 2 and needs[2]:
+            gb = g2.sum(axis=0).reshape(wshape)
         return gx, gw, gb
 
     # ---- optimizer steps: ``name`` is the CPU compiled kernel's (optim/sgd.py, optim/adam.py)

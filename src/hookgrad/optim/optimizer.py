@@ -14,7 +14,7 @@ from typing import Any, Dict, Iterable, Tuple, Union
 
 import numpy as np
 
-from .. import _jit, _parallel
+from .. import _cuda_kernels, _jit, _parallel
 from .._array import array_module, default_module
 from .._errors import broadcast_error, from_numpy, not_implemented_for, NUMPY_ERRORS
 from .._tensor import Tensor, _zero_grad
@@ -267,9 +267,10 @@ def _fused(k, outs, ins, *scalars, grain=1 << 18):
     parameter's elements on the pool. Applies when the compiled path does (float32 NumPy arrays of the
     parameter's shape: a broadcast gradient takes the NumPy path) and every updated array is C-contiguous and
     writeable; returns whether it ran (else the caller's NumPy path runs). The caller bumps the versions as
-    PyTorch's in-place ops would."""
+    PyTorch's in-place ops would. On the CUDA device (CuPy arrays) the step is one fused kernel (_cuda_kernels)."""
     if not _jit.fast(*outs, *ins):
-        return False
+        ck = None if type(outs[0]) is np.ndarray else _cuda_kernels.kernels(outs[0])
+        return ck is not None and ck.step(k.__name__, outs, ins, scalars)
     shape = outs[0].shape
     for a in ins + outs:
         if a.shape != shape:        # NOTE: the kernels index by flat position; never past an array's end

@@ -16,6 +16,10 @@ from .. import _dtype as D
 from .._jit import fast, elementwise
 from ._kernels import kernel, exp32, erf32_as, erf_as, _f32
 from .._errors import not_tensor, not_number, is_number, not_implemented_for, float_kernel
+from ..autograd.forward_ad import linear_jvp, multilinear_jvp, tsum, scaled  # noqa: F401  (forward AD)
+from .. import _cuda_kernels
+from ..autograd import op_hooks as _op_hooks
+from ..autograd.grad_mode import _state as _grad_state
 
 
 
@@ -37,6 +41,9 @@ class Add(Node, name="AddBackward0"):
     dt = None
     alpha = 1
 
+    def jvp(self, p, t, out):
+        return tsum(t[0], scaled(t[1], self.alpha))
+
     def forward(self, x, y):
         if self.alpha != 1:
             y = y * _alpha(self)
@@ -52,6 +59,9 @@ class Sub(Node, name="SubBackward0"):
     saved_attrs = ("alpha=1",)
     dt = None
     alpha = 1
+
+    def jvp(self, p, t, out):
+        return tsum(t[0], scaled(t[1], -self.alpha))
 
     def forward(self, x, y):
         if self.alpha != 1:
@@ -85,6 +95,8 @@ class Mul(Node, name="MulBackward0"):
     save_if = ((1,), (0,))          # self for the gradient of other, other for that of self
     dt = None
 
+    jvp = multilinear_jvp
+
     def forward(self, x, y):
         dt = self.dt
         return np.multiply(x, y) if dt is None else np.multiply(x, y, dtype=dt)
@@ -106,6 +118,9 @@ class Div(Node, name="DivBackward0"):
     saved_names = ("self", "other")
     save_if = ((1,), None)          # self only for the gradient of other
     dt = None
+
+    def jvp(self, p, t, out):
+        return tsum(t[0], None if t[1] is None else -out * t[1]) / p[1]
 
     def forward(self, x, y):
         dt = self.dt
@@ -294,6 +309,9 @@ class Unary(Node):
 
 
 class Neg(Node, name="NegBackward0"):
+    def jvp(self, p, t, out):
+        return -t[0]
+
     def forward(self, x):
         return np.negative(x)
 
@@ -306,6 +324,9 @@ class Exp(Node, name="ExpBackward0"):
     save = (-1,)
     saved_names = ("result",)
 
+    def jvp(self, p, t, out):
+        return t[0] * out
+
     def forward(self, x):
         return np.exp(x)
 
@@ -315,6 +336,9 @@ class Exp(Node, name="ExpBackward0"):
 
 
 class Expm1(Exp, name="Expm1Backward0"):
+    def jvp(self, p, t, out):
+        return t[0] * (out + 1)
+
     def forward(self, x):
         return np.expm1(x)
 
@@ -324,6 +348,9 @@ class Expm1(Exp, name="Expm1Backward0"):
 
 
 class Log(Unary, name="LogBackward0"):
+    def jvp(self, p, t, out):
+        return t[0] / p[0]
+
     def forward(self, x):
         return np.log(x)
 
@@ -362,6 +389,9 @@ class Sqrt(Node, name="SqrtBackward0"):
     save = (-1,)
     saved_names = ("result",)
 
+    def jvp(self, p, t, out):
+        return t[0] / (2 * out)
+
     def forward(self, x):
         return np.sqrt(x)
 
@@ -389,6 +419,9 @@ class Reciprocal(Node, name="ReciprocalBackward0"):
     save = (-1,)
     saved_names = ("result",)
 
+    def jvp(self, p, t, out):
+        return -t[0] * out * out
+
     def forward(self, x):
         with np.errstate(divide="ignore"):
             return np.reciprocal(x)
@@ -401,6 +434,9 @@ class Reciprocal(Node, name="ReciprocalBackward0"):
 
 
 class Sin(Unary, name="SinBackward0"):
+    def jvp(self, p, t, out):
+        return t[0] * p[0].cos()
+
     def forward(self, x):
         return np.sin(x)
 
@@ -410,6 +446,9 @@ class Sin(Unary, name="SinBackward0"):
 
 
 class Cos(Unary, name="CosBackward0"):
+    def jvp(self, p, t, out):
+        return -t[0] * p[0].sin()
+
     def forward(self, x):
         return np.cos(x)
 
@@ -431,16 +470,36 @@ class Tan(Node, name="TanBackward0"):
         return g * (out * out + 1)
 
 
+def _fused(a, *same):
+    """The device's fused kernels for array ``a`` (a CuPy array: _cuda_kernels), or None (NumPy keeps its paths). A
+    primitive's forward, or a formula on arrays (a plain backward), hides nothing a hook could see."""
+    return None if type(a) is np.ndarray else _cuda_kernels.kernels(a, *same)
+
+
+def _fused_formula(a, *same):
+    """``_fused`` for a gradient formula written on Tensors: only when its ops are not watched, i.e. in a plain
+    backward (no graph of the gradient recorded) with no op hook registered (it would see each op of the formula)."""
+    if type(a) is np.ndarray or _grad_state.enabled or _op_hooks._op_hooks:
+        return None
+    return _cuda_kernels.kernels(a, *same)
+
+
 class Tanh(Node, name="TanhBackward0"):
     opmath = True      # bfloat16: computed in float32, rounded once (_dtype.opmath)
     save = (-1,)
     saved_names = ("result",)
+
+    def jvp(self, p, t, out):
+        return t[0] * (1 - out * out)
 
     def forward(self, x):
         return np.tanh(x)
 
     def backward(self, g, F=TENSORS):
         (out,) = F.saved(self)
+        k = None if F is TENSORS else _fused(g, out)
+        if k is not None:
+            return k.tanh_grad(g, out)
         return g * (1 - out * out)
 
 
@@ -449,12 +508,21 @@ class Sigmoid(Node, name="SigmoidBackward0"):
     save = (-1,)
     saved_names = ("result",)
 
+    def jvp(self, p, t, out):
+        return t[0] * (out * (1 - out))
+
     def forward(self, x):
+        k = _fused(x)
+        if k is not None:
+            return k.sigmoid(x)
         e = np.exp(-np.abs(x))      # never overflows
         return np.where(x >= 0, 1.0, e) / (1.0 + e)
 
     def backward(self, g, F=TENSORS):
         (out,) = F.saved(self)
+        k = None if F is TENSORS else _fused(g, out)
+        if k is not None:
+            return k.sigmoid_grad(g, out)
         return g * (out * (1 - out))
 
 
@@ -543,6 +611,9 @@ class Relu(Node, name="ReluBackward0"):
     save = (-1,)
     saved_names = ("result",)
 
+    def jvp(self, p, t, out):
+        return t[0] * (out > 0)
+
     def forward(self, x):
         self.z = z = zero_like(x)
         return np.maximum(x, z)
@@ -580,6 +651,9 @@ class Gelu(Unary, name="GeluBackward0"):
     approximate = "none"
 
     def forward(self, x):
+        k = _fused(x)
+        if k is not None:
+            return k.gelu(x, self.approximate)
         if self.approximate == "tanh":
             return 0.5 * x * (1 + np.tanh(_sqrt_2_over_pi * (x + 0.044715 * x ** 3)))
         if fast(x):
@@ -600,6 +674,9 @@ class GeluGrad(Node, name="GeluBackwardBackward0"):
     approximate = "none"
 
     def forward(self, g, x):
+        k = _fused(x, g)
+        if k is not None:
+            return k.gelu_grad(g, x, self.approximate)
         if self.approximate == "tanh":
             inner = _sqrt_2_over_pi * (x + 0.044715 * x ** 3)
             t = np.tanh(inner)
@@ -630,10 +707,16 @@ class GeluGrad(Node, name="GeluBackwardBackward0"):
 
 class Silu(Unary, name="SiluBackward0"):
     def forward(self, x):
+        k = _fused(x)
+        if k is not None:
+            return k.silu(x)
         return x * Sigmoid.forward(self, x)
 
     def backward(self, g):
         (x,) = self.saved_values
+        k = _fused_formula(x._data, g._data)
+        if k is not None:
+            return Tensor._make(k.silu_grad(g._data, x._data))
         s = x.sigmoid()
         return g * (s * (1 + x * (1 - s)))
 
@@ -644,11 +727,17 @@ class Softplus(Unary, name="SoftplusBackward0"):
     threshold = 20.0
 
     def forward(self, x):
+        k = _fused(x)
+        if k is not None:
+            return k.softplus(x, self.beta, self.threshold)
         bx = x * self.beta
         return np.where(bx > self.threshold, x, np.log1p(np.exp(np.minimum(bx, self.threshold))) / self.beta).astype(x.dtype, copy=False)
 
     def backward(self, g):
         (x,) = self.saved_values
+        k = _fused_formula(x._data, g._data)
+        if k is not None:
+            return Tensor._make(k.softplus_grad(g._data, x._data, self.beta, self.threshold))
         bx = x * self.beta
         return g * _where(bx > self.threshold, 1.0, bx.sigmoid())
 
@@ -660,10 +749,16 @@ class Elu(Unary, name="EluBackward0"):
     input_scale = 1.0
 
     def forward(self, x):
+        k = _fused(x)
+        if k is not None:
+            return k.elu(x, self.alpha, self.scale, self.input_scale)
         return (self.scale * np.where(x > 0, x, self.alpha * np.expm1(np.minimum(x, 0) * self.input_scale))).astype(x.dtype, copy=False)
 
     def backward(self, g):
         (x,) = self.saved_values
+        k = _fused_formula(x._data, g._data)
+        if k is not None:
+            return Tensor._make(k.elu_grad(g._data, x._data, self.alpha, self.scale, self.input_scale))
         neg = (x * self.input_scale).exp() * (self.alpha * self.input_scale * self.scale)
         return g * _where(x > 0, float(self.scale), neg)
 
@@ -677,10 +772,16 @@ class LeakyRelu(Unary, name="LeakyReluBackward0"):
     negative_slope = 0.01
 
     def forward(self, x):
+        k = _fused(x)
+        if k is not None:
+            return k.leaky_relu(x, self.negative_slope)
         return np.where(x > 0, x, x * self.negative_slope).astype(x.dtype, copy=False)
 
     def backward(self, g):
         (x,) = self.saved_values
+        k = _fused_formula(x._data, g._data)
+        if k is not None:
+            return Tensor._make(k.leaky_relu_grad(g._data, x._data, self.negative_slope))
         return scale(g, np.where(x._data > 0, 1.0, self.negative_slope), x)
 
 

@@ -19,6 +19,7 @@ from .._array import array_module
 from .. import _parallel
 from .._jit import fast, kernel, rows
 from ._kernels import exp32, _f32
+from .elementwise import _fused
 
 
 def _T(a):
@@ -83,6 +84,9 @@ class Softmax(Node, name="SoftmaxBackward0"):
             return rows(_softmax_rows, x, outs=(out,))[0]
         if not x.size:          # (NumPy's max refuses an empty row)
             return array_module(x).empty_like(x)
+        k = _fused(x) if x.ndim else None
+        if k is not None:       # the CUDA device: fused kernels (_cuda_kernels)
+            return k.softmax(x, self.dim)
         e = np.exp(x - x.max(axis=self.dim, keepdims=True))
         e /= e.sum(axis=self.dim, keepdims=True)
         return e
@@ -92,6 +96,9 @@ class Softmax(Node, name="SoftmaxBackward0"):
         if fast(g, y) and g.shape == y.shape and g.size and self.dim == g.ndim - 1:     # arrays: a plain backward
             out = np.empty(g.shape, g.dtype)
             return rows(_softmax_grad_rows, g, outs=(y, out))[1]     # y rides along row by row, read only
+        k = None if F is TENSORS or not g.ndim else _fused(g, y)
+        if k is not None:
+            return k.softmax_grad(g, y, self.dim)
         gy = g * y
         return gy - y * F.sum(gy, self.dim, True)
 
@@ -105,12 +112,18 @@ class LogSoftmax(Node, name="LogSoftmaxBackward0"):
     def forward(self, x):
         if not x.size:
             return array_module(x).empty_like(x)
+        k = _fused(x) if x.ndim else None
+        if k is not None:       # the CUDA device: fused kernels (_cuda_kernels)
+            return k.log_softmax(x, self.dim)
         s = x - x.max(axis=self.dim, keepdims=True)
         s -= np.log(np.exp(s).sum(axis=self.dim, keepdims=True))
         return s
 
     def backward(self, g, F=TENSORS):
         (y,) = F.saved(self)
+        k = None if F is TENSORS or not g.ndim else _fused(g, y)
+        if k is not None:
+            return k.log_softmax_grad(g, y, self.dim)
         return g - F.exp(y) * F.sum(g, self.dim, True)
 
 
@@ -1292,6 +1305,20 @@ def _scale_shift(x, alpha, beta, m):
 
 class LayerNormNode(Norm, name="NativeLayerNormBackward0"):
     saved_attrs = ("normalized_shape=wshape", "result1=mean", "result2=invstd")
+
+    def forward(self, x, w=None, b=None):
+        k = _fused(x, self.mean, self.invstd, *(a for a in (w, b) if a is not None))
+        if k is not None:       # the CUDA device: one fused kernel (_cuda_kernels)
+            return k.layer_norm(x, self.mean, self.invstd, w, b, math.prod(self.wshape))
+        return Norm.forward(self, x, w, b)
+
+    def backward(self, g, F=TENSORS):
+        if F is not TENSORS and _fused(g) is not None:      # the CUDA device, a plain backward: fused kernels
+            x, w = F.saved(self)
+            k = _fused(g, x, self.mean, self.invstd, *(() if w is None else (w,)))
+            if k is not None:
+                return k.layer_norm_grad(g, x, self.mean, self.invstd, w, self.wshape, self.needs_input_grad)
+        return Norm.backward(self, g, F)
 
     def _rows(self, x):
         n = math.prod(self.wshape)
