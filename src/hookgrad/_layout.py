@@ -344,6 +344,9 @@ class SparseCOO(_SparseStorage):
         if self.coalesced:
             return self
         xp = self.xp
+        if self.sparse_dim == 0:        # every entry is the one position: their sum
+            n = min(self.nnz, 1)
+            return SparseCOO(xp.zeros((0, n), _np.int64), self.values.sum(axis=0, keepdims=True)[:n], self.shape, True)
         lin = self._linear()
         uniq, inv = xp.unique(lin, return_inverse=True)
         values = xp.zeros((uniq.shape[0],) + self.values.shape[1:], self.dtype)
@@ -357,6 +360,8 @@ class SparseCOO(_SparseStorage):
     def to_dense(self):
         xp = self.xp
         out = xp.zeros(self.shape, self.dtype)
+        if self.nnz and self.sparse_dim == 0:
+            return self.values.sum(axis=0).astype(self.dtype)
         if self.nnz:
             idx = tuple(self.indices)
             if self.dtype == _np.bool_:
@@ -377,8 +382,11 @@ class SparseCOO(_SparseStorage):
         dt = _np.result_type(self.dtype, other.dtype)
         r = SparseCOO(xp.concatenate([self.indices, other.indices], axis=1),
                       xp.concatenate([self.values.astype(dt), other.values.astype(dt)]), self.shape, False)
-        # PyTorch: the sum of two coalesced tensors is coalesced (a merge); otherwise the entries are concatenated
-        return r.coalesce() if self.coalesced and other.coalesced else r
+        # PyTorch merges the two patterns (sorted, duplicates summed); the result is flagged coalesced only when
+        # both operands were
+        m = r.coalesce()
+        m.coalesced = self.coalesced and other.coalesced
+        return m
 
     def _mul_sparse(self, other):
         a, b = self.coalesce(), other.coalesce()
@@ -573,12 +581,15 @@ def convert(a, layout, blocksize=None, sparse_dim=None, dense_dim=None):
         if src is sparse_csr or src is sparse_csc:
             r, c = a._rows_cols()
             xp = a.xp
-            return SparseCOO(xp.stack([r, c]).astype(_np.int64), a.values, a.shape, src is sparse_csr).coalesce()
+            return SparseCOO(xp.stack([r, c]).astype(_np.int64).reshape(2, -1), a.values, a.shape, src is sparse_csr)
         d = a.to_dense() if src is not strided else a
         return coo_from_dense(d, sparse_dim)
     if src is sparse_coo and a.sparse_dim != 2 and layout is not strided:
         raise RuntimeError(f"to_sparse: conversion from Sparse to {_NAMES[layout._name]} for input tensors with "
                            f"sparse_dim() != 2 is not supported")
+    if src in (sparse_bsr, sparse_bsc) and layout in (sparse_csr, sparse_csc):
+        raise RuntimeError(f"sparse_compressed_to_{layout._name}: expected SparseCsr or SparseCsc layout but got "
+                           f"{_NAMES[src._name]}")
     if src is not strided:
         dd = a.dense_dim
         mask = None

@@ -792,7 +792,8 @@ class AccumulateGrad(Node):
         if _state.enabled:      # create_graph: the sum keeps the graph; a first .grad is a copy (never stolen)
             if not isinstance(g, Tensor):
                 g = Tensor._make(g)
-            var._grad = _CopyGrad.apply(g) if grad is None else grad + g
+            var._grad = _CopyGrad.apply(g) if grad is None else grad + g if type(grad._data) is _ndarray or \
+                getattr(g._data, "_layout", None) is not None else g + grad     # (sparse .grad: dense + sparse)
             return
         t = type(g) is not _ndarray and isinstance(g, Tensor)      # an array (ARRAYS) or a Tensor
         d = g._data if t else g
@@ -811,6 +812,10 @@ class AccumulateGrad(Node):
                 var._grad = Tensor._make(d.astype(vd.dtype, order="C", copy=True))
             return
         gd = grad._data
+        if type(gd) is not _ndarray and getattr(gd, "_layout", None) is not None and \
+                getattr(d, "_layout", None) is None:     # a sparse .grad and a dense gradient: a new .grad (PyTorch)
+            var._grad = Tensor._make(d + gd)
+            return
         if gd.shape != d.shape:
             raise RuntimeError(f"hookgrad: the gradient of shape {tuple(d.shape)} cannot be accumulated "
                                f"into .grad of shape {tuple(gd.shape)}")

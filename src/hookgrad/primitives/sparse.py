@@ -388,8 +388,6 @@ def _need(self, layouts, what):
         backend = "CPU" if lay is _STRIDED else "SparseCPU" if lay is L.sparse_coo else "SparseCsrCPU"
         if what in ("indices", "_indices", "_nnz", "is_coalesced", "coalesce", "_values", "values", "sparse_dim",
                     "dense_dim") and lay is _STRIDED:
-            if what in ("_nnz",):
-                raise RuntimeError(f"_nnz expected sparse tensor layout but got Strided")
             if what in ("sparse_dim", "dense_dim"):
                 raise RuntimeError(f"{what} expected sparse or strided tensor layout but got Strided")
             raise NotImplementedError(
@@ -687,6 +685,18 @@ def transpose(x):
     return SparseT.apply(x)
 
 
+class SparseClone(Node, name="CloneBackward0"):
+    def forward(self, x):
+        return x.copy()
+
+    def backward(self, g):
+        return g
+
+
+def _sparse_clone(self, *, memory_format=None):
+    return SparseClone.apply(self)
+
+
 def _sparse_first(dense_method, sparse_fn):
     """A Tensor method that runs ``sparse_fn`` for a sparse tensor and the dense method otherwise."""
     def method(self, *args, **kwargs):
@@ -721,6 +731,7 @@ def _install():
         setattr(Tensor, k, f)
     Tensor.t = _sparse_first(Tensor.t, lambda self: _sparse_transpose(self))
     Tensor.transpose = _sparse_first(Tensor.transpose, _sparse_transpose)
+    Tensor.clone = _sparse_first(Tensor.clone, _sparse_clone)
 
 
 _install()
