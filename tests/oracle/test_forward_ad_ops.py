@@ -91,6 +91,8 @@ def test_every_recorded_primitive_has_a_tangent():
     hfw._JVP_USED.clear()
     recorded = set()
     for name in sorted(set(CASES) - TORCH_LACKS):
+        if name.endswith("_grad"):      # a program that runs a backward inside: its nodes are the formula's
+            continue
         fn, *arrays = CASES[name]
         leaves = [hookgrad.tensor(a.copy(), requires_grad=a.dtype.kind == "f") if isinstance(a, np.ndarray) else a
                   for a in arrays]
@@ -114,12 +116,12 @@ def test_every_recorded_primitive_has_a_tangent():
     recorded = {c for c in recorded if "forward" in c.__dict__ or "backward" in c.__dict__
                 or hasattr(c, "forward")} - {hookgrad.autograd.graph.Node}
     missing = sorted(c.__name__ for c in recorded if c not in hfw._JVP_USED and c.__name__ != "AccumulateGrad"
-                     and not c.__name__.startswith(("CopyBackwards", "torch::")))
+                     and c.__name__ not in ("CopySlices", "CopyBackwards"))
     assert not missing, f"primitives recorded in reverse mode that computed no tangent: {missing}"
 
 
 def test_fallback_list():
     """fallback_ops() lists every primitive once, explicit or fallback (the list docs/coverage.md shows)."""
     ops = hfw.fallback_ops()
-    assert "ExpBackward0" in ops["explicit"] and not set(ops["explicit"]) & set(ops["fallback"])
+    assert "elementwise.ExpBackward0" in ops["explicit"] and not set(ops["explicit"]) & set(ops["fallback"])
     assert len(ops["fallback"]) > 0

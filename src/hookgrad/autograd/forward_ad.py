@@ -231,13 +231,14 @@ def _step(cls, args, params, run):
         if isinstance(o, Tensor) and o.grad_fn is not None:
             node = o.grad_fn
             break
-    if node is not None:
-        _tangents(cls, node, args, tans, outs, probed)
-    if probed:
-        if not records:             # the op records no graph: outputs without history, as it would have made them
-            outs = tuple(_detached(o) if isinstance(o, Tensor) else o for o in outs)
-            out = outs[0] if single else outs
-        elif node is not None:      # the probes' edges go: the graph is the one the op would have recorded
+    if node is None:
+        return out
+    nrs = [o._output_nr if isinstance(o, Tensor) and o.grad_fn is node and _float(o) else None for o in outs]
+    if probed and not records:      # the op records no graph: outputs without history, as it would have made them
+        outs = tuple(Tensor._make(o._data, False, None, 0, o._vc) if isinstance(o, Tensor) else o for o in outs)
+        out = outs[0] if single else outs
+    _tangents(cls, node, args, params, tans, outs, nrs)
+    if probed and records:          # the probes' edges go: the graph is the one the op would have recorded
             nf = list(node.next_functions)
             meta = list(node._in_meta)
             for i in probed:
@@ -248,28 +249,21 @@ def _step(cls, args, params, run):
     return out
 
 
-def _detached(o):
-    t = Tensor._make(o._data, False, None, 0, o._vc)
-    g = o._fw_grad
-    if g is not None:
-        _set_tangent(t, g)
-    return t
-
-
-def _tangents(cls, node, args, tans, outs, probed):
-    """Compute and set the tangents of the node's differentiable outputs."""
-    douts = [o if isinstance(o, Tensor) and o.grad_fn is node and _float(o) else None for o in outs]
+def _tangents(cls, node, args, params, tans, outs, nrs):
+    """Compute and set the tangents of the node's differentiable outputs (``nrs``: their slots, or None)."""
+    douts = [o if n is not None else None for o, n in zip(outs, nrs)]
     if not any(d is not None for d in douts):
         return
-    jvp = getattr(cls, "jvp", None)
+    jvp = _jvp_of(cls)
     if jvp is not None:
         _JVP_USED[cls] = "explicit"
+        node._fw_params = params
         res = node.jvp(args, tans, outs[0] if len(outs) == 1 else outs)
         if type(res) is not tuple:
             res = (res,)
     else:
         _JVP_USED[cls] = "fallback"
-        res = _fallback(node, douts, tans)
+        res = _fallback(node, douts, nrs, tans)
     for o, t in zip(douts, res):
         if o is None or t is None:
             continue
@@ -283,7 +277,28 @@ def _tangents(cls, node, args, tans, outs, probed):
         _set_tangent(o, t)
 
 
-def _fallback(node, douts, tans):
+_JVPS = {}
+
+
+def _jvp_of(cls):
+    """The class's jvp formula, or None: one written for its own forward and backward (a subclass that
+    redefines either does not inherit its parent's jvp)."""
+    try:
+        return _JVPS[cls]
+    except KeyError:
+        pass
+    jvp = None
+    for c in cls.__mro__:
+        if "jvp" in c.__dict__:
+            jvp = c.__dict__["jvp"]
+            break
+        if "forward" in c.__dict__ or "backward" in c.__dict__:
+            break
+    _JVPS[cls] = jvp
+    return jvp
+
+
+def _fallback(node, douts, nrs, tans):
     """The forward product from the backward formula: ``J t = d/du <J^T u, t>``. The backward runs on Tensors
     with a cotangent ``u`` per output that requires grad (J^T u is linear in u), and the engine differentiates
     ``sum_i <(J^T u)_i, t_i>`` with respect to ``u``. Needs a backward formula that is itself differentiable."""
@@ -301,9 +316,9 @@ def _fallback(node, douts, tans):
                 us.append(Tensor._make(_module_of(d).ones(d.shape, d.dtype), True))
         m = node._out_meta
         grads = [None] * (1 if m is None else len(m))
-        for o, u in zip(douts, us):
+        for n, u in zip(nrs, us):
             if u is not None:
-                grads[o._output_nr] = u
+                grads[n] = u
         gs = node._run_backward(grads, TENSORS)
         total = None
         for g, t in zip(gs, tans):
@@ -339,7 +354,7 @@ def _fallback(node, douts, tans):
 
 
 def fallback_ops():
-    """``{"explicit": [...], "fallback": [...]}``: the primitives (node class names, aten's grad_fn names) whose
+    """``{"explicit": [...], "fallback": [...]}``: the primitives (``family.GradFnName``) whose
     tangents come from a ``jvp`` formula written beside their forward, and those derived from the backward
     formula (the transpose of a transpose). Lists every Node subclass with a forward of its own."""
     from .node import Node
@@ -349,7 +364,8 @@ def fallback_ops():
         for c in stack.pop().__subclasses__():
             stack.append(c)
             if "forward" in c.__dict__ or "backward" in c.__dict__:
-                out["explicit" if getattr(c, "jvp", None) is not None else "fallback"].add(c.__name__)
+                out["explicit" if _jvp_of(c) is not None else "fallback"].add(
+                    f"{c.__module__.rsplit('.', 1)[-1]}.{c.__name__}")
     return {k: sorted(v) for k, v in out.items()}
 
 
@@ -390,3 +406,52 @@ def _inplace_tangent(self, out):
             st.copy_(ot.detach() if not _state.enabled else ot)
     finally:
         _fw.enabled = prev
+
+
+# ---------------------------------------------------------------------------------------------- jvp helpers
+# The primitives' ``jvp(self, primals, tangents, out)`` (one tangent or None per forward argument; the op's
+# parameters are ``self._fw_params``) return the output's tangent (a tuple for several outputs). Shared shapes:
+
+def _zeros_of(p):
+    return Tensor._make(_module_of(p._data).zeros(p._data.shape, p._data.dtype))
+
+
+def linear_jvp(self, primals, tangents, out):
+    """A primitive linear in its floating tensor inputs together (views, reshapes, joins, sums, copies): the same
+    primitive on the tangents, a zero tangent where an input has none; a view op so gives a view of the tangent."""
+    args = []
+    for p, t in zip(primals, tangents):
+        if t is not None:
+            args.append(t)
+        elif isinstance(p, Tensor) and _float(p):
+            args.append(_zeros_of(p))
+        else:
+            args.append(p)
+    return type(self).apply(*args, **(self._fw_params or {}))
+
+
+def multilinear_jvp(self, primals, tangents, out):
+    """A primitive linear in each tensor input separately (mul, mm, bmm, dot, einsum): the sum over dual inputs
+    of the primitive with that input replaced by its tangent."""
+    total = None
+    params = self._fw_params or {}
+    for i, t in enumerate(tangents):
+        if t is not None:
+            args = list(primals)
+            args[i] = t
+            r = type(self).apply(*args, **params)
+            total = r if total is None else total + r
+    return total
+
+
+def tsum(*terms):
+    """The sum of the tangent terms that are not None (None if all are)."""
+    total = None
+    for t in terms:
+        if t is not None:
+            total = t if total is None else total + t
+    return total
+
+
+def scaled(t, k):
+    return None if t is None else (t if k == 1 else t * k)

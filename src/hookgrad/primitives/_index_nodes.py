@@ -4,6 +4,7 @@ index_add as its gradient. index.py re-exports them with the functions that buil
 import numpy as np
 
 from .._tensor import Tensor
+from ..autograd.forward_ad import linear_jvp, multilinear_jvp, tsum, scaled  # noqa: F401  (forward AD)
 from ..autograd.graph import Node
 from ..autograd.formulas import TENSORS
 from .._array import array_module
@@ -27,6 +28,8 @@ def _check_bounds(shape, idx):
 
 
 class Index(Node, name="IndexBackward0"):
+    jvp = linear_jvp
+
     def forward(self, x):
         self.in_shape = x.shape
         self.in_dtype = x.dtype
@@ -42,10 +45,12 @@ class Index(Node, name="IndexBackward0"):
 
 class Select(Index, name="SelectBackward0"):
     pass
+    jvp = linear_jvp
 
 
 class Slice(Index, name="SliceBackward0"):
     pass
+    jvp = linear_jvp
 
 
 class IndexGrad(Node, name="IndexPutBackward0"):
@@ -67,9 +72,12 @@ class IndexGrad(Node, name="IndexPutBackward0"):
 
 class Unsqueeze(Index, name="UnsqueezeBackward0"):
     pass
+    jvp = linear_jvp
 
 
 class Alias(Index, name="AliasBackward0"):
+    jvp = linear_jvp
+
     def backward(self, g, F=TENSORS):
         return g                    # PyTorch's alias passes the gradient on as it is
 

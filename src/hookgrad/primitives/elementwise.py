@@ -16,6 +16,7 @@ from .. import _dtype as D
 from .._jit import fast, elementwise
 from ._kernels import kernel, exp32, erf32_as, erf_as, _f32
 from .._errors import not_tensor, not_number, is_number, not_implemented_for, float_kernel
+from ..autograd.forward_ad import linear_jvp, multilinear_jvp, tsum, scaled  # noqa: F401  (forward AD)
 from .. import _cuda_kernels
 from ..autograd import op_hooks as _op_hooks
 from ..autograd.grad_mode import _state as _grad_state
@@ -40,6 +41,9 @@ class Add(Node, name="AddBackward0"):
     dt = None
     alpha = 1
 
+    def jvp(self, p, t, out):
+        return tsum(t[0], scaled(t[1], self.alpha))
+
     def forward(self, x, y):
         if self.alpha != 1:
             y = y * _alpha(self)
@@ -55,6 +59,9 @@ class Sub(Node, name="SubBackward0"):
     saved_attrs = ("alpha=1",)
     dt = None
     alpha = 1
+
+    def jvp(self, p, t, out):
+        return tsum(t[0], scaled(t[1], -self.alpha))
 
     def forward(self, x, y):
         if self.alpha != 1:
@@ -88,6 +95,8 @@ class Mul(Node, name="MulBackward0"):
     save_if = ((1,), (0,))          # self for the gradient of other, other for that of self
     dt = None
 
+    jvp = multilinear_jvp
+
     def forward(self, x, y):
         dt = self.dt
         return np.multiply(x, y) if dt is None else np.multiply(x, y, dtype=dt)
@@ -109,6 +118,9 @@ class Div(Node, name="DivBackward0"):
     saved_names = ("self", "other")
     save_if = ((1,), None)          # self only for the gradient of other
     dt = None
+
+    def jvp(self, p, t, out):
+        return tsum(t[0], None if t[1] is None else -out * t[1]) / p[1]
 
     def forward(self, x, y):
         dt = self.dt
@@ -297,6 +309,9 @@ class Unary(Node):
 
 
 class Neg(Node, name="NegBackward0"):
+    def jvp(self, p, t, out):
+        return -t[0]
+
     def forward(self, x):
         return np.negative(x)
 
@@ -309,6 +324,9 @@ class Exp(Node, name="ExpBackward0"):
     save = (-1,)
     saved_names = ("result",)
 
+    def jvp(self, p, t, out):
+        return t[0] * out
+
     def forward(self, x):
         return np.exp(x)
 
@@ -318,6 +336,9 @@ class Exp(Node, name="ExpBackward0"):
 
 
 class Expm1(Exp, name="Expm1Backward0"):
+    def jvp(self, p, t, out):
+        return t[0] * (out + 1)
+
     def forward(self, x):
         return np.expm1(x)
 
@@ -327,6 +348,9 @@ class Expm1(Exp, name="Expm1Backward0"):
 
 
 class Log(Unary, name="LogBackward0"):
+    def jvp(self, p, t, out):
+        return t[0] / p[0]
+
     def forward(self, x):
         return np.log(x)
 
@@ -365,6 +389,9 @@ class Sqrt(Node, name="SqrtBackward0"):
     save = (-1,)
     saved_names = ("result",)
 
+    def jvp(self, p, t, out):
+        return t[0] / (2 * out)
+
     def forward(self, x):
         return np.sqrt(x)
 
@@ -392,6 +419,9 @@ class Reciprocal(Node, name="ReciprocalBackward0"):
     save = (-1,)
     saved_names = ("result",)
 
+    def jvp(self, p, t, out):
+        return -t[0] * out * out
+
     def forward(self, x):
         with np.errstate(divide="ignore"):
             return np.reciprocal(x)
@@ -404,6 +434,9 @@ class Reciprocal(Node, name="ReciprocalBackward0"):
 
 
 class Sin(Unary, name="SinBackward0"):
+    def jvp(self, p, t, out):
+        return t[0] * p[0].cos()
+
     def forward(self, x):
         return np.sin(x)
 
@@ -413,6 +446,9 @@ class Sin(Unary, name="SinBackward0"):
 
 
 class Cos(Unary, name="CosBackward0"):
+    def jvp(self, p, t, out):
+        return -t[0] * p[0].sin()
+
     def forward(self, x):
         return np.cos(x)
 
@@ -453,6 +489,9 @@ class Tanh(Node, name="TanhBackward0"):
     save = (-1,)
     saved_names = ("result",)
 
+    def jvp(self, p, t, out):
+        return t[0] * (1 - out * out)
+
     def forward(self, x):
         return np.tanh(x)
 
@@ -468,6 +507,9 @@ class Sigmoid(Node, name="SigmoidBackward0"):
     opmath = True      # bfloat16: computed in float32, rounded once (_dtype.opmath)
     save = (-1,)
     saved_names = ("result",)
+
+    def jvp(self, p, t, out):
+        return t[0] * (out * (1 - out))
 
     def forward(self, x):
         k = _fused(x)
@@ -568,6 +610,9 @@ class ThresholdInplace(Threshold, name="ThresholdBackward1"):
 class Relu(Node, name="ReluBackward0"):
     save = (-1,)
     saved_names = ("result",)
+
+    def jvp(self, p, t, out):
+        return t[0] * (out > 0)
 
     def forward(self, x):
         self.z = z = zero_like(x)
@@ -790,6 +835,24 @@ class ClampT(Node, name="ClampBackward0"):
     save = (0, 1, 2)
     saved_names = ("self", "min", "max")
     dt = None
+
+    def jvp(self, p, t, out):
+        # PyTorch's clamp_jvp: at a tie the bound's tangent (unlike backward, which gives it to self)
+        x, lo, hi = (a._data if isinstance(a, Tensor) else None for a in p)
+        mx = True
+        mlo = mhi = None
+        if lo is not None and hi is not None:
+            mhi = np.greater(lo, hi) | (np.greater(x, hi) & ~np.less(x, lo))
+            mlo = ~np.greater(lo, hi) & np.less(x, lo)
+            mx = ~(mhi | mlo)
+        elif lo is not None:
+            mx = np.greater(x, lo)
+            mlo = ~mx
+        elif hi is not None:
+            mx = np.less(x, hi)
+            mhi = ~mx
+        m = lambda k, a: None if t[k] is None or a is None else t[k] * Tensor._make(a)
+        return tsum(m(0, mx), m(1, mlo), m(2, mhi))
 
     def forward(self, x, lo, hi):
         dt = self.dt or x.dtype

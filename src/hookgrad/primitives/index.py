@@ -5,6 +5,7 @@ import numpy as np
 
 from .. import _dtype as D
 from .._tensor import Tensor
+from ..autograd.forward_ad import linear_jvp, multilinear_jvp, tsum, scaled  # noqa: F401  (forward AD)
 from ..autograd.graph import Node
 from ._dispatch import binary, as_tensor_arg
 from ._inplace import make_view, inplace_apply
@@ -418,6 +419,8 @@ class Gather(Node, name="GatherBackward0"):
     saved_names = ("self",)
     saved_attrs = ("dim", "index", "sparse_grad=False")
 
+    jvp = linear_jvp
+
     def forward(self, x):
         self.in_shape = x.shape
         return x[_along(self.index, self.dim)] if x.ndim else x.reshape(self.index.shape).copy()
@@ -644,6 +647,8 @@ class MaskedSelect(Node, name="MaskedSelectBackward0"):
     save = (0,)
     saved_names = ("self",)
 
+    jvp = linear_jvp
+
     def forward(self, x):
         self.in_shape = x.shape
         return x[self.mask]
@@ -677,6 +682,8 @@ def masked_select(input, mask):
 class Take(Node, name="TakeBackward0"):
     save = (0,)
     saved_names = ("self",)
+
+    jvp = linear_jvp
 
     def forward(self, x):
         self.in_shape = x.shape

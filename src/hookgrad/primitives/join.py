@@ -5,6 +5,7 @@ import numpy as np
 
 from .. import _dtype as D
 from .._tensor import Tensor
+from ..autograd.forward_ad import linear_jvp, multilinear_jvp, tsum, scaled  # noqa: F401  (forward AD)
 from ..autograd.graph import Node
 from ._dispatch import wrap_dim
 from ._inplace import make_view
@@ -25,6 +26,8 @@ def _multi_view_error(node, view):
 class Cat(Node, name="CatBackward0"):
     saved_attrs = ("dim",)
     dt = None
+
+    jvp = linear_jvp
 
     def forward(self, *xs):
         self.sizes = [x.shape[self.dim] if x.ndim == self.nd else None for x in xs]
@@ -85,6 +88,8 @@ concat = concatenate = cat
 class Stack(Node, name="StackBackward0"):
     saved_attrs = ("dim",)
     dt = None
+
+    jvp = linear_jvp
 
     def forward(self, *xs):
         return np.stack(xs, axis=self.dim, dtype=self.dt)
@@ -165,6 +170,8 @@ class Split(Node, name="SplitBackward0"):
     saved_attrs = ("dim", "split_size", "self_sym_sizes")
     _forbid_inplace = _multi_view_error
 
+    jvp = linear_jvp
+
     def forward(self, x):
         d = self.dim
         bounds = np.cumsum([0] + list(self.sizes))
@@ -177,11 +184,14 @@ class Split(Node, name="SplitBackward0"):
 
 class SplitWithSizes(Split, name="SplitWithSizesBackward0"):
     saved_attrs = ("dim", "split_sizes=sizes", "self_sym_sizes")
+    jvp = linear_jvp
 
 
 class Unbind(Node, name="UnbindBackward0"):
     saved_attrs = ("dim",)
     _forbid_inplace = _multi_view_error
+
+    jvp = linear_jvp
 
     def forward(self, x):
         pre = (slice(None),) * self.dim
@@ -433,6 +443,8 @@ def atleast_3d(*ts):
 class BlockDiag(Node, name="BlockDiagBackward0"):
     dt = None
 
+    jvp = linear_jvp
+
     def forward(self, *xs):
         xs = [x.reshape(1, -1) if x.ndim < 2 else x for x in xs]
         self.shapes = [x.shape for x in xs]
@@ -469,10 +481,12 @@ def block_diag(*tensors):
 class UnsafeSplit(Split, name="UnsafeSplitBackward0"):
     """split whose outputs autograd does not treat as views (in-place changes of them are allowed)."""
     _forbid_inplace = None
+    jvp = linear_jvp
 
 
 class UnsafeSplitWithSizes(Split, name="UnsafeSplitWithSizesBackward0"):
     _forbid_inplace = None
+    jvp = linear_jvp
 
 
 def unsafe_split(input, split_size, dim=0):

@@ -4,6 +4,7 @@ import math
 import numpy as np
 
 from .._tensor import Tensor
+from ..autograd.forward_ad import linear_jvp, multilinear_jvp, tsum, scaled  # noqa: F401  (forward AD)
 from ..autograd import op_hooks as _G
 from ..autograd.graph import Node
 from ..autograd.formulas import TENSORS
@@ -57,6 +58,8 @@ class Mm(Node, name="MmBackward0"):
 
     _cx = False         # complex operands: the formula conjugates them (grad_a = g b^H, grad_b = a^H g)
 
+    jvp = multilinear_jvp
+
     def forward(self, a, b):
         self._bt = _is_t(b)
         if a.dtype.kind == "c":
@@ -98,6 +101,8 @@ class Matmul(Node, name="MatmulBackward0"):
 
     _rhs_first = False
     _cx = False         # complex operands: the formula conjugates them (grad_a = g b^H, grad_b = a^H g)
+
+    jvp = multilinear_jvp
 
     def forward(self, a, b):
         if a.dtype.kind == "c":
@@ -329,6 +334,10 @@ class Addmm(Node, name="AddmmBackward0"):
     beta = 1
     alpha = 1
 
+    def jvp(self, p, t, out):
+        prod = tsum(None if t[1] is None else t[1].mm(p[2]), None if t[2] is None else p[1].mm(t[2]))
+        return tsum(scaled(t[0], self.beta), scaled(prod, self.alpha))
+
     def forward(self, bias, a, b):
         self._bt = _is_t(b)
         if a.dtype.kind == "c":
@@ -413,6 +422,8 @@ _LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
 class Einsum(Node, name="ViewBackward0"):
     """np.einsum forward; the gradient of each operand is another einsum (of g and the other operands)."""
     opmath = "forward"     # bfloat16: computed in float32, rounded once; backward: einsums (_dtype.opmath)
+
+    jvp = multilinear_jvp
 
     def forward(self, *xs):
         return array_module(xs[0]).asarray(np.einsum(self.eq, *xs, optimize=len(xs) > 2))

@@ -5,6 +5,7 @@ import numpy as np
 
 from .. import _dtype as D
 from .._tensor import Tensor
+from ..autograd.forward_ad import linear_jvp, multilinear_jvp, tsum, scaled  # noqa: F401  (forward AD)
 from .._array import array_module
 from ..autograd.graph import Node
 from ..autograd.formulas import TENSORS
@@ -63,6 +64,8 @@ class Sum(Node, name="SumBackward0"):
     keepdim = False
     dt = None
 
+    jvp = linear_jvp
+
     def forward(self, x):
         self.in_shape = x.shape
         dt = self.dt
@@ -83,6 +86,7 @@ class Sum(Node, name="SumBackward0"):
 class SumDim(Sum, name="SumBackward1"):
     saved_attrs = ("dim=dims", "keepdim", "self_sym_sizes=in_shape")
     pass
+    jvp = linear_jvp
 
 
 def sum(input, dim=None, keepdim=False, *, dtype=None, axis=None):
@@ -102,6 +106,8 @@ class Mean(Node, name="MeanBackward0"):
     dims = None
     keepdim = False
     dt = None
+
+    jvp = linear_jvp
 
     def forward(self, x):
         self.in_shape = x.shape
@@ -135,6 +141,7 @@ class Mean(Node, name="MeanBackward0"):
 class MeanDim(Mean, name="MeanBackward1"):
     saved_attrs = ("dim=dims", "keepdim", "self_sym_sizes=in_shape", "self_sym_numel=input_numel(0)")
     pass
+    jvp = linear_jvp
 
 
 def mean(input, dim=None, keepdim=False, *, dtype=None, axis=None):
@@ -743,6 +750,8 @@ class Cumsum(Node, name="CumsumBackward0"):
     opmath = True      # bfloat16: computed in float32, rounded once (_dtype.opmath)
     saved_attrs = ("dim",)
     dt = None
+
+    jvp = linear_jvp
 
     def forward(self, x):
         return np.cumsum(x, axis=self.dim, dtype=self.dt) if x.ndim else array_module(x).array(x, dtype=self.dt or x.dtype)

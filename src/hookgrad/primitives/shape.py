@@ -3,6 +3,7 @@ input (shared version counter, replay function for in-place rebase)."""
 import numpy as np
 
 from .._tensor import Tensor, Size
+from ..autograd.forward_ad import linear_jvp, multilinear_jvp, tsum, scaled  # noqa: F401  (forward AD)
 from ..autograd import op_hooks as _G
 from ..autograd.graph import Node
 from ..autograd.formulas import TENSORS
@@ -39,6 +40,8 @@ def _infer(shape, numel, src_shape):
 
 class View(Node, name="ViewBackward0"):
     saved_attrs = ("self_sym_sizes=in_shape",)
+    jvp = linear_jvp
+
     def forward(self, x):
         self.in_shape = x.shape
         shape = _infer(self.shape, x.size, x.shape)
@@ -76,6 +79,8 @@ def _viewable(x, shape):
 
 class Reshape(View, name="ViewBackward0"):
     saved_attrs = ("self_sym_sizes=in_shape",)
+    jvp = linear_jvp
+
     def forward(self, x):
         self.in_shape = x.shape
         return x.reshape(_infer(self.shape, x.size, x.shape))
@@ -83,10 +88,12 @@ class Reshape(View, name="ViewBackward0"):
 
 class ReshapeAlias(Reshape, name="ReshapeAliasBackward0"):
     """reshape of a non-contiguous tensor whose strides allow a view (PyTorch's _reshape_alias)."""
+    jvp = linear_jvp
 
 
 class UnsafeView(Reshape, name="UnsafeViewBackward0"):
     """A reshape whose result is not a view (PyTorch's _unsafe_view: after a copy, or of a fresh result)."""
+    jvp = linear_jvp
 
 
 def view(input, *args, size=None, dtype=None):
@@ -175,6 +182,8 @@ def unflatten(input, dim, sizes):
 
 class Expand(Node, name="ExpandBackward0"):
     saved_attrs = ("self_sym_sizes=in_shape",)
+    jvp = linear_jvp
+
     def forward(self, x):
         self.in_shape = x.shape
         if x.shape == self.shape and type(x) is np.ndarray:    # matmul's batch expand: what broadcast_to gives,
@@ -259,6 +268,8 @@ def sum_to_size(input, *args, size=None):
 
 class Permute(Node, name="PermuteBackward0"):
     saved_attrs = ("dims",)
+    jvp = linear_jvp
+
     def forward(self, x):
         return x.transpose(self.dims)
 
@@ -268,6 +279,8 @@ class Permute(Node, name="PermuteBackward0"):
 
 class Transpose(Node, name="TransposeBackward0"):
     saved_attrs = ("dim0=d0", "dim1=d1")
+    jvp = linear_jvp
+
     def forward(self, x):
         return np.swapaxes(x, self.d0, self.d1) if x.ndim else x.view()
 
@@ -322,6 +335,8 @@ class TNode(Transpose, name="TBackward0"):
     saved_attrs = ()
     d0, d1 = 0, 1
 
+    jvp = linear_jvp
+
     def forward(self, x):
         return x.T
 
@@ -342,6 +357,8 @@ def mT(self):
 
 class Squeeze(Node, name="SqueezeBackward0"):
     saved_attrs = ("self_sym_sizes=in_shape",)
+    jvp = linear_jvp
+
     def forward(self, x):
         self.in_shape = x.shape
         return x.reshape(self.shape)
@@ -360,6 +377,8 @@ class Squeeze(Node, name="SqueezeBackward0"):
 
 class Unsqueeze(Squeeze, name="UnsqueezeBackward0"):
     saved_attrs = ("dim=inserted_dim",)
+
+    jvp = linear_jvp
 
     @property
     def inserted_dim(self):
@@ -390,14 +409,17 @@ def squeeze(input, dim=None):
 
 class _SqueezeDim(Squeeze, name="SqueezeBackward1"):
     pass
+    jvp = linear_jvp
 
 
 class _SqueezeDims(Squeeze, name="SqueezeBackward2"):
     pass
+    jvp = linear_jvp
 
 
 class SqueezeInplace(Squeeze, name="SqueezeBackward4"):
     """squeeze_(dim) of a fresh result inside a composite (matmul of a vector and a matrix)."""
+    jvp = linear_jvp
 
 
 def unsqueeze(input, dim):
@@ -408,6 +430,8 @@ def unsqueeze(input, dim):
 
 
 class Contiguous(Node, name="CloneBackward0"):
+    jvp = linear_jvp
+
     def forward(self, x):
         return array_module(x).ascontiguousarray(x)
 
@@ -422,6 +446,8 @@ def contiguous(self, memory_format=None):
 
 
 class Clone(Node, name="CloneBackward0"):
+    jvp = linear_jvp
+
     def forward(self, x):
         return array_module(x).array(x, copy=True, order="C")
 
@@ -437,6 +463,8 @@ from .._dtype import cast as _cast  # noqa: E402
 
 
 class ToCopy(Node, name="ToCopyBackward0"):
+    jvp = linear_jvp
+
     def forward(self, x):
         if x.dtype.kind == "c" and np.dtype(self.dt).kind != "c":
             import warnings
@@ -451,6 +479,8 @@ class ToCopy(Node, name="ToCopyBackward0"):
 class ToDevice(Node, name="ToCopyBackward0"):
     """A copy into another device's array module (``.to("cuda")``, ``.cpu()``); the gradient goes back."""
     xp = None
+
+    jvp = linear_jvp
 
     def forward(self, x):
         self.src = array_module(x)
@@ -542,6 +572,8 @@ def type_as(self, other):
 
 class Flip(Node, name="FlipBackward0"):
     saved_attrs = ("dims",)
+    jvp = linear_jvp
+
     def forward(self, x):
         return np.flip(x, self.dims).copy() if x.ndim else x.copy()     # a 0-d tensor flips to itself
 
@@ -569,6 +601,8 @@ def flipud(input):
 
 class Roll(Node, name="RollBackward0"):
     saved_attrs = ("dims=dims if type(dims) is tuple else (dims,)", "shifts=shifts if type(shifts) is tuple else (shifts,)")
+    jvp = linear_jvp
+
     def forward(self, x):
         return np.roll(x, self.shifts, self.dims)
 
@@ -594,6 +628,8 @@ def roll(input, shifts, dims=None):
 
 class Repeat(Node, name="RepeatBackward0"):
     saved_attrs = ("repeats=reps", "self_sym_sizes=in_shape")
+    jvp = linear_jvp
+
     def forward(self, x):
         reps = self.reps
         lead = len(reps) - x.ndim
@@ -661,6 +697,8 @@ moveaxis = movedim
 # ------------------------------------------------------------------------ triangles, diagonals
 class Tril(Node, name="TrilBackward0"):
     saved_attrs = ("diagonal=k",)
+    jvp = linear_jvp
+
     def forward(self, x):
         return np.tril(x, self.k) if x.ndim >= 2 else x.copy()
 
@@ -670,6 +708,8 @@ class Tril(Node, name="TrilBackward0"):
 
 class Triu(Tril, name="TriuBackward0"):
     saved_attrs = ("diagonal=k",)
+    jvp = linear_jvp
+
     def forward(self, x):
         return np.triu(x, self.k)
 
@@ -711,6 +751,8 @@ def _as_strided(a, shape, strides, like=None):
 
 class Diagonal(Node, name="DiagonalBackward0"):
     saved_attrs = ("offset", "dim1=d1", "dim2=d2", "self_sym_sizes=in_shape")
+    jvp = linear_jvp
+
     def forward(self, x):
         self.in_shape = x.shape
         return _diag_view(x, self.offset, self.d1, self.d2)
@@ -733,6 +775,7 @@ class DiagEmbedGrad(Node, name="DiagonalBackwardBackward0"):
 
 class DiagEmbed(DiagEmbedGrad, name="DiagEmbedBackward0"):
     pass
+    jvp = linear_jvp
 
 
 class DiagonalCopy(Diagonal, name="DiagonalBackward0_copy"):
@@ -772,6 +815,8 @@ def diag(input, diagonal=0):
 
 
 class Trace(Node, name="TraceBackward0"):
+    jvp = linear_jvp
+
     def forward(self, x):
         self.in_shape = x.shape
         return array_module(x).asarray(np.trace(x))
@@ -837,6 +882,8 @@ def ravel(input):
 
 
 class Rot90(Node, name="Rot90Backward0"):
+    jvp = linear_jvp
+
     def forward(self, x):
         return array_module(x).ascontiguousarray(np.rot90(x, self.k, self.dims))
 
@@ -916,6 +963,8 @@ class AsStridedView(Node, name="AsStridedBackward0"):
     storage positions it read, then reads back the input's positions (averaged where the input's own
     elements share memory, as PyTorch)."""
 
+    jvp = linear_jvp
+
     def forward(self, x):
         out = _strided(x, self.size, self.stride, self.storage_offset)
         self.out_pos = _geometry_positions(self.size, self.stride, self.storage_offset, array_module(x))
@@ -978,6 +1027,8 @@ class _ViewScatter(Node):
 
 
 class SelectScatter(_ViewScatter, name="SelectScatterBackward0"):
+    jvp = linear_jvp
+
     def _np_view(self, a):
         return a[(slice(None),) * self.dim + (self.index, Ellipsis)]
 
@@ -989,6 +1040,8 @@ class SelectScatter(_ViewScatter, name="SelectScatterBackward0"):
 
 
 class SliceScatter(_ViewScatter, name="SliceScatterBackward0"):
+    jvp = linear_jvp
+
     def _np_view(self, a):
         return a[(slice(None),) * self.dim + (slice(self.start, self.end, self.step),)]
 
@@ -1213,18 +1266,22 @@ def narrow_copy(input, dim, start, length):
 # ---------------------------------------------------------- in-place metadata ops (squeeze_, t_ ...)
 class SqueezeInplaceAll(Squeeze, name="SqueezeBackward3"):
     pass
+    jvp = linear_jvp
 
 
 class UnsqueezeInplace(Unsqueeze, name="UnsqueezeBackward1"):
     pass
+    jvp = linear_jvp
 
 
 class TInplace(TNode, name="TBackward1"):
     pass
+    jvp = linear_jvp
 
 
 class TransposeInplace(Transpose, name="TransposeBackward1"):
     pass
+    jvp = linear_jvp
 
 
 def _meta_inplace(self, out, replay):
