@@ -1,0 +1,13 @@
+"""torch.func: composable function transforms (grad, vjp, jvp, jacrev, jacfwd, hessian, vmap) over hookgrad's
+autograd engine, and functional_call / stack_module_state.
+
+``vmap`` runs each op once on the whole batch where hookgrad has its batching rule (func/_rules.py) and once per
+sample elsewhere (with PyTorch's performance warning); the differentiating transforms are built on
+``autograd.grad`` (create_graph where an outer transform needs it), see func/_transforms.py."""
+from . import _rules  # noqa: F401  (fills the batching rules' table)
+from ._vmap import vmap
+from ._transforms import grad, grad_and_value, vjp, jvp, jacrev, jacfwd, hessian, linearize
+from ._functional_call import functional_call, stack_module_state
+
+__all__ = ["grad", "grad_and_value", "vmap", "hessian", "jacfwd", "jacrev", "jvp", "linearize", "vjp",
+           "functional_call", "stack_module_state"]
