@@ -13,7 +13,8 @@ _functions = SimpleNamespace(AccumulateGrad=AccumulateGrad)
 _autograd = SimpleNamespace(
     _saved_tensors_hooks_is_enabled=lambda: _saved._hooks_tls.disabled is None,
     _get_current_graph_task_keep_graph=_engine._get_current_graph_task_keep_graph,
-    _unsafe_set_version_counter=_grad_mode._unsafe_set_version_counter)
+    _unsafe_set_version_counter=_grad_mode._unsafe_set_version_counter,
+    SavedTensor=_saved.SavedTensor, _make_saved_tensor=_saved._make_saved_tensor)
 
 
 def is_grad_enabled():

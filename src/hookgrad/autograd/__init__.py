@@ -10,7 +10,8 @@ from .function import Function, once_differentiable
 from . import functional
 from . import anomaly_mode
 from .anomaly_mode import detect_anomaly, set_detect_anomaly, is_anomaly_enabled, is_anomaly_check_nan_enabled
-from .gradcheck import gradcheck, gradgradcheck, GradcheckError
+from .gradcheck import gradcheck, gradgradcheck, GradcheckError, _calculate_shape  # noqa: F401
+from .saved import SavedTensor  # noqa: F401
 from .api import backward, grad, Variable, _tensor_cls  # noqa: F401
 
 __all__ = ["backward", "grad", "no_grad", "enable_grad", "set_grad_enabled", "inference_mode", "graph", "Node",

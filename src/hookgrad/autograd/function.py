@@ -16,6 +16,7 @@ from .grad_mode import _state, no_grad
 from . import node as _g
 from .formulas import TENSORS
 from .graph import Node, SavedTensor
+from . import forward_ad as _fwad
 from .._dtype import is_floating as _is_floating
 
 _CLEARED = ("saved_tensors can only be accessed once when clear_saved_tensors_on_access=True is set on the "
@@ -78,6 +79,9 @@ class BackwardCFunction(Node, FunctionCtx):
 
     @property
     def saved_tensors(self):
+        fw = self.__dict__.get("_fw_saved")     # forward AD: inside jvp, what save_for_forward kept
+        if fw is not None:
+            return fw
         if self._freed:
             if self._cleared:
                 raise RuntimeError(_CLEARED)
@@ -273,7 +277,10 @@ class Function(metaclass=FunctionMeta):
                 outputs = cls.forward(ctx, *args, **kwargs)
         if setup_style:
             cls.setup_context(ctx, args, outputs)
-        return _wrap_outputs(ctx, args, outputs, record)
+        result = _wrap_outputs(ctx, args, outputs, record)
+        if _fwad._current_level >= 0:       # forward AD: the outputs' tangents from the Function's jvp
+            _fwad._function_jvp(cls, ctx, args, result)
+        return result
 
 
 def _is_view(t):
@@ -290,9 +297,12 @@ def _wrap_outputs(ctx, args, outputs, record):
     outs = (outputs,) if single else outputs
     input_ids = {id(a) for a in tensor_args}
     dirty = ctx.dirty_tensors
+    if dirty:
+        out_ids = {id(o) for o in outs}
+        if any(id(t) not in out_ids for t in dirty):
+            raise RuntimeError("Some elements marked as dirty during the forward method were not returned as output. "
+                               "The inputs that are modified inplace must all be outputs of the Function.")
     for t in dict.fromkeys(dirty):   # like torch, marking dirty bumps the version once more
-        if id(t) not in input_ids:
-            warnings.warn(_DIRTY_NOT_INPUT, stacklevel=3)
         t._vc[0] += 1
     dirty = {id(t) for t in dirty}
     nondiff = {id(t) for t in ctx.non_differentiable}
@@ -330,14 +340,18 @@ def _wrap_outputs(ctx, args, outputs, record):
         elif modified:
             if (_gf_get(o) if type(o) is _View else o.grad_fn) is None and o.requires_grad:
                 raise RuntimeError("a leaf Variable that requires grad has been used in an in-place operation.")
+            if not is_input:
+                if _is_view(o):
+                    raise RuntimeError(_DIRTY_NOT_INPUT)
+                warnings.warn(_DIRTY_NOT_INPUT, stacklevel=3)
             if _is_view(o):
                 base = o._base
+                if o._creation is not None:
+                    raise _view_error(o, _DIRECT)
                 if base.grad_fn is None and base.requires_grad:
                     raise RuntimeError(_LEAF_VIEW)
                 if len(outs) > 1:
                     raise RuntimeError(_DIRTY_VIEW_MULTI)
-                if o._creation is not None:
-                    raise _view_error(o, _DIRECT)
                 _copy_slices(o, base, ctx)
             else:
                 _rebase(o, ctx, i)
@@ -382,6 +396,7 @@ def _wrap_outputs(ctx, args, outputs, record):
                 saved.append(SavedTensor(t))
         ctx._saved_vars = saved
         ctx._saved = tuple(saved)
+        del ctx.to_save             # the SavedTensors hold them now (as PyTorch clears ctx.to_save)
     return result[0] if single else tuple(result)
 
 

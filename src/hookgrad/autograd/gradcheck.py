@@ -128,6 +128,8 @@ def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=T
             work.append(t)
     work = tuple(work)
     outputs = _outputs(func, work)
+    if check_forward_ad and not _check_forward_ad(func, work, outputs, eps, atol, rtol, raise_exception):
+        return False
     if not check_backward_ad:
         return True
     numerical = _numerical_jacobian(func, work, outputs, eps)
@@ -177,4 +179,58 @@ def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=
         return tuple(g for g in gi if g is not None)
 
     return gradcheck(new_func, tupled + tupled_go, eps=eps, atol=atol, rtol=rtol, raise_exception=raise_exception,
-                     nondet_tol=nondet_tol)
+                     nondet_tol=nondet_tol, check_forward_ad=check_fwd_over_rev, check_backward_ad=check_rev_over_rev)
+
+
+# ---- forward AD (forward_ad.py): check_forward_ad / check_fwd_over_rev make real jvp calls ----
+
+def _forward_ad_jacobian(func, inputs, outputs):
+    """Per (input, output): array (input.numel(), output.numel()), one column per unit tangent of one input
+    element, through forward_ad's dual tensors."""
+    from . import forward_ad as fw
+    T = _T()
+    diff = _diff_inputs(inputs)
+    jac = [[np.zeros((t._data.size, o._data.size if isinstance(o, T) else 0), np.float64) for o in outputs]
+           for _, t in diff]
+    for k, (i, inp) in enumerate(diff):
+        d = inp._data
+        for m in range(d.size):
+            tan = array_module(d).zeros(d.size, d.dtype)
+            tan[m] = 1
+            with fw.dual_level():
+                args = list(inputs)
+                args[i] = fw.make_dual(inp.detach().requires_grad_(inp.requires_grad), T._make(tan.reshape(d.shape)))
+                outs = _outputs(func, args)
+                for j, o in enumerate(outs):
+                    if isinstance(o, T):
+                        t = fw.unpack_dual(o).tangent
+                        if t is not None:
+                            jac[k][j][m] = to_numpy(t._data).astype(np.float64).reshape(-1)
+    return jac
+
+
+def _check_forward_ad(func, inputs, outputs, eps, atol, rtol, raise_exception):
+    T = _T()
+    numerical = _numerical_jacobian(func, inputs, outputs, eps)
+    analytical = _forward_ad_jacobian(func, inputs, outputs)
+    for k, (i, _) in enumerate(_diff_inputs(inputs)):
+        for j, out in enumerate(outputs):
+            if not isinstance(out, T):
+                continue
+            n, a = numerical[k][j], analytical[k][j]
+            if not np.allclose(a, n, rtol, atol):
+                return _fail(f"Jacobian computed with forward mode mismatch for output {j:d} with respect to input "
+                             f"{i:d},\nnumerical:{_fmt(n)}\nanalytical:{_fmt(a)}\n", raise_exception)
+    return True
+
+
+def _calculate_shape(output, grad, is_grads_batched):
+    """torch.autograd._calculate_shape: the shapes of an output and of its grad_output (without the batch
+    dimension of batched grads) that backward/grad compare."""
+    T = _T()
+    if not isinstance(output, T) and hasattr(output, "node"):      # a GradientEdge
+        if is_grads_batched:
+            raise RuntimeError("Batched grads are not supported with GradientEdge")
+        from .._tensor import Size
+        return Size(output.node._input_metadata[output.output_nr].shape), grad.shape
+    return output.shape, (grad.shape[1:] if is_grads_batched else grad.shape)

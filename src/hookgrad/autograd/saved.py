@@ -43,7 +43,9 @@ class SavedTensor:
     __slots__ = ("_tensor", "_version", "_vc", "_node_ref", "_output_nr", "_data", "_requires_grad",
                  "_packed", "_unpack", "_grad_fn", "_grad_acc")
 
-    def __init__(self, tensor, node=None, output_nr=0):
+    def __init__(self, tensor=None, node=None, output_nr=0):
+        if tensor is None:
+            raise RuntimeError("Trying to create a SavedTensor object from Python is forbidden.")
         self._vc = vc = tensor._vc
         self._version = vc[0]
         self._unpack = None
@@ -155,15 +157,22 @@ class SavedTensor:
             return t
         return Tensor._make(self._data, self._requires_grad, self._node_ref(), self._output_nr, vc)
 
-    def register_hooks(self, pack_hook, unpack_hook):
+    def register_hooks(self, *hooks):
         """Per-tensor pack/unpack pair (G2b): pack runs now, unpack at every later read."""
-        if not callable(pack_hook) or not callable(unpack_hook):
-            raise TypeError("register_hooks(): incompatible function arguments. Both hooks must be callable.")
+        if len(hooks) != 2 or not all(map(callable, hooks)):
+            raise TypeError("register_hooks(): incompatible function arguments. The following argument types are "
+                            "supported:\n    1. (self: torch._C._autograd.SavedTensor, arg0: collections.abc.Callable, "
+                            "arg1: collections.abc.Callable) -> None\n\nInvoked with: "
+                            + ", ".join(map(repr, (self,) + hooks)))
+        pack_hook, unpack_hook = hooks
         if self._unpack is not None:
             raise RuntimeError("Calling register_hooks on a saved tensor whose hooks have already been set. "
                                "Hint: only one pair of hooks is allowed at a time.")
         if self._vc is None:
-            raise RuntimeError(_FREED)
+            raise RuntimeError("Calling register_hooks on a saved tensor after it has been freed. Saved intermediate "
+                               "values of the graph are freed when you call .backward() or autograd.grad(). Specify "
+                               "retain_graph=True if you need to backward through the graph a second time or if you "
+                               "need to access saved variables after calling backward.")
         self._set_hooks(self._materialize(), pack_hook, unpack_hook)
 
     def free(self):
@@ -171,6 +180,14 @@ class SavedTensor:
         self._tensor = None
         self._data = None
         self._packed = None
+
+
+def _make_saved_tensor(tensor, is_output, is_inplace_on_view=False):
+    """torch._C._autograd._make_saved_tensor: a SavedTensor of ``tensor`` (packed by the active saved-tensor
+    hooks); an output is kept as its data and graph position, as a node keeps its own output."""
+    if is_output and tensor.grad_fn is not None:
+        return SavedTensor(tensor, tensor.grad_fn, tensor._output_nr)
+    return SavedTensor(tensor)
 
 
 class _NoneSaved(SavedTensor):
