@@ -455,3 +455,45 @@ def tsum(*terms):
 
 def scaled(t, k):
     return None if t is None else (t if k == 1 else t * k)
+
+
+# ---------------------------------------------------------------------------------------------- custom Functions
+
+def _function_jvp(cls, ctx, args, result):
+    """After a custom Function's forward: if an input is dual, its ``jvp(ctx, *tangents)`` gives the outputs'
+    tangents (a zero tangent for a tensor input without one, None for other arguments; ``ctx.saved_tensors``
+    reads what ``save_for_forward`` kept)."""
+    if not _fw.enabled or not any(isinstance(a, Tensor) and a._fw_grad is not None for a in args):
+        return
+    tans = []
+    for a in args:
+        if isinstance(a, Tensor):
+            t = a._fw_grad
+            tans.append(t if t is not None else _zeros_of(a) if _float(a) else None)
+        else:
+            tans.append(None)
+    fw_saved = getattr(ctx, "saved_for_forward", None)
+    if fw_saved is not None:
+        ctx._fw_saved = tuple(fw_saved)
+    prev = _fw.enabled
+    _fw.enabled = False
+    try:
+        res = cls.jvp(ctx, *tans)
+    finally:
+        _fw.enabled = prev
+        ctx.__dict__.pop("_fw_saved", None)
+    outs = result if type(result) is tuple else (result,)
+    res = res if type(res) is tuple else (res,)
+    if len(res) != len(outs):
+        raise RuntimeError(f"Function's jvp returned an invalid number of forward gradients (expected {len(outs)} "
+                           f"but got {len(res)})")
+    for o, t in zip(outs, res):
+        if isinstance(o, Tensor) and t is not None and _float(o):
+            if not isinstance(t, Tensor):
+                raise TypeError(f"jvp() function must return Tensors or None, but got {type(t).__name__}")
+            if t._data.shape != o._data.shape:
+                raise RuntimeError(f"Trying to set a forward gradient that has a different size than that of the "
+                                   f"original Tensor, this is not supported. Tensor is of size {list(o._data.shape)} "
+                                   f"while the given forward gradient is of size {list(t._data.shape)}.")
+            o.__dict__.pop("_fw_grad", None)
+            _set_tangent(o, t)
