@@ -169,6 +169,8 @@ from ._tensor import (FloatTensor, DoubleTensor, HalfTensor, LongTensor, IntTens
 from . import futures, jit, multiprocessing, hub, __future__, distributed
 from . import fx  # torch.fx (imported with torch, as in PyTorch)
 from .fx._symbolic_trace import _assert  # noqa: E402
+from . import func, _functorch, _vmap_internals  # noqa: E402,F401  (torch.func: function transforms)
+from .func import vmap  # noqa: E402
 from .futures import _CFuture as Future
 # torch.ops, missing names, checkpoint
 from . import ops  # PyTorch's operator namespace (torch.ops.aten); hookgrad's own ops are .primitives

@@ -54,7 +54,8 @@ LAYERS = (
     #    alias) and the clients of the public API, which import hookgrad as their users do
     ("__config__",                          # describes the build (reads hookgrad.__version__)
      "", "_C", "ops", "library", "_custom_ops", "compat", "functional", "__main__", "_spawn", "tools", "models", "distributions", "testing",
-     "utils._python_dispatch", "utils.flop_counter", "_sample_fns", "fx"),
+     "utils._python_dispatch", "utils.flop_counter", "_sample_fns", "fx",
+     "func", "_functorch", "_vmap_internals"),            # torch.func's transforms, over the public ops (issue 27)
 )
 # hookgrad/__init__ re-exports every layer: its own imports are not checked (an import of it from a layer
 # below the top is an upward import, reported as such), and they are left out of the cycle search.

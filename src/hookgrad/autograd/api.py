@@ -7,6 +7,7 @@ from . import engine as _engine
 from .._array import array_module
 from .._warnings import warn_once
 from .._tensor import Tensor as _Tensor
+from ..primitives import _dispatch
 
 
 _CREATE_GRAPH_WARNING = (
@@ -165,6 +166,11 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     """Compute and return the gradients of outputs w.r.t. inputs (nothing is accumulated into .grad).
     Every argument is checked before anything runs, so a rejected call leaves the graph usable."""
     Tensor = _tensor_cls()
+    if _dispatch.torch_function_objects:    # vmap's BatchedTensors (hookgrad.func) among the arguments
+        out = _dispatch.torch_function(grad, (outputs, inputs, grad_outputs, retain_graph, create_graph, only_inputs,
+                                              allow_unused, is_grads_batched, materialize_grads), {})
+        if out is not NotImplemented:
+            return out
     if materialize_grads and allow_unused is False:
         raise ValueError("Expected allow_unused to be True or not passed when materialize_grads=True, but got: "
                          "allow_unused=False.")

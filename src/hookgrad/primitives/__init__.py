@@ -281,13 +281,35 @@ def _cmp_dunder(fn):
     return method
 
 
+def _defer(fn):
+    """``tensor <op> other`` where ``other`` is no Tensor but defines ``__torch_function__`` (vmap's BatchedTensor):
+    NotImplemented, so that Python asks ``other``'s reflected operator (looked at only after the op failed)."""
+    from . import _dispatch
+
+    def method(self, other):
+        try:
+            return fn(self, other)
+        except TypeError:
+            if _dispatch.torch_function_objects and not isinstance(other, Tensor) and \
+                    getattr(type(other), "__torch_function__", None) is not None:
+                return NotImplemented
+            raise
+    method.__name__ = getattr(fn, "__name__", "op")
+    return method
+
+
+_DEFERRING = ("__truediv__", "__rtruediv__", "__pow__", "__rpow__", "__matmul__", "__rmatmul__", "__floordiv__",
+              "__rfloordiv__", "__mod__", "__rmod__", "__and__", "__or__", "__xor__", "__rand__", "__ror__",
+              "__radd__", "__rsub__", "__rmul__")
+
+
 def _install():
     for name, fn in _METHODS.items():
-        setattr(Tensor, name, fn)
+        setattr(Tensor, name, _defer(fn) if name in _DEFERRING else fn)
     for name in ("__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__"):
         setattr(Tensor, name, _cmp_dunder(_METHODS[name]))
     for name, (cls, general, ufunc) in _FAST.items():
-        setattr(Tensor, name, _fast_binary(cls, general, ufunc))
+        setattr(Tensor, name, _fast_binary(cls, _defer(general) if name.startswith("__") else general, ufunc))
     for name, (cls, general) in _FAST_UNARY.items():
         setattr(Tensor, name, _fast_unary(cls, general))
     for name, cls in _INPLACE_BINARY.items():
