@@ -24,8 +24,9 @@ import hookgrad.nn as nn
 import hookgrad.nn.functional as F
 
 
-def progress(it, total, prefix, width=30, stream=sys.stdout):
-    """A dependency-free progress bar."""
+def progress(it, total, prefix, width=30, stream=None):
+    """A dependency-free progress bar (on sys.stdout as it is when the loop starts)."""
+    stream = sys.stdout if stream is None else stream
     start = time.perf_counter()
     live = stream.isatty()
     i = 0
@@ -114,7 +115,7 @@ def grad_cam(model, layer, x, target=None):
     cam = F.relu((weights * act).sum(1, keepdim=True))
     cam = F.interpolate(cam, size=x.shape[-2:], mode="bilinear", align_corners=False)[:, 0]
     mx = cam.flatten(1).max(1).values.view(-1, 1, 1)
-    return (cam / (mx + 1e-8)).numpy(), cls.numpy()
+    return (cam / (mx + 1e-8)).cpu().numpy(), cls.cpu().numpy()
 
 
 def write_report(out_dir, losses, accs, monitor, cams, images, labels, preds, test_acc, features, flabels):
@@ -195,26 +196,29 @@ def main(argv=None):
     ap.add_argument("--epochs", type=int, default=12)
     ap.add_argument("--out", default="report")
     ap.add_argument("--clip", type=float, default=0.5)
+    ap.add_argument("--device", default="cpu", help='where to train: "cpu" or "cuda" (CuPy: pip install hookgrad[cuda])')
     args = ap.parse_args(argv)
+    device = torch.device(args.device)
     torch.manual_seed(0)
     (xtr, ytr), (xte, yte) = load_digits_data()
     train = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(torch.tensor(xtr), torch.tensor(ytr)),
                                         batch_size=64, shuffle=True, generator=torch.Generator().manual_seed(0))
-    model = Net()
+    model = Net().to(device)        # without CUDA, "cuda" raises PyTorch's error here
     opt = torch.optim.Adam(model.parameters(), lr=3e-3)
     monitor = GradNormMonitor(model)
     clips = clip_hooks(model, args.clip)
     n_params = sum(p.numel() for p in model.parameters())
     print(f"A small CNN ({n_params:,} parameters) learns scikit-learn's 8x8 handwritten digits "
-          f"({len(xtr)} training, {len(xte)} test images).")
+          f"({len(xtr)} training, {len(xte)} test images) on {device}.")
     print(f"Hooks at work while it trains: {len(monitor.handles)} post-accumulate-grad hooks record each layer's "
           f"weight-gradient norm, {len(clips)} tensor hooks clip gradients to +-{args.clip}.")
-    xt, yt = torch.tensor(xte), torch.tensor(yte)
+    xt, yt = torch.tensor(xte).to(device), torch.tensor(yte).to(device)
     losses, accs = [], []
     t0 = time.perf_counter()
     for epoch in range(1, args.epochs + 1):
         model.train()
         for xb, yb in progress(train, len(train), f"epoch {epoch:2d}/{args.epochs}"):
+            xb, yb = xb.to(device), yb.to(device)
             opt.zero_grad()
             loss = F.cross_entropy(model(xb), yb)
             loss.backward()
@@ -232,7 +236,7 @@ def main(argv=None):
           "Grad-CAM\n(a forward hook plus a tensor hook on conv2) explains one test digit per class.")
 
     feats = []
-    cap = model.fc1.register_forward_hook(lambda m, i, o: feats.append(o.detach().numpy()))
+    cap = model.fc1.register_forward_hook(lambda m, i, o: feats.append(o.detach().cpu().numpy()))
     with torch.no_grad():
         logits = model(xt)
     cap.remove()
