@@ -269,7 +269,16 @@ def _sparse_repr(t, prefix, tensor_contents=None):
     elif t.requires_grad:
         suffixes.append("requires_grad=True")
     body = prefix + tensor_contents
-    if st._layout is _layout.sparse_coo:       # PyTorch starts a COO tensor's suffixes on a new line
-        return _add_suffixes(body + ",\n" + " " * indent + suffixes[0], suffixes[1:], indent)
-    return _add_suffixes(body, suffixes, indent)
+    if st._layout is not _layout.sparse_coo:
+        return _add_suffixes(body, suffixes, indent)
+    out = [body, ",\n" + " " * indent + suffixes[0]]     # PyTorch starts a COO tensor's suffixes on a new line
+    last = indent + len(suffixes[0])
+    for x in suffixes[1:]:
+        if last + len(x) + 2 > PRINT_OPTS.linewidth:
+            out.append(",\n" + " " * indent + x)
+            last = indent + len(x)
+        else:
+            out.append(", " + x)
+            last += len(x) + 2
+    return "".join(out) + ")"
 

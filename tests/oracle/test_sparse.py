@@ -368,8 +368,14 @@ def test_errors():
             lambda: lib.sparse_coo_tensor(lib.tensor([[0, 1]]), lib.tensor([1., 2., 3.]), (3,)),
             lambda: lib.sparse_coo_tensor(lib.tensor([[0, -1]]), lib.tensor([1., 2.]), (3,)),
             lambda: x.to_sparse(5), lambda: t(lib, [1., 2.]).to_sparse_csr(), lambda: x.sparse_mask(x),
+            lambda: lib.sparse_coo_tensor(lib.tensor([[0, 5]]), lib.tensor([1., 2.]), (3,), check_invariants=True),
+            lambda: lib.sparse_coo_tensor(lib.tensor([[0, -1]]), lib.tensor([1., 2.]), (3,), check_invariants=True),
         ]
-        return [raises(c) for c in cases]
+        out = [raises(c) for c in cases]
+        with lib.sparse.check_sparse_tensor_invariants():
+            out.append(raises(lambda: lib.sparse_coo_tensor(lib.tensor([[0, 5]]), lib.tensor([1., 2.]), (3,))))
+            out.append(lib.sparse.check_sparse_tensor_invariants.is_enabled())
+        return out + [lib.sparse.check_sparse_tensor_invariants.is_enabled()]
     both(s)
 
 

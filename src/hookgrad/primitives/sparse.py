@@ -23,6 +23,7 @@ from ..autograd.node import Node
 from ..autograd.grad_mode import _state
 
 _make = Tensor._make
+_CHECK_INVARIANTS = [False]     # torch.sparse.check_sparse_tensor_invariants' global switch
 _SPARSE_WARNED = set()
 _STRIDED = L.strided
 
@@ -168,7 +169,7 @@ def _compressed(self, layout, blocksize, dense_dim, name, cls=None):
     if not blocked and blocksize is not None:
         raise RuntimeError(f"{name}: blocksize is not used for conversion to {L._NAMES[layout._name]}")
     if self.dim() - (dense_dim or 0) < 2:
-        raise RuntimeError(f"{name}: expected at least 2 sparse dimensions for conversion to "
+        raise (IndexError if self.dim() < 2 else RuntimeError)(f"{name}: expected at least 2 sparse dimensions for conversion to "
                            f"{L._NAMES[layout._name]}, got {self.dim() - (dense_dim or 0)}")
     if _is_sparse(self) and self.layout is layout and getattr(self._data, "blocksize", None) == blocksize:
         return self
@@ -304,7 +305,8 @@ def sparse_coo_tensor(indices=None, values=None, size=None, *, dtype=None, devic
     if tuple(values.shape[1:]) != size[sd:]:
         raise RuntimeError(f"values has incorrect size, expected {[nnz] + list(size[sd:])}, got "
                            f"{list(values.shape)}")
-    if nnz and sd:
+    check = _CHECK_INVARIANTS[0] if check_invariants is None else check_invariants
+    if nnz and sd and check:        # PyTorch checks the indices only when asked (check_sparse_tensor_invariants)
         if (idx < 0).any():
             raise RuntimeError(f"found negative index {int(idx.min())} for dim {int((idx < 0).any(axis=1).argmax())}")
         over = idx >= np.asarray(size[:sd], np.int64)[:, None]
@@ -394,6 +396,8 @@ def _need(self, layouts, what):
                 f"Could not run 'aten::{what}' with arguments from the '{backend}' backend. This could be because "
                 f"the operator doesn't exist for this backend, or was omitted during the selective/custom build "
                 f"process (if using custom build).")
+        if lay in _COMPRESSED and layouts == _COO:
+            raise RuntimeError(f"{what} expected sparse coordinate tensor layout but got {L._NAMES[lay._name]}")
         if what in ("crow_indices", "col_indices", "ccol_indices", "row_indices"):
             raise RuntimeError(f"{what} expected sparse row compressed tensor layout but got "
                                f"{L._NAMES[lay._name]}" if what in ("crow_indices", "col_indices") else
@@ -420,7 +424,7 @@ class Values(Node, name="ValuesBackward0"):
         (x,) = self.saved_values
         st = x._data
         if isinstance(st, L.SparseCOO):
-            return sparse_coo_tensor(_make(st.indices), g, st.shape, is_coalesced=True)
+            return sparse_coo_tensor(_make(st.indices), g, st.shape, is_coalesced=False)
         return sparse_compressed_tensor(_make(st.compressed), _make(st.plain), g, st.shape, layout=st.layout)
 
 
@@ -528,7 +532,8 @@ class SparseMask(Node, name="SparseMaskBackward0"):
 def sparse_mask(self, mask):
     """``Tensor.sparse_mask(mask)``: a sparse tensor of mask's layout and pattern holding this tensor's values."""
     if not _is_sparse(mask):
-        raise RuntimeError("sparse_mask(): expected mask to be a sparse tensor (hookgrad: got torch.strided)")
+        raise NotImplementedError("Could not run 'aten::sparse_mask' with arguments from the 'CPU' backend. (hookgrad: "
+                                  "the mask must be a sparse tensor, got a strided one)")
     if tuple(self.shape) != tuple(mask.shape):
         raise RuntimeError(f"sparse_mask(): operands have incompatible sizes; self has size {list(self.shape)} but "
                            f"mask has size {list(mask.shape)}")
@@ -647,7 +652,7 @@ class SparseSum(Node, name="SparseSumBackward0"):
         picked = gd[tuple(_make(st.indices[k]) for k in keep)] if keep else gd.unsqueeze(0).expand(
             (st.nnz,) + tuple(gd.shape))
         vals = picked.expand(st.values.shape) if tuple(picked.shape) != st.values.shape else picked
-        return sparse_coo_tensor(_make(st.indices), vals.contiguous(), st.shape, is_coalesced=True)
+        return sparse_coo_tensor(_make(st.indices), vals.contiguous(), st.shape, is_coalesced=False)
 
 
 def sum(input, dim=None, dtype=None):

@@ -53,8 +53,7 @@ def spdiags(diagonals, offsets, shape, layout=None):
 
 
 class check_sparse_tensor_invariants(_contextlib.ContextDecorator):
-    """torch.sparse.check_sparse_tensor_invariants: hookgrad always checks a constructor's invariants."""
-    _enabled = False
+    """torch.sparse.check_sparse_tensor_invariants: whether sparse_coo_tensor checks its indices (off by default)."""
 
     def __init__(self, enable=True):
         self.state = enable
@@ -62,23 +61,23 @@ class check_sparse_tensor_invariants(_contextlib.ContextDecorator):
 
     @staticmethod
     def is_enabled():
-        return check_sparse_tensor_invariants._enabled
+        return _S._CHECK_INVARIANTS[0]
 
     @staticmethod
     def enable():
-        check_sparse_tensor_invariants._enabled = True
+        _S._CHECK_INVARIANTS[0] = True
 
     @staticmethod
     def disable():
-        check_sparse_tensor_invariants._enabled = False
+        _S._CHECK_INVARIANTS[0] = False
 
     def __enter__(self):
-        self.saved_state = check_sparse_tensor_invariants._enabled
-        check_sparse_tensor_invariants._enabled = self.state
+        self.saved_state = _S._CHECK_INVARIANTS[0]
+        _S._CHECK_INVARIANTS[0] = self.state
         return self
 
     def __exit__(self, *exc):
-        check_sparse_tensor_invariants._enabled = self.saved_state
+        _S._CHECK_INVARIANTS[0] = self.saved_state
 
 
 def as_sparse_gradcheck(gradcheck):
