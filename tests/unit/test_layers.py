@@ -49,7 +49,8 @@ LAYERS = (
      "futures", "distributed", "jit", "hub", "overrides", "multiprocessing", "backends", "cpu", "cuda", "amp", "profiler",
      "primitives.linalg_ns",
      "compiler", "_dynamo", "_tensor_str", "_utils", "_subclasses", "onnx", "accelerator",  # torch's load-time stand-ins (issue 22)
-     "primitives.special_ns", "primitives.fft", "primitives.signal", "_missing"),
+     "primitives.special_ns", "primitives.fft", "primitives.signal", "_missing",
+     "sparse"),                             # torch.sparse (issue 27), over primitives/sparse.py
     # the top: hookgrad itself (the flat namespace, ""), the namespace glue (torch._C, torch.ops, the torch
     #    alias) and the clients of the public API, which import hookgrad as their users do
     ("__config__",                          # describes the build (reads hookgrad.__version__)

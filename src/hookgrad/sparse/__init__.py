@@ -20,14 +20,13 @@ def log_softmax(input, dim, *, dtype=None):
 
 
 def _masked_rows(input, dim, dtype, name):
-    import hookgrad as _torch   # noqa: F401  (the ops below; top layer)
     x = input.coalesce() if input.layout is _S.L.sparse_coo else input
     if dtype is not None:
         x = x.to(dtype)
     dense = x.to_dense()
-    mask = _S.sparse_mask(_torch.ones_like(dense), x).to_dense() != 0
+    mask = _S.sparse_mask(dense.detach() * 0 + 1, x).to_dense() != 0
     filled = dense.masked_fill(~mask, float("-inf"))
-    r = getattr(_torch, name)(filled, dim)
+    r = getattr(filled, name)(dim)
     r = r.masked_fill(~mask, 0.0)
     return _S.sparse_mask(r, x)
 
@@ -35,7 +34,7 @@ def _masked_rows(input, dim, dtype, name):
 def spdiags(diagonals, offsets, shape, layout=None):
     """torch.sparse.spdiags(diagonals, offsets, shape, layout=None): a sparse matrix from diagonals (COO by default)."""
     import numpy as np
-    import hookgrad as _torch
+    from .._creation import tensor
     d = diagonals.detach().numpy()
     offs = [int(o) for o in offsets.tolist()]
     rows, cols, vals = [], [], []
@@ -45,8 +44,8 @@ def spdiags(diagonals, offsets, shape, layout=None):
             rows.append(j - off)
             cols.append(j)
             vals.append(d[k, j])
-    idx = _torch.tensor(np.array([rows, cols], np.int64).reshape(2, -1))
-    r = _S.sparse_coo_tensor(idx, _torch.tensor(np.array(vals, d.dtype)), (m, n)).coalesce()
+    idx = tensor(np.array([rows, cols], np.int64).reshape(2, -1))
+    r = _S.sparse_coo_tensor(idx, tensor(np.array(vals, d.dtype)), (m, n)).coalesce()
     if layout is not None and layout is not _S.L.sparse_coo:
         r = _S.to_sparse(r, layout=layout)
     return r
