@@ -1,0 +1,6 @@
+"""Stub: test/autograd/test_logging.py is not run by this runner."""
+import unittest
+
+
+class TestAutogradLogging(unittest.TestCase):
+    pass
