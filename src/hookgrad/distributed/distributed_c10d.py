@@ -18,6 +18,7 @@ from typing import NewType
 
 import numpy as np
 
+from .. import _array as _modules
 from .._tensor import Tensor, device as _device
 from . import _mpi
 from ._mpi import ProcessGroup, Work, DistBackendError
@@ -590,12 +591,20 @@ def _warn_not_in_group(op_name):
 
 def _array(tensor, name="tensor", write=True):
     """The contiguous array a collective reads and writes in place: the tensor's own, or for a non-contiguous
-    tensor a copy that :func:`_bump` writes back when the collective completes (as gloo accepts them)."""
+    tensor a copy that :func:`_bump` writes back when the collective completes (as gloo accepts them).
+
+    A device tensor (CUDA: CuPy's memory) is staged through the host: MPI works on a host copy (``_array.to_host``),
+    which :func:`_bump` copies back to the device when the collective has written it (no CUDA-aware MPI)."""
     if not isinstance(tensor, Tensor):
         raise TypeError(f"Invalid function argument. Expected parameter `{name}` of type torch.Tensor\n"
                         f"             but got {type(tensor)} instead.")
     a = tensor._data
     if type(a) is not np.ndarray:
+        if _modules.array_module(a) is not np:
+            h = np.ascontiguousarray(_modules.to_host(a))
+            if write:
+                _copies[id(tensor)] = h
+            return h
         a = np.asarray(a)
     flags = a.flags
     if flags.c_contiguous and (flags.writeable or not write):
@@ -692,7 +701,8 @@ def _bump(*tensors):
     for t in tensors:
         c = _copies.pop(id(t), None) if _copies else None
         if c is not None:
-            t._data[...] = c
+            d = t._data
+            d[...] = c if type(d) is np.ndarray else _modules.asarray(c, d)     # (a staged device tensor: back)
         t._vc[0] += 1
 
 
