@@ -7,7 +7,8 @@ Rows (targets from issue 24): a small elementwise op (x * 2 on 1,024 floats) aga
 same op (<= 1.3x); the 4096x4096 matmul forward and backward (<= 1.05x torch); the MLP 784-256-128-10 training
 step at batch 64 with SGD momentum (<= 1.5x torch); ResNet-18 inference at batch 32 x 224 (<= 1.5x torch);
 MiniLM-sized BERT (6 layers, 384 wide, 12 heads, eager attention) inference at batch 64 x 128 with random weights
-(<= 1.5x torch). TF32 is off on both sides. The torch models are hookgrad.models' own source run on torch, with
+(<= 1.5x torch); each fused kernel of src/hookgrad/_cuda_kernels.py against the same op unfused (>= 3x faster).
+TF32 is off on both sides. The torch models are hookgrad.models' own source run on torch, with
 hookgrad's weights copied in, so the two compute the same network (the row prints the largest difference).
 Each row runs on its own: an error is printed and the next row runs.
 """
@@ -198,15 +199,70 @@ def bench_bert(a):
         f"(max |diff| {d:.1e})")
 
 
+def bench_fused(a):
+    """Each fused kernel (src/hookgrad/_cuda_kernels.py) against the same op with fusion off (the chain of CuPy
+    calls it replaces), in hookgrad, same shapes: target >= 3x faster (ratio fused / unfused <= 0.34)."""
+    from hookgrad import _cuda_kernels
+    F = hookgrad.nn.functional
+    shape = (256, 1024) if not a.small else (16, 64)
+    n = 200 if not a.small else 5
+    rng = np.random.default_rng(0)
+    xs, gs = rng.standard_normal(shape).astype(np.float32), rng.standard_normal(shape).astype(np.float32)
+    w = hookgrad.linspace(0.5, 1.5, shape[-1], device="cuda")
+    b = hookgrad.linspace(-1, 1, shape[-1], device="cuda")
+    ops = {"gelu": F.gelu, "gelu tanh": lambda x: F.gelu(x, approximate="tanh"), "silu": F.silu,
+           "sigmoid": hookgrad.sigmoid, "tanh": hookgrad.tanh, "softplus": F.softplus, "elu": F.elu,
+           "leaky_relu": F.leaky_relu, "softmax": lambda x: x.softmax(-1), "log_softmax": lambda x: x.log_softmax(-1),
+           "layer_norm": lambda x: F.layer_norm(x, shape[-1:], w, b)}
+
+    def both(name, make_step):
+        times = []
+        for on in (True, False):
+            _cuda_kernels.ENABLED[0] = on
+            try:
+                step = make_step()
+                times.append(timeit(step, h_sync, n))
+            finally:
+                _cuda_kernels.ENABLED[0] = True
+        row(f"fused {name}", times[0], times[1], "unfused", 0.34, f"({times[1] / times[0]:.1f}x faster)")
+
+    x = hookgrad.tensor(xs, device="cuda", requires_grad=True)
+    g = hookgrad.tensor(gs, device="cuda")
+    for name, f in ops.items():
+        if name != "tanh":          # (tanh's forward is one CuPy call: only its gradient is fused)
+            def fwd(f=f):
+                def step():
+                    with hookgrad.no_grad():
+                        f(x)
+                return step
+            both(f"{name} forward {shape}", fwd)
+
+        def bwd(f=f):
+            y = f(x)
+            return lambda: hookgrad.autograd.grad(y, x, g, retain_graph=True)
+        both(f"{name} backward {shape}", bwd)
+
+    for name, make in (("SGD momentum", lambda ps: hookgrad.optim.SGD(ps, lr=0.01, momentum=0.9)),
+                       ("Adam", lambda ps: hookgrad.optim.Adam(ps, lr=1e-3)),
+                       ("AdamW", lambda ps: hookgrad.optim.AdamW(ps, lr=1e-3))):
+        def opt_step(make=make):
+            p = hookgrad.tensor(np.tile(xs, (4, 1)), device="cuda", requires_grad=True)
+            p.grad = hookgrad.tensor(np.tile(gs, (4, 1)), device="cuda")
+            o = make([p])
+            o.step()
+            return o.step
+        both(f"{name} step ({4 * shape[0]}, {shape[1]})", opt_step)
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--small", action="store_true", help="small shapes (a CPU shake-out run)")
-    p.add_argument("--only", default="", help="comma-separated row names: small,matmul,mlp,resnet,bert")
+    p.add_argument("--only", default="", help="comma-separated row names: small,matmul,mlp,resnet,bert,fused")
     a = p.parse_args()
     dev = "the cupylike stand-in (no GPU), torch on the CPU" if FAKE else torch.cuda.get_device_name()
     print(f"device: {dev}; torch {torch.__version__}; CuPy {getattr(cp, '__version__', '-')}", flush=True)
     benches = {"small": bench_small_op, "matmul": bench_matmul, "mlp": bench_mlp, "resnet": bench_resnet,
-               "bert": bench_bert}
+               "bert": bench_bert, "fused": bench_fused}
     for name, fn in benches.items():
         if a.only and name not in a.only.split(","):
             continue
