@@ -692,3 +692,39 @@ _SparseStorage.__matmul__ = lambda self, other: matmul(self, other)
 _SparseStorage.__rmatmul__ = lambda self, other: matmul(other, self)
 _array.register(SparseCOO, _np)
 _array.register(Compressed, _np)
+
+
+def value_positions(st):
+    """For each element of coalesced storage ``st``'s values, its flat position in the dense tensor (gradcheck's
+    Jacobian rows of a sparse input)."""
+    xp = st.xp
+    n = st.values.size
+    ids = st._with_values(xp.arange(1, n + 1, dtype=_np.float64).reshape(st.values.shape)).to_dense().reshape(-1)
+    ids = _array.to_host(ids)
+    nz = _np.nonzero(ids)[0]
+    pos = _np.zeros(n, _np.int64)
+    pos[ids[nz].astype(_np.int64) - 1] = nz
+    return pos
+
+
+def densified(st):
+    """``st`` with every element specified (the unspecified ones as explicit zeros), in its layout: gradcheck's
+    input when the gradients of unspecified elements count (masked=False)."""
+    xp = st.xp
+    d = st.to_dense()
+    if isinstance(st, SparseCOO):
+        sd = st.sparse_dim
+        full = xp.ones(st.shape[:sd], bool)
+        idx = xp.nonzero(full) if sd else ()
+        indices = xp.stack(idx).astype(_np.int64).reshape(sd, -1) if sd else xp.zeros((0, 1), _np.int64)
+        vals = d[idx] if sd else d[None]
+        return SparseCOO(indices, xp.ascontiguousarray(vals), st.shape, True)
+    br, bc = st._block()
+    mask = xp.ones((st.shape[0] // br, st.shape[1] // bc), bool)
+    return compressed_from_dense(d, st.layout, st.blocksize, mask=mask, dense_dim=st.dense_dim)
+
+
+def sparse_copy(st):
+    """A coalesced copy of ``st`` with C-contiguous, writable values (gradcheck pokes them)."""
+    st = st.coalesce()
+    return st._with_values(st.xp.array(st.values, copy=True, order="C"), copy_indices=True)
