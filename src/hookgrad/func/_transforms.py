@@ -81,6 +81,35 @@ def _detach(tree):
     return tree_map(lambda t: t.detach() if _is_tensor(t) else t, tree)
 
 
+def _check_aux(aux):
+    """functorch unwraps ``aux`` from the transform's level: every leaf must be a tensor."""
+    for leaf in tree_flatten(aux)[0]:
+        if leaf is not None and not _is_tensor(leaf):
+            raise RuntimeError(f"Expected tensors, got unsupported type {type(leaf)}")
+
+
+def _reaches_outer(roots, leaves):
+    """True if the graph of the plain ``roots`` reaches a tensor requiring grad other than the transform's own
+    ``leaves`` (a parameter captured by ``f``, say): then, as torch.func's results, ours keep their graph."""
+    own = {id(leaf) for leaf in leaves}
+    stack = [r.grad_fn for r in roots if r.grad_fn is not None]
+    if any(r.grad_fn is None and r.requires_grad and id(r) not in own for r in roots):
+        return True
+    seen = set()
+    while stack:
+        fn = stack.pop()
+        if fn is None or id(fn) in seen:
+            continue
+        seen.add(id(fn))
+        var = getattr(fn, "variable", None)
+        if var is not None:
+            if id(var) not in own:
+                return True
+            continue
+        stack.extend(nf for nf, _ in fn.next_functions)
+    return False
+
+
 def _zeros(leaf):
     return _torch().zeros_like(leaf)
 
@@ -207,13 +236,14 @@ def grad_and_value_impl(func, argnums, has_aux, args, kwargs):
                 raise RuntimeError("grad_and_value(f)(*args): output of function f should be a tuple: (output, aux) "
                                    "if has_aux is True")
             output, aux = output
+            _check_aux(aux)
         if not _is_tensor(output):
             raise RuntimeError(f"grad_and_value(f)(*args): Expected f(*args) to return a Tensor, got {type(output)}")
         if output.dim() != 0:
             raise RuntimeError("grad_and_value(f)(*args): Expected f(*args) to return a scalar Tensor, got tensor "
                                f"with {output.dim()} dims. Maybe you wanted to use the vjp or jacrev APIs instead?")
-        keep = tr.outer or tracked
         full = _to_full(output, levels)
+        keep = tr.outer or tracked or _reaches_outer([full], leaves)
         grads = _autograd_grad([full], leaves, [_torch().ones_like(full)], keep, keep)
         grad_input = tree_unflatten([_build(g, levels) for g in grads], spec)
     if not keep:
@@ -286,13 +316,14 @@ def _vjp_with_argnums(func, *primals, argnums=None, has_aux=False):
                 raise RuntimeError("vjp(f, *primals): output of function f should be a tuple: (output, aux) if "
                                    "has_aux is True")
             primals_out, aux = primals_out
+            _check_aux(aux)
         flat_out, out_spec = tree_flatten(primals_out)
         _assert_non_empty_tensor_output(flat_out, "vjp(f, *primals)")
         for o in flat_out:
             if not (o.is_floating_point() or o.is_complex()):
                 raise RuntimeError("vjp(f, ...): All outputs of f must be floating-point or complex Tensors, got "
                                    f"Tensor with dtype {o.dtype}")
-    keep = tr.outer or tracked
+    keep = tr.outer or tracked or _reaches_outer([_to_full(o, levels) for o in flat_out], leaves)
     results = primals_out if keep else _detach(primals_out)
     if has_aux and not keep:
         aux = _detach(aux)
@@ -360,9 +391,11 @@ def _jvp_with_argnums(func, primals, tangents, argnums, *, strict=False, has_aux
             if not (isinstance(out, tuple) and len(out) == 2):
                 raise RuntimeError(f"{_JVP}: output of function f should be a tuple: (output, aux) if has_aux is True")
             out, aux = out
+            _check_aux(aux)
         flat_out, spec = tree_flatten(out)
         _assert_non_empty_tensor_output(flat_out, _JVP)
-        keep = tr.outer or tracked or any(_is_tensor(t) and t.requires_grad for t in flat_tangents)
+        keep = tr.outer or tracked or any(_is_tensor(t) and t.requires_grad for t in flat_tangents) or \
+            _reaches_outer([_to_full(o, levels) for o in flat_out], leaves)
         tangents_out = _jvp_core(flat_out, leaves, flat_tangents, levels, keep)
     primals_out = flat_out if keep else [o.detach() for o in flat_out]
     if has_aux and not keep:
