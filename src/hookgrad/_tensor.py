@@ -13,6 +13,10 @@ from . import _layout
 from . import _dtype as D
 from .utils.hooks import add_hook, HookDict
 
+_CPP_NAMES = {"float32": "float", "float64": "double", "int64": "long int", "int32": "int", "int16": "short int",
+              "int8": "signed char", "uint8": "unsigned char", "bool": "bool", "float16": "c10::Half",
+              "bfloat16": "c10::BFloat16", "complex64": "c10::complex<float>", "complex128": "c10::complex<double>"}
+_SAME = object()
 _NONLEAF_GRAD_WARNING = (
     "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its .grad attribute won't be "
     "populated during autograd.backward(). If you indeed want the .grad field to be populated for a non-leaf "
@@ -343,10 +347,16 @@ class Tensor:
         if value is not None:
             if not isinstance(value, Tensor):
                 raise TypeError(f"assigned grad expected to be a Tensor or None but got grad of type {type(value).__name__}")
-            if value.dtype is not self.dtype:
-                raise RuntimeError("attempting to assign a gradient with dtype "
-                                   f"'{value.dtype.name}' to a tensor with dtype '{self.dtype.name}'. Please ensure "
-                                   "that the gradient and the tensor have the same dtype")
+            gdt = self._grad_dtype
+            if gdt is _SAME:
+                gdt = self.dtype
+            if gdt is not None and value.dtype is not gdt:
+                raise RuntimeError(
+                    f"attempting to assign a gradient with dtype '{_CPP_NAMES.get(value.dtype.name, value.dtype.name)}'"
+                    f" to a tensor with grad_dtype '{gdt._legacy[:-6]}'. The gradient must match the tensor's "
+                    "grad_dtype (defaults to the tensor's dtype). You can set the tensor's grad_dtype attribute with a "
+                    "specific dtype, or None to allow any dtype. Set grad_dtype with caution. Diverging the dtypes of "
+                    "a tensor and its gradient may break downstream systems that assume they match.")
             if value._data.shape != self._data.shape:
                 raise RuntimeError(f"attempting to assign a gradient of size '{list(value.shape)}' to a tensor of size "
                                    f"'{list(self.shape)}'. Please ensure that the gradient and the tensor are the same size")
@@ -356,6 +366,29 @@ class Tensor:
     def grad(self):
         self._grad = None
 
+    _grad_dtype = _SAME                 # the dtype .grad must have: the tensor's own (default), a dtype, or None (any)
+
+    @property
+    def grad_dtype(self):
+        if self.grad_fn is not None:
+            raise RuntimeError("grad_dtype can only be accessed on leaf tensors.")
+        gdt = self._grad_dtype
+        return self.dtype if gdt is _SAME else gdt
+
+    @grad_dtype.setter
+    def grad_dtype(self, value):
+        if self.grad_fn is not None:
+            raise RuntimeError("grad_dtype can only be set on leaf tensors.")
+        if value is not None and not isinstance(value, D.dtype):
+            raise RuntimeError(f"grad_dtype must be a torch.dtype or None, but got {type(value).__name__}")
+        g = self._grad
+        if g is not None and value is not None and g.dtype is not value:
+            raise RuntimeError(f"Cannot set grad_dtype to '{value._legacy[:-6]}' because there is already a gradient "
+                               f"with dtype '{_CPP_NAMES.get(g.dtype.name, g.dtype.name)}'. Please clear the gradient "
+                               "(.grad = None) before changing grad_dtype, or ensure the new grad_dtype matches the "
+                               "existing gradient's dtype.")
+        self._grad_dtype = value
+
     @property
     def data(self):
         t = Tensor._make(self._data)
@@ -363,6 +396,13 @@ class Tensor:
 
     @data.setter
     def data(self, value):
+        if isinstance(value, Tensor):
+            if getattr(value._data, "_layout", None) is not getattr(self._data, "_layout", None):
+                raise RuntimeError("Attempted to call `variable.set_data(tensor)`, but `variable` and `tensor` have "
+                                   "incompatible tensor type.")
+            if self._requires_grad and value._data.dtype.kind not in "fcV":
+                raise RuntimeError("data set to a tensor that requires gradients must be floating point or complex "
+                                   "dtype")
         self._data = value._data if isinstance(value, Tensor) else _array.default_module().asarray(value)
 
     @property

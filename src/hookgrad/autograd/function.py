@@ -370,6 +370,9 @@ def _wrap_outputs(ctx, args, outputs, record):
         result.append(o)
     for v in views:
         as_custom_view(v, v, "multi" if n_diff > 1 else "custom")
+    # the graph knows them now (as PyTorch clears them: the node must not keep its outputs alive)
+    ctx.__dict__.pop("dirty_tensors", None)
+    ctx.__dict__.pop("non_differentiable", None)
     if not record:
         return result[0] if single else tuple(result)
     if len(outs) > 1:
@@ -391,7 +394,14 @@ def _wrap_outputs(ctx, args, outputs, record):
             elif id(t) in by_id or id(t) in orig_ids:
                 k = by_id.get(id(t), orig_ids.get(id(t)))
                 r = result[k]
-                saved.append(SavedTensor(r, ctx, r._output_nr) if r.grad_fn is ctx else SavedTensor(r))
+                if r.grad_fn is ctx:
+                    saved.append(SavedTensor(r, ctx, r._output_nr))
+                elif id(r) in dirty and _is_view(r):
+                    # a view modified in place (PyTorch's is_inplace_on_view): its data and a weak reference to
+                    # this node, not the view itself (which would make a cycle through CopySlices)
+                    saved.append(SavedTensor(r, ctx, k))
+                else:
+                    saved.append(SavedTensor(r))
             else:
                 saved.append(SavedTensor(t))
         ctx._saved_vars = saved

@@ -198,7 +198,7 @@ def resize_(self, *args, size=None, memory_format=None):
             new = new.reshape(shape)
         self._data = new
         self.__dict__.pop("_index", None)
-    self._vc[0] += 1
+        self._vc[0] += 1            # (the same size: no new version, as PyTorch)
     return self
 
 

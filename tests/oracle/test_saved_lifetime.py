@@ -1,0 +1,163 @@
+"""Saved tensors' lifetime and the errors around them, against torch (issue 27): SavedTensor as a torch name,
+freed values, a mutated view saved by a custom Function, resize_ and versions, .data and .grad assignment checks,
+grad_dtype."""
+import gc
+import weakref
+
+from oracle import events
+from _scen import attempt as _attempt
+
+
+def attempt(log, fn):
+    """_scen.attempt, without the object addresses of pybind11's "Invoked with" list."""
+    def cut(*a):
+        log(*[x.split("Invoked with")[0] if isinstance(x, str) else x for x in a])
+    _attempt(cut, fn)
+
+
+def test_saved_tensor_objects():
+    def s(lib, log):
+        ST = lib._C._autograd.SavedTensor
+        log("same class", lib.autograd.SavedTensor is ST)
+        attempt(log, lambda: lib.autograd.SavedTensor())
+        a = lib.ones(2, 2, requires_grad=True)
+        out = a * a
+        raw = out.grad_fn._raw_saved_self
+        log("isinstance", isinstance(raw, ST))
+        attempt(log, lambda: raw.register_hooks(lambda x: x))
+        attempt(log, lambda: raw.register_hooks(1, 1))
+        raw.register_hooks(lambda x: x, lambda x: x)
+        attempt(log, lambda: raw.register_hooks(lambda x: x, lambda x: x))
+        out.sum().backward()
+        attempt(log, lambda: out.grad_fn._raw_saved_self.register_hooks(lambda x: x, lambda x: x))
+        attempt(log, lambda: out.grad_fn._saved_self)
+        counts = []
+        with lib.autograd.graph.saved_tensors_hooks(lambda x: counts.append("pack") or x,
+                                                    lambda x: counts.append("unpack") or x):
+            st = lib._C._autograd._make_saved_tensor(a, is_output=False)
+            log("packed", counts)
+            u1 = st.unpack()
+            u2 = st.unpack()
+        log("unpacked", counts, u1, u2)
+        st = lib._C._autograd._make_saved_tensor(a, is_output=False)
+        log("plain", st.unpack() is a)
+    events(s)
+
+
+def test_freed_saved_values_raise():
+    def s(lib, log):
+        x = lib.tensor([0.5, 1.0, 2.0], requires_grad=True)
+        y = (x * x).exp()
+        y.sum().backward()
+        attempt(log, lambda: y.sum().backward())
+        attempt(log, lambda: y.grad_fn._saved_result)
+        y = x.exp()
+        y.sum().backward(retain_graph=True)
+        y.sum().backward()
+        log("retained", x.grad)
+        # a saved input detached and then modified in place (detach shares the version counter)
+        a = lib.tensor([1.0, 2.0], requires_grad=True)
+        b = a * 2
+        c = b.sin()
+        d = b.detach()
+        d.add_(1)
+        attempt(log, lambda: c.sum().backward())
+        e = a.sin()
+        a.detach().mul_(2)
+        attempt(log, lambda: e.sum().backward())
+    events(s)
+
+
+def test_custom_function_saving_mutated_view_is_freed():
+    def s(lib, log):
+        class Test(lib.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                ctx.mark_dirty(x)
+                ctx.save_for_backward(x)
+                return x.mul_(2)
+
+            @staticmethod
+            def backward(ctx, grad):
+                (x,) = ctx.saved_tensors
+                log("saved in backward", x, x.grad_fn.name())
+                return grad * 2
+
+        def scope():
+            x = lib.tensor([1.0, 3.0], requires_grad=True).clone()
+            v = x.view_as(x)
+            Test.apply(v)
+            return weakref.ref(v)
+        ref = scope()
+        log("freed", ref() is None)
+        leaf = lib.tensor([1.0, 3.0], requires_grad=True)
+        x = leaf.clone()
+        v = x.view_as(x)
+        y = Test.apply(v)
+        log("y", y is v, y.grad_fn.name(), x.grad_fn.name())
+        (x * lib.tensor([1.0, 10.0])).sum().backward()
+        log("grad", leaf.grad)
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        events(s)
+    finally:
+        if was:
+            gc.enable()
+
+
+def test_resize_same_size_keeps_version():
+    def s(lib, log):
+        x = lib.ones(3)
+        v0 = x._version
+        x.resize_(3)
+        log("same", x._version - v0)
+        x.resize_(2)
+        log("smaller", x._version - v0, x.shape)
+        x.resize_as_(lib.ones(2))
+        log("as same", x._version - v0)
+        x.resize_(2, 2)
+        log("bigger", x._version - v0, x.shape)
+    events(s)
+
+
+def test_data_assignment_checks():
+    def s(lib, log):
+        a = lib.tensor(1.0, requires_grad=True)
+        a.data = lib.tensor(2.0)
+        log("a", a, a.requires_grad)
+        attempt(log, lambda: setattr(a, "data", lib.tensor(3, dtype=lib.int64)))
+        b = lib.tensor(1.0)
+        b.data = lib.tensor(3)
+        log("b", str(b.dtype), b)
+        x = lib.randn(2, 2)
+        sp = lib.tensor([[0.0, 1.0], [2.0, 0.0]]).to_sparse()
+        attempt(log, lambda: setattr(x, "data", sp))
+    events(s)
+
+
+def test_grad_assignment_and_grad_dtype():
+    def s(lib, log):
+        x = lib.tensor([1.0, 2.0], requires_grad=True)
+        log("default", str(x.grad_dtype))
+        for g in (lib.ones(3), lib.ones(2, dtype=lib.int64), lib.ones(2, dtype=lib.float64), 3,
+                  lib.ones(2, dtype=lib.bfloat16), lib.ones(2, dtype=lib.complex64)):
+            attempt(log, lambda: setattr(x, "grad", g))
+        x.grad_dtype = lib.float16
+        log("set", str(x.grad_dtype))
+        attempt(log, lambda: setattr(x, "grad", lib.ones(2)))
+        x.grad = lib.ones(2, dtype=lib.float16)
+        log("f16 grad", str(x.grad.dtype))
+        x.grad_dtype = None
+        log("none", x.grad_dtype)
+        x.grad = lib.ones(2, dtype=lib.float64)
+        log("any", str(x.grad.dtype))
+        attempt(log, lambda: setattr(x, "grad_dtype", lib.float16))
+        x.grad_dtype = lib.float64
+        attempt(log, lambda: setattr(x, "grad_dtype", 3))
+        y = x * 2
+        attempt(log, lambda: y.grad_dtype)
+        attempt(log, lambda: setattr(y, "grad_dtype", lib.float16))
+        z = lib.ones(2, dtype=lib.int64)
+        log("int", str(z.grad_dtype))
+    events(s)
