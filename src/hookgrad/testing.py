@@ -412,6 +412,12 @@ def make_tensor(*shape, dtype, device, low=None, high=None, requires_grad=False,
             result.uniform_(low / 2, high / 2).mul_(2)
         else:
             result.uniform_(low, high)
+    elif dtype in (torch.complex64, torch.complex128):      # real and imaginary parts uniform in [low, high)
+        real = torch.float32 if dtype is torch.complex64 else torch.float64
+        low, high = modify_low_high(low, high, lowest_inclusive=torch.finfo(real).min,
+                                    highest_exclusive=torch.finfo(real).max, default_low=-9, default_high=9)
+        result = torch.complex(torch.empty(shape, device=device, dtype=real).uniform_(low, high),
+                               torch.empty(shape, device=device, dtype=real).uniform_(low, high))
     else:
         raise TypeError(f"The requested dtype '{dtype}' is not supported by torch.testing.make_tensor()."
                         " To request support, file an issue at: https://github.com/pytorch/pytorch/issues")

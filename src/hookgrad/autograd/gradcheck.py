@@ -138,6 +138,11 @@ def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=T
             warnings.warn(f"Input #{i} requires gradient and is not a double precision floating point or complex. "
                           "This check will likely fail if all the inputs are not of double precision floating point "
                           "or complex. ")
+        content = t._data.values if _sparse(t._data) else t._data
+        if content.size and any(st == 0 and n > 1 for st, n in zip(content.strides, content.shape)):
+            raise RuntimeError(f"The {i}th input has a dimension with stride 0. gradcheck only supports inputs that are "
+                               "non-overlapping to be able to compute the numerical gradients correctly. You should "
+                               "call .contiguous on the input before passing it to gradcheck.")
     # contiguous, writable copies so that finite differences can poke single elements
     T = _T()
     work = []
