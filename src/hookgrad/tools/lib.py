@@ -201,7 +201,7 @@ def hookgrad_lib():
 def _root_name(obj):
     """``"torch"`` or ``"hookgrad"`` for an object of either library (its class or an ancestor's
     package), or None."""
-    for c in type(obj).__mro__:
+    for c in reversed(type(obj).__mro__):      # the library's base class decides (a user's subclass may live anywhere)
         top = (getattr(c, "__module__", None) or "").split(".")[0]
         if top in ("torch", "hookgrad"):
             root = sys.modules.get(top)

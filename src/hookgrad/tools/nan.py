@@ -112,6 +112,7 @@ class detect_nonfinite(OpTool):
         self.wants_frames = self._bwd      # on torch: the runner records the frame for the node
         self.events = []
         self._seen = {"forward": False, "backward": False}
+        self._nodeless = None          # on torch: (output, event) whose grad_fn is not known yet
 
     @property
     def first(self):
@@ -160,10 +161,17 @@ class detect_nonfinite(OpTool):
                     f"checked region (data, a parameter or a scalar argument)")
         else:
             msg += "its inputs were finite"
-        self._report(NonFiniteEvent(phase="forward", op=name, node=None if node is None else node.name(),
-                                    module_path=path, call_index=idx, frame=frame, output_index=i, count=n,
-                                    kind=kind, input_shapes=shapes, upstream=bool(up),
-                                    message="detect_nonfinite: " + msg))
+        ev = NonFiniteEvent(phase="forward", op=name, node=None if node is None else node.name(),
+                            module_path=path, call_index=idx, frame=frame, output_index=i, count=n,
+                            kind=kind, input_shapes=shapes, upstream=bool(up), message="detect_nonfinite: " + msg)
+        if node is None and self.lib.is_torch:
+            self._nodeless = (flat(output)[i], ev)
+        self._report(ev)
+
+    def forward_node(self, output, node):
+        if self._nodeless is not None and self._nodeless[0] is output:
+            self._nodeless[1].node = node.name()
+            self._nodeless = None
 
     # ---- backward ----
     def backward_pre(self, node, grad_outputs):

@@ -17,6 +17,7 @@ Ops that run *inside* a backward node (a gradient formula written with Tensor op
 bytes; the timer and the memory hook do not count them a second time as forward ops.
 """
 import os
+import re
 import sys
 import threading
 import time
@@ -161,6 +162,10 @@ class OpTool(OpHook):
     # ---- what the torch runner reads ----
     wants_frames = False       # the runner records the user's frame for each node (tools.nan)
 
+    def forward_node(self, output, node):
+        """On torch: the grad_fn ``node`` of a forward op's ``output`` became known (after ``forward_post``,
+        which there gets ``node=None``: TorchDispatchMode runs below autograd)."""
+
     def in_backward(self):
         """True while a backward node of this thread is running (its pre-hook ran, its post-hook not yet)."""
         return bool(self._bdepth())
@@ -201,10 +206,16 @@ class OpTool(OpHook):
 def _camel(aten):
     """hookgrad's op name for an aten operator name: ``addmm`` -> ``Addmm``, ``_to_copy`` -> ``ToCopy``
     (the grad_fn name without ``Backward0``)."""
-    return "".join(p[:1].upper() + p[1:] for p in aten.split("_") if p)
+    name = "".join(p[:1].upper() + p[1:] for p in aten.split("_") if p)
+    return _DIM_SUFFIX.sub(r"\1D", name)          # max_pool2d -> MaxPool2D, as MaxPool2DWithIndicesBackward0
 
 
 _MODE_CLASSES = {}
+_DIM_SUFFIX = re.compile(r"(\d)d(?![a-z])")
+_NOT_OPS = {"detach", "empty_like", "zeros_like", "ones_like", "full_like", "rand_like", "randn_like"}
+# aten ops whose grad_fn is named otherwise (the name hookgrad and the backward node use)
+_ATEN_ALIASES = {"_native_batch_norm_legit": "NativeBatchNorm", "_native_batch_norm_legit_no_training":
+                 "NativeBatchNorm", "_native_batch_norm_legit_functional": "NativeBatchNorm"}
 
 
 def _dispatch_mode_class(lib):
@@ -273,12 +284,17 @@ class TorchOpRunner:
         self.flush()
         tool = self.tool
         aten = func.overloadpacket.__name__
-        if (self.graph_task() != -1 or tool.in_backward() or aten == "detach"
+        Tensor = self.lib.Tensor
+        # the tensor arguments (and lists of them), as hookgrad's primitives take them
+        inputs = [a for a in (*args, *kwargs.values()) if isinstance(a, Tensor) or (
+            isinstance(a, (list, tuple)) and a and all(isinstance(v, Tensor) for v in a))]
+        if (self.graph_task() != -1 or tool.in_backward() or aten in _NOT_OPS
+                or not any(isinstance(t, Tensor) for t in flat(inputs))
                 or _called_from(sys._getframe(2), "_make_grads")):
-            # backward's own ops, its seed gradient, and autograd's detach of what it saves: not ops
+            # backward's own ops, its seed gradient, autograd's detach of what it saves, and factories
+            # (torch.empty, zeros_like...): no op on hookgrad either
             return func(*args, **kwargs)
-        name = _camel(aten)
-        inputs = list(args) + [v for v in kwargs.values() if isinstance(v, self.lib.Tensor)]
+        name = _ATEN_ALIASES.get(aten) or _camel(aten)
         tool.forward_pre(name, inputs)
         out = func(*args, **kwargs)
         tool.forward_post(name, inputs, out, None)
@@ -299,6 +315,7 @@ class TorchOpRunner:
             if node is not None and id(node) not in self.hooked:
                 if self.tool.tracks_modules or self.frames:
                     node.metadata[WHERE] = where
+                self.tool.forward_node(t, node)
                 self._hook_graph(node)
 
     def _hook_graph(self, root):
