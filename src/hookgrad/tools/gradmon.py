@@ -14,6 +14,7 @@ import warnings
 
 import numpy as np
 
+from .lib import library_of
 from .paths import module_paths
 
 __all__ = ["GradientMonitor", "GradientWarning"]
@@ -44,6 +45,67 @@ def _param_stats(g, bins, hist_range):
             "edges": edges}
 
 
+# ---- gradients on a device (CUDA): the statistics are computed there and read once per step -------------------------
+_HEAD = 5       # sum of squares of the finite |g|, max |g|, exact zeros, non-finite entries, any NaN; then the histogram
+
+
+def _device_hist(v, bins, hist_range, fin):
+    """``numpy.histogram(v[fin], bins, hist_range)`` of a flat float64 device tensor, on the device: ``[counts...,
+    first edge, last edge]`` (float64; NumPy's edges and its rounding corrections at them)."""
+    keep = fin
+    if hist_range is not None:
+        lo, hi = (v.new_tensor(float(e)) for e in hist_range)
+        keep = fin & (v >= lo) & (v <= hi)
+    else:
+        inf = v.new_tensor(float("inf"))
+        lo, hi = v.where(fin, inf).min() if v.numel() else inf, v.where(fin, -inf).max() if v.numel() else -inf
+        empty = lo > hi                                         # no finite value: NumPy's range (0, 1)
+        lo, hi = lo.where(~empty, v.new_tensor(0.0)), hi.where(~empty, v.new_tensor(1.0))
+        same = (lo == hi).double() * 0.5
+        lo, hi = lo - same, hi + same
+    out = v.new_zeros(bins + 2)
+    out[bins], out[bins + 1] = lo, hi
+    if not v.numel():
+        return out
+    edges = v.new_tensor(np.arange(bins + 1, dtype=np.float64)) * ((hi - lo) / bins) + lo     # as numpy.linspace
+    edges[bins] = hi
+    # bin j holds edges[j] <= x < edges[j + 1], the last one x <= edges[-1] too (NumPy's rule): counted by
+    # searching the edges in the sorted values, the values left out moved past every edge
+    s = v.where(keep, v.new_tensor(float("inf"))).sort().values
+    lib = library_of(v)
+    below = lib.searchsorted(s, edges).double()
+    below[bins] = lib.searchsorted(s, edges[bins:], right=True)[0]
+    out[:bins] = below[1:] - below[:-1]
+    return out
+
+
+def _device_stats(g, bins, hist_range):
+    """(the statistics vector of :func:`_param_stats` on the device, the flat float64 values): nothing read."""
+    v = g.detach().reshape(-1).double()
+    a, fin = v.abs(), v.isfinite()
+    head = v.new_zeros(_HEAD)
+    head[0] = a.where(fin, v.new_tensor(0.0)).square().sum()
+    if v.numel():
+        head[1] = a.max()
+    head[2] = (v == 0).sum()
+    head[3] = (~fin).sum()
+    head[4] = v.isnan().any()
+    return head, _device_hist(v, bins, hist_range, fin), v
+
+
+def _host_stats(vec, n, bins):
+    """:func:`_param_stats`' dict from the statistics vector read to the host."""
+    sumsq, mx, zeros, nonfinite, hasnan = vec[:_HEAD]
+    nonfinite = int(nonfinite)
+    norm = math.sqrt(sumsq) if not nonfinite else float("nan") if hasnan else float("inf")
+    return {"norm": norm, "max": float(mx), "zero_frac": float(zeros) / n if n else 0.0, "numel": int(n),
+            "nonfinite": nonfinite, **_hist_of(vec[_HEAD:], bins)}
+
+
+def _hist_of(h, bins):
+    return {"hist": h[:bins].astype(np.int64), "edges": np.linspace(h[bins], h[bins + 1], bins + 1)}
+
+
 class GradientMonitor:
     """Gradient statistics for every parameter (and aggregated per module) of ``model``, every step.
 
@@ -67,6 +129,10 @@ class GradientMonitor:
 
     Warnings (:class:`GradientWarning`) name the step, the parameter, its module path and the value;
     they are issued as soon as the statistics are computed (during backward with ``auto_step``).
+
+    Gradients on a device (CUDA) are not copied to the host in the hooks: their statistics are computed on the
+    device and read once per step, when the step ends (one host read for every parameter and module together);
+    their warnings come then. A ``bins`` sequence (explicit edges) reads each parameter's gradient instead.
     """
 
     def __init__(self, model, every=1, bins=20, range=None, vanishing=1e-7, exploding=1e3, auto_step=True):
@@ -126,6 +192,9 @@ class GradientMonitor:
         g = param.grad
         if g is None:
             return None
+        if g.device.type != "cpu" and np.isscalar(self.bins):     # on the device until the step ends (_read)
+            head, hist, v = _device_stats(g, self.bins, self.range)
+            return {"step": self.steps, "numel": v.numel(), "_dev": (head, hist), "_g": v}
         arr = g.detach().cpu().numpy()
         st = _param_stats(arr, self.bins, self.range)
         st["step"] = self.steps
@@ -153,19 +222,66 @@ class GradientMonitor:
         if not self.auto_step and self._recording():
             pending = {n: self._compute(n, self._params[n]) for n in pending}
         recorded = {n: st for n, st in pending.items() if st is not None}
+        module_hists = self._read(recorded) if any("_dev" in st for st in recorded.values()) else {}
         for n, st in recorded.items():
             self.history.setdefault(n, []).append({k: v for k, v in st.items() if k != "_g"})
         if recorded:
-            self._aggregate(recorded)
+            self._aggregate(recorded, module_hists)
         self.steps += 1
 
-    def _aggregate(self, recorded):
+    def _read(self, recorded):
+        """The step's device statistics, read to the host at once (one copy): the parameters' (their warnings
+        now), and each module's histogram (over its parameters' values, computed on the device)."""
+        dev = [n for n, st in recorded.items() if "_dev" in st]
+        vecs = [t for n in dev for t in recorded[n]["_dev"]]
+        paths = []
+        if self.range is None and len(dev) == len(recorded):
+            for path, names in self._members(recorded).items():
+                vals = [recorded[n]["_g"] for n in names]
+                joined = vals[0] if len(vals) == 1 else vals[0].new_empty(sum(v.numel() for v in vals))
+                o = 0
+                for v in vals if len(vals) > 1 else ():
+                    joined[o:o + v.numel()] = v
+                    o += v.numel()
+                paths.append(path)
+                vecs.append(_device_hist(joined, self.bins, None, joined.isfinite()))
+        buf = vecs[0].new_empty(sum(v.numel() for v in vecs))
+        o = 0
+        for v in vecs:
+            buf[o:o + v.numel()] = v
+            o += v.numel()
+        host = buf.cpu().numpy()            # the step's one host read
+        o, k = 0, _HEAD + self.bins + 2
+        for n in dev:
+            st = recorded[n]
+            st.update(_host_stats(host[o:o + k], st.pop("numel"), self.bins))
+            del st["_dev"]
+            if self.range is not None:
+                st.pop("_g")
+            o += k
+            self._check(f"parameter '{n}' (module '{self._owner[n]}')", st)
+        k = self.bins + 2
+        hists = {}
+        for path in paths:
+            hists[path] = _hist_of(host[o:o + k], self.bins)
+            o += k
+        for n in dev:       # (parameters on several devices: the module histograms read the values, as on the CPU)
+            g = recorded[n].pop("_g", None)
+            if g is not None and not paths and self.range is None:
+                recorded[n]["_g"] = g.cpu().numpy()
+        return hists
+
+    def _members(self, recorded):
         members = {}                    # module path -> [param names]
         for n in recorded:
             owner = self._owner[n]
             parts = owner.split(".") if owner else []
             for i in range(len(parts) + 1):
                 members.setdefault(".".join(parts[:i]), []).append(n)
+        return members
+
+    def _aggregate(self, recorded, module_hists=None):
+        members = self._members(recorded)
         fixed_edges = self.range is not None or not np.isscalar(self.bins)
         for path in sorted(members, key=self._order.get):
             sts = [recorded[n] for n in members[path]]
@@ -174,6 +290,8 @@ class GradientMonitor:
             norm = math.sqrt(sum(s["norm"] ** 2 for s in sts))
             if fixed_edges:
                 counts, edges = sum(s["hist"] for s in sts), sts[0]["edges"]
+            elif module_hists and path in module_hists:
+                counts, edges = module_hists[path]["hist"], module_hists[path]["edges"]
             else:
                 vals = np.concatenate([s["_g"].reshape(-1) for s in sts])
                 counts, edges = np.histogram(vals[np.isfinite(vals)].astype(np.float64, copy=False), bins=self.bins)

@@ -1,0 +1,117 @@
+"""The toolkit on the "cuda" device (the CPU stand-in of CuPy, tests/backend/cupylike.py): the gradient monitor keeps
+its statistics on the device and reads the host once per step, capture reads nothing, detect_nonfinite localises on
+the device; every host read of hookgrad goes through ``_array.to_host`` (``HOST_READS``), and the stand-in counts
+the implicit ones CuPy would make (``IMPLICIT``: must stay 0)."""
+import os
+import sys
+import warnings
+
+import numpy as np
+import pytest
+
+import hookgrad
+from hookgrad import _array
+from hookgrad.tools.gradmon import GradientMonitor, GradientWarning
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import backend  # noqa: E402
+from backend import cupylike  # noqa: E402
+
+if backend.NAME == "cupylike":
+    pytest.skip("the cupylike module is the default array module here; the stand-in device needs it free",
+                allow_module_level=True)
+
+
+@pytest.fixture
+def fake_cuda():
+    saved = dict(_array._DEVICE_MODULE), dict(_array._MODULE_DEVICE), set(_array._probed)
+    cupylike.use_as_cuda()
+    try:
+        yield cupylike
+    finally:
+        for d, s in zip((_array._DEVICE_MODULE, _array._MODULE_DEVICE, _array._probed), saved):
+            d.clear()
+            d.update(s)
+
+
+def _model(dev):
+    hookgrad.manual_seed(0)
+    m = hookgrad.nn.Sequential(hookgrad.nn.Linear(6, 5), hookgrad.nn.ReLU(),
+                               hookgrad.nn.Sequential(hookgrad.nn.Linear(5, 4), hookgrad.nn.Tanh()),
+                               hookgrad.nn.Linear(4, 3))
+    return m.to(dev)
+
+
+def _reads():
+    return _array.HOST_READS[0], cupylike.IMPLICIT[0]
+
+
+@pytest.mark.parametrize("kw", [{}, {"range": (-0.5, 0.5), "bins": 7}, {"auto_step": False}])
+def test_gradient_monitor_reads_the_host_once_per_step(fake_cuda, kw):
+    rng = np.random.default_rng(0)
+    xs = rng.standard_normal((8, 6)).astype(np.float32)
+    xs[0, 0] = 0.0
+    res = {}
+    for dev in ("cpu", "cuda"):
+        m = _model(dev)
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            mon = GradientMonitor(m, vanishing=1e-3, exploding=0.5, **kw)
+            x = hookgrad.tensor(xs).to(dev)
+            per_step = []
+            for step in range(3):
+                before = _reads()
+                m.zero_grad()
+                loss = m(x * (step + 1)).pow(2).sum()
+                in_backward = _reads()
+                loss.backward()
+                if dev == "cuda":
+                    assert _reads() == in_backward, "a host read during backward"
+                if not mon.auto_step:
+                    mon.step()
+                per_step.append(_reads()[0] - before[0])
+            mon.flush()
+            if dev == "cuda":
+                assert cupylike.IMPLICIT[0] == before[1]
+                # each step's statistics: read once, when the step ended (the next forward, or step())
+                assert per_step == ([0, 1, 1] if mon.auto_step else [1, 1, 1]), per_step
+            mon.remove()
+        res[dev] = (mon.history, mon.module_history, sorted(str(x.message) for x in w))
+    (hc, mc, wc), (hd, md, wd) = res["cpu"], res["cuda"]
+    assert wc == wd and wc            # the same warnings (vanishing/exploding), at the step's end on the device
+    for hist_c, hist_d in ((hc, hd), (mc, md)):
+        assert hist_c.keys() == hist_d.keys()
+        for name in hist_c:
+            for a, b in zip(hist_c[name], hist_d[name]):
+                assert a.keys() == b.keys()
+                for k in a:
+                    if k in ("hist",):
+                        np.testing.assert_array_equal(b[k], a[k], err_msg=f"{name} {k}")
+                    elif k in ("edges", "norm", "max", "zero_frac"):
+                        np.testing.assert_allclose(b[k], a[k], rtol=1e-6, err_msg=f"{name} {k}")
+                    else:
+                        assert a[k] == b[k], (name, k)
+
+
+def test_gradient_monitor_nonfinite_on_the_device(fake_cuda):
+    m = _model("cuda")
+    mon = GradientMonitor(m)
+    m[3].weight.register_hook(lambda g: g * float("nan"))
+    with pytest.warns(GradientWarning, match=r"non-finite gradient in parameter '3.weight'"):
+        m(hookgrad.randn(2, 6, device="cuda")).sum().backward()
+        mon.step()
+    st = mon.latest()["3.weight"]
+    assert st["nonfinite"] == 12 and np.isnan(st["norm"]) and st["hist"].sum() == 0
+    assert list(st["edges"][[0, -1]]) == [0.0, 1.0]
+    mon.remove()
+
+
+def test_capture_reads_nothing_on_the_device(fake_cuda):
+    from hookgrad.tools.capture import capture
+    m = _model("cuda")
+    x = hookgrad.randn(4, 6, device="cuda")
+    before = _reads()
+    with capture(m, "*", grads=True) as cache:
+        m(x).sum().backward()
+    assert _reads() == before
+    assert all(t.is_cuda for p in cache for t in cache[p] if isinstance(t, hookgrad.Tensor))
