@@ -155,3 +155,13 @@ def test_vmap_batchnorm_modes():
         g = lib.func.vmap(lib.func.grad(lambda xb: free(xb).pow(3).sum()))(x)
         return ev, tr, g
     both(scen)
+
+
+def test_replace_all_batch_norm_modules():
+    def scen(lib):
+        net = bn_net(lib)
+        lib.func.replace_all_batch_norm_modules_(net)
+        x = lib.tensor(data(2, 5, 4, seed=8).astype(np.float64))
+        out = lib.func.vmap(net)(x)
+        return out, net[1].running_mean is None, net[1].track_running_stats
+    both(scen)

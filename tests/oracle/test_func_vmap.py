@@ -62,6 +62,8 @@ UNARY = [
     ("shape queries", lambda lib, x: x.new_ones(x.shape) * x.size(0) * x.dim() * x.numel() * len(x)),
     ("gather", lambda lib, x: x.gather(1, lib.tensor([[0, 1], [2, 3], [4, 0]]))),
     ("index_select", lambda lib, x: x.index_select(1, lib.tensor([4, 0]))),
+    ("pad", lambda lib, x: (lib.nn.functional.pad(x, (1, 2)), lib.nn.functional.pad(x, (1, 1, 2, 0), value=3.0),
+                            lib.nn.functional.pad(x, (2, 1), mode="reflect"), lib.nn.functional.pad(x, (1, 1), mode="replicate"))),
     ("bmm-like batched matmul", lambda lib, x: lib.matmul(x.unsqueeze(0).expand(2, 3, 5), x.t())),
 ]
 
@@ -187,6 +189,16 @@ ERRORS = [
 @pytest.mark.parametrize("name,f", ERRORS, ids=[e[0] for e in ERRORS])
 def test_vmap_errors(name, f):
     raises_same(f)
+
+
+def test_debug_unwrap_and_functionalize():
+    def scen(lib):
+        x = T(lib, X)
+        shapes = lib.func.vmap(lambda a: lib.func.debug_unwrap(a) * 1)(x)      # the whole batch, per sample
+        f = lib.func.functionalize(lambda a: a.clone().add_(1).mul(2))
+        return shapes, f(x), lib.func.debug_unwrap(x)
+    both(scen)
+    raises_same(lambda lib: lib.func.functionalize(lambda a: a, remove="views"))
 
 
 def test_legacy_vmap_internals():

@@ -8,6 +8,7 @@ from . import _rules  # noqa: F401  (fills the batching rules' table)
 from ._vmap import vmap
 from ._transforms import grad, grad_and_value, vjp, jvp, jacrev, jacfwd, hessian, linearize
 from ._functional_call import functional_call, stack_module_state
+from ._extras import replace_all_batch_norm_modules_, functionalize, debug_unwrap
 
 __all__ = ["grad", "grad_and_value", "vmap", "hessian", "jacfwd", "jacrev", "jvp", "linearize", "vjp",
-           "functional_call", "stack_module_state"]
+           "functional_call", "stack_module_state", "replace_all_batch_norm_modules_", "functionalize", "debug_unwrap"]

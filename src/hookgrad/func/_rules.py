@@ -692,6 +692,22 @@ RULES["F.pixel_shuffle"] = RULES["pixel_shuffle"] = RULES["F.pixel_unshuffle"] =
     lambda level, func, args, kwargs: _spatial(level, func, args, kwargs, 2)
 
 
+@register("F.pad", "pad")
+def _pad(level, func, args, kwargs):
+    b = bind("F.pad", func, args, kwargs)
+    if b is None:
+        return NotImplemented
+    b.apply_defaults()
+    a = b.arguments
+    x = a["input"]
+    if not at(x, level) or any(at(v, level) for v in a.values() if v is not x):
+        return NotImplemented
+    if a.get("mode", "constant") == "constant":
+        a["input"] = x._value
+        return wrap(call_bound(func, b), level)
+    return _spatial(level, func, args, kwargs, len(a["pad"]) // 2)
+
+
 @register("F.layer_norm", "layer_norm")
 def _layer_norm(level, func, args, kwargs):
     b = bind("F.layer_norm", func, args, kwargs)
