@@ -212,6 +212,7 @@ def _camel(aten):
 
 _MODE_CLASSES = {}
 _DIM_SUFFIX = re.compile(r"(\d)d(?![a-z])")
+_HOOKED = "hookgrad.tools.hooked"    # node.metadata key: the TorchOpRunner that hooked the node
 _NOT_OPS = {"detach", "empty_like", "zeros_like", "ones_like", "full_like", "rand_like", "randn_like"}
 # aten ops whose grad_fn is named otherwise (the name hookgrad and the backward node use)
 _ATEN_ALIASES = {"_native_batch_norm_legit": "NativeBatchNorm", "_native_batch_norm_legit_no_training":
@@ -252,7 +253,9 @@ class TorchOpRunner:
         self.lib = tool.lib
         self.graph_task = torch_attr(self.lib.root, "graph_task_id", lambda: -1)
         self.pending = []            # [(weakref to an output, (path, call, frame))]
-        self.hooked = {}             # id(node) -> (node, [handles])
+        self.handles = []            # the node hooks' handles
+        self.kept = 1024
+        self.token = object()        # node.metadata[_HOOKED] of the nodes this runner hooked
         self.mode = None
         self.exit_handle = None
         self.frames = tool.wants_frames
@@ -274,10 +277,9 @@ class TorchOpRunner:
             mode.__exit__(None, None, None)
             if self.exit_handle is not None:
                 self.exit_handle.remove()
-            for node, hs in self.hooked.values():
-                for h in hs:
-                    h.remove()
-            self.hooked = {}
+            for h in self.handles:
+                h.remove()
+            self.handles = []
 
     # ---- forward ----
     def dispatch(self, func, args, kwargs):
@@ -312,40 +314,61 @@ class TorchOpRunner:
         for ref, where in pending:
             t = ref()
             node = None if t is None else t.grad_fn
-            if node is not None and id(node) not in self.hooked:
+            if node is not None and node.metadata.get(_HOOKED) is not self.token:
                 if self.tool.tracks_modules or self.frames:
                     node.metadata[WHERE] = where
                 self.tool.forward_node(t, node)
                 self._hook_graph(node)
 
     def _hook_graph(self, root):
+        # NOTE: a node's hooks must not hold the node: the hook dict lives in the C++ node, so a Python
+        # reference back to it would be a cycle the garbage collector cannot see (the graph would never be
+        # freed). They hold a NodeView (its name and its metadata dict) instead, and the node is marked as
+        # hooked in its own metadata (no table of nodes kept alive, no id reused by a later node).
         todo = [root]
         while todo:
             node = todo.pop()
-            if node is None or id(node) in self.hooked:
+            if node is None:
                 continue
-            self.hooked[id(node)] = (node, [node.register_prehook(self._pre(node)),
-                                            node.register_hook(self._post(node))])
+            md = node.metadata
+            if md.get(_HOOKED) is self.token:
+                continue
+            md[_HOOKED] = self.token
+            view = NodeView(node.name(), md)
+            self.handles.append(node.register_prehook(self._pre(view)))
+            self.handles.append(node.register_hook(self._post(view)))
             todo.extend(n for n, _ in node.next_functions)
+        if len(self.handles) > 2 * self.kept:       # forget the handles of freed graphs
+            self.handles = [h for h in self.handles if h.hooks_dict_ref() is not None]
+            self.kept = max(len(self.handles), 1024)
 
     # ---- backward ----
-    def _pre(self, node):
-        ref = weakref.ref(node) if _weakrefable(node) else (lambda: node)
-
+    def _pre(self, view):
         def tool_node_prehook(grad_outputs):
-            n = ref()
-            if n is not None and self.mode is not None:
-                self.tool.backward_pre(n, grad_outputs)
+            if self.mode is not None:
+                self.tool.backward_pre(view, grad_outputs)
         return tool_node_prehook
 
-    def _post(self, node):
-        ref = weakref.ref(node) if _weakrefable(node) else (lambda: node)
-
+    def _post(self, view):
         def tool_node_hook(grad_inputs, grad_outputs):
-            n = ref()
-            if n is not None and self.mode is not None:
-                self.tool.backward_post(n, grad_inputs, grad_outputs)
+            if self.mode is not None:
+                self.tool.backward_post(view, grad_inputs, grad_outputs)
         return tool_node_hook
+
+
+class NodeView:
+    """What an op tool sees of a torch node in backward: ``name()`` and ``metadata`` (the node's own dict)."""
+    __slots__ = ("_name", "metadata")
+
+    def __init__(self, name, metadata):
+        self._name = name
+        self.metadata = metadata
+
+    def name(self):
+        return self._name
+
+    def __repr__(self):
+        return f"<{self._name}>"
 
 
 def _called_from(f, name, depth=3):
@@ -355,14 +378,6 @@ def _called_from(f, name, depth=3):
             return True
         f, depth = f.f_back, depth - 1
     return False
-
-
-def _weakrefable(obj):
-    try:
-        weakref.ref(obj)
-        return True
-    except TypeError:
-        return False
 
 
 class _ToolHandle:
