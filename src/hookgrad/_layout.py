@@ -305,7 +305,7 @@ class SparseCOO(_SparseStorage):
         self.indices = indices
         self.values = values
         self.shape = tuple(int(s) for s in shape)
-        self.coalesced = bool(coalesced)
+        self.coalesced = bool(coalesced) or values.shape[0] <= 1      # (PyTorch: no two entries, coalesced)
 
     def components(self):
         return (self.indices, self.values)

@@ -380,7 +380,8 @@ def test_errors():
 
 
 def test_sparse_gather_grad_to_dense():
-    """PyTorch's _test_sparse_gather: gather(sparse_grad=True)'s gradient densifies to the dense one."""
+    """PyTorch's _test_sparse_gather: gather(sparse_grad=True)'s gradient is sparse (COO, one entry per index
+    element); 0-d inputs and indices count as 1-d."""
     x0 = RNG.standard_normal((10, 10))
     ind0 = RNG.integers(0, 10, (5, 10))
 
@@ -389,7 +390,12 @@ def test_sparse_gather_grad_to_dense():
         ind = lib.tensor(ind0)
         out = lib.gather(x, 0, ind, sparse_grad=True)
         out.backward(lib.ones_like(out))
-        return x.grad.to_dense()
+        s = lib.tensor(3.0, requires_grad=True)
+        lib.gather(s, 0, lib.tensor([0, 0]), sparse_grad=True).sum().backward()
+        v = t(lib, x0[0], True)
+        r = lib.gather(v, 0, lib.tensor(4), sparse_grad=True)
+        r.backward()
+        return x.grad, x.grad.to_dense(), s.grad, r, v.grad
     both(s)
 
 

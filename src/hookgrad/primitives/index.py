@@ -417,15 +417,31 @@ class Gather(Node, name="GatherBackward0"):
     """out[i][j] = x[i][index[i][j]] (dim=1)."""
     save = (0,)
     saved_names = ("self",)
-    saved_attrs = ("dim", "index", "sparse_grad=False")
+    saved_attrs = ("dim", "index", "sparse_grad")
+    sparse_grad = False
+    out_shape = None        # a 0-d index is gathered as a 1-element one, the result shaped back
 
     jvp = linear_jvp
 
     def forward(self, x):
         self.in_shape = x.shape
-        return x[_along(self.index, self.dim)] if x.ndim else x.reshape(self.index.shape).copy()
+        r = x[_along(self.index, self.dim)] if x.ndim else array_module(x).broadcast_to(x, self.index.shape).copy()
+        return r if self.out_shape is None else r.reshape(self.out_shape)
 
     def backward(self, g):
+        if self.out_shape is not None:
+            g = g.reshape(self.index.shape)
+        if self.sparse_grad:        # PyTorch's _gather_sparse_backward: a COO gradient, one entry per index element
+            from .. import _layout
+            ix = self.index
+            xp = array_module(ix)
+            if len(self.in_shape):
+                coords = xp.indices(ix.shape).reshape(ix.ndim, -1)
+                coords[self.dim] = ix.reshape(-1)
+            else:
+                coords = xp.zeros((0, ix.size), np.int64)
+            return Tensor._make(_layout.SparseCOO(coords.astype(np.int64), g._data.reshape(-1).copy(),
+                                                 self.in_shape, False))
         # PyTorch's gather_backward uses only the input's size: the gradient graph does not link x
         return ScatterAddGrad.apply(g, index=self.index, dim=self.dim, shape=self.in_shape)
 
@@ -449,7 +465,20 @@ class ScatterAddGrad(Node, name="ScatterAddBackward0"):
 
 def gather(input, dim, index, *, sparse_grad=False):
     """out[..., i, ...] = input[..., index[..., i, ...], ...] along ``dim``."""
+    if (input._data.ndim == 0) != (index._data.ndim == 0) and max(input._data.ndim, index._data.ndim) == 1:
+        # PyTorch counts a 0-d tensor as 1-d here: gather the 1-d forms, the result shaped as the index
+        if input._data.ndim == 0 and sparse_grad:     # a 0-d input's sparse gradient: sparse_dim 0, one entry each
+            wrap_dim(dim, 0)
+            return Gather.apply(input, index=index._data, dim=0, sparse_grad=True)
+        if input._data.ndim == 0:
+            return gather(input.reshape(-1), dim, index, sparse_grad=sparse_grad).reshape(index.shape)
+        d = wrap_dim(dim, 1)
+        ix = index._data.reshape(1)
+        _check_index("gather", input, d, Tensor._make(ix))
+        return Gather.apply(input, index=ix, dim=d, sparse_grad=bool(sparse_grad), out_shape=())
     d = _check_index("gather", input, dim, index)
+    if sparse_grad and input._data.ndim:
+        return Gather.apply(input, index=index._data, dim=d, sparse_grad=True)
     return Gather.apply(input, index=index._data, dim=d)
 
 
