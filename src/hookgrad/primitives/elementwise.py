@@ -151,11 +151,19 @@ class Pow(Node, name="PowBackward1"):
         x, y, out = self.saved_values
         nf = self.next_functions
         gx = gy = None
+        cplx = g.dtype in _IS_COMPLEX       # the conjugate Wirtinger gradient (PyTorch's pow_backward_*)
         if nf[1][0] is not None:        # exponent before self (alphabetical, as PyTorch)
-            gy = g * _where((x == 0) & (y >= 0), 0.0, out * x.log())
+            # 0 ** y with y real and >= 0 has gradient 0; the base is promoted before its log (a negative real
+            # base with a complex exponent: log(-1) = i*pi)
+            nonneg = ((y.imag == 0) & (y.real >= 0)) if y.dtype.is_complex else (y >= 0)
+            d = out * (x if x.dtype == out.dtype else x.to(out.dtype)).log()
+            gy = g * _where((x == 0) & nonneg, 0.0, d.conj() if cplx else d)
         if nf[0][0] is not None:
-            gx = _where(y == 0, 0.0, g * (y * x ** (y - 1))) if isinstance(y, Tensor) else \
-                (_zeros(g) if y == 0 else g * (y * x ** (y - 1)))
+            if isinstance(y, Tensor):
+                d = y * x ** (y - 1)
+                gx = _where(y == 0, 0.0, g * (d.conj() if cplx else d))
+            else:
+                gx = _zeros(g) if y == 0 else g * (y * x ** (y - 1))
         return gx, gy
 
 
@@ -198,11 +206,22 @@ class RPow(Pow, name="PowBackward2"):
         return Pow.forward(self, self.base, y)
 
     def backward(self, g):
-        _, out = self.saved_values
+        y, out = self.saved_values
         x = self.base
-        if x > 0:
-            return g * out * float(np.log(x))
-        return g * _where(out == 0, 0.0, out * float(np.log(abs(x)) if x else -np.inf))
+        # PyTorch's pow_backward_exponent: (out * log(base)).conj(), the base a complex number when the exponent
+        # is complex (log(-1) = i*pi; a negative real base with a real exponent gives NaN); 0 where base == 0 and
+        # the exponent is real and >= 0
+        if out.dtype.is_complex:
+            lg = complex(np.log(complex(x))) if x != 0 else complex(-np.inf)
+            d = (out * lg).conj()
+        else:
+            with np.errstate(invalid="ignore", divide="ignore"):
+                lg = float(np.log(float(x)))
+            d = out * lg
+        if x == 0:
+            nonneg = ((y.imag == 0) & (y.real >= 0)) if y.dtype.is_complex else (y >= 0)
+            d = _where(nonneg, 0.0, d)
+        return g * d
 
 
 class Where(Node, name="WhereBackward0"):
@@ -296,7 +315,8 @@ class Atan2(Node, name="Atan2Backward0"):
 
     def backward(self, g):
         x, y = self.saved_values
-        recip = (x * x + y * y).reciprocal()        # PyTorch's atan2_backward
+        recip = (x * x + y * y).reciprocal()        # PyTorch's atan2_backward: 0 at atan2(0, 0)
+        recip = _where(recip.isinf(), 0.0, recip)
         return g * y * recip, g * -x * recip
 
 
@@ -356,7 +376,7 @@ class Log(Unary, name="LogBackward0"):
 
     def backward(self, g, F=TENSORS):
         (x,) = F.saved(self)
-        return g / x
+        return g / (F.conj(x) if g.dtype in _IS_COMPLEX else x)
 
 
 class Log2(Unary, name="Log2Backward0"):
@@ -442,7 +462,8 @@ class Sin(Unary, name="SinBackward0"):
 
     def backward(self, g):
         (x,) = self.saved_values
-        return g * x.cos()
+        d = x.cos()
+        return g * (d.conj() if g.dtype in _IS_COMPLEX else d)     # complex: the conjugate Wirtinger gradient
 
 
 class Cos(Unary, name="CosBackward0"):
@@ -454,7 +475,8 @@ class Cos(Unary, name="CosBackward0"):
 
     def backward(self, g):
         (x,) = self.saved_values
-        return g * -x.sin()
+        d = -x.sin()
+        return g * (d.conj() if g.dtype in _IS_COMPLEX else d)
 
 
 class Tan(Node, name="TanBackward0"):
@@ -1089,7 +1111,7 @@ class LerpT(Node, name="LerpBackward1"):
 
 # -------------------------------------------------------------------------- public functions
 # the unary ops whose gradient formulas handle complex input (conjugate Wirtinger); the others refuse it
-_COMPLEX_OK = {"ExpBackward0", "ReciprocalBackward0"}
+_COMPLEX_OK = {"ExpBackward0", "ReciprocalBackward0", "LogBackward0", "SinBackward0", "CosBackward0"}
 
 
 def _float_input(x, cls=None):

@@ -401,13 +401,23 @@ class Amin(Amax, name="AminBackward0"):
     op = staticmethod(np.min)
 
 
+def _evenly_distribute(self, g):
+    """PyTorch's evenly_distribute_backward (max/min/median of all elements): the gradient shared by the elements
+    equal to the result, NaN counting as equal to a NaN result (zeros masked_fill'ed with grad / count: no link
+    to x)."""
+    x, out = self.saved_values
+    xd, od = x._data, out._data
+    mask = (xd == od) | (np.isnan(xd) & np.isnan(od)) if xd.dtype.kind in "fc" else xd == od
+    return scale(g, mask / builtins.max(int(mask.sum()), 1))
+
+
 class MaxAll(Amax, name="MaxBackward1"):
     saved_attrs = ()
-    pass
+    backward = _evenly_distribute
 
 
 class MinAll(Amin, name="MinBackward1"):
-    pass
+    backward = _evenly_distribute
 
 
 class MaxDim(Node, name="MaxBackward0"):
@@ -500,12 +510,7 @@ class MedianAll(Node, name="MedianBackward0"):
             return xp.asarray(np.nan, x.dtype)
         return xp.asarray(flat[_lower_median_arg(flat, 0, skipnan=self.skipnan)[0]])
 
-    def backward(self, g):
-        x, out = self.saved_values
-        xd, od = x._data, out._data
-        mask = (xd == od) | (np.isnan(xd) & np.isnan(od))
-        # PyTorch's evenly_distribute_backward: zeros masked_fill'ed with grad / count (no link to x)
-        return scale(g, mask / builtins.max(int(mask.sum()), 1))
+    backward = _evenly_distribute
 
 
 class NanmedianAll(MedianAll, name="NanmedianBackward0"):

@@ -16,7 +16,7 @@ from .._errors import no_bf16_kernel
 from .._tensor import Tensor
 from .._array import array_module, module_of
 from ..autograd.graph import Node
-from ..autograd.grad_mode import no_grad
+from ..autograd.grad_mode import no_grad, _state as _grad_state
 from ._dispatch import dims_of, wrap_dim
 from . import reduce as R, index as I, shape as S, elementwise as E, return_types
 from ._inplace import inplace_apply
@@ -664,11 +664,19 @@ class ScatterReduce(Node, name="ScatterReduceBackward0"):
             masked_src_result = self._again(x, src.masked_fill(_const(single), 1))
             gs = I.where(_const(single), gather(g * masked_src_result),
                          gather(g * out) / src.masked_fill(_const(src_zero), 1))
+            if _grad_state.enabled and (nz[pos] > 1).any():
+                # two zeros of src meet at one position: this gradient is not differentiable (PyTorch's
+                # DelayedError node: differentiating it raises)
+                from ..autograd.function import _DelayedError
+                gs = _DelayedError.apply(gs, msg=self._gradgrad_error)
         if not self.include_self:
             m = array_module(xd).ones(xd.shape, bool)
             m[pos] = False
             gx = E.scale(gx, m)
         return gx, gs       # NOTE: index smaller than src: PyTorch's shape error for src's gradient, as there
+
+    _gradgrad_error = ("scatter_reduce(): Double backward is unsupported for src when >1 zeros in src are scattered "
+                       "to the same position in self")
 
     def _again(self, x, src):
         return ScatterReduce.apply(x, src, dim=self.dim, index=self.index, reduce=self.reduce,
@@ -677,6 +685,8 @@ class ScatterReduce(Node, name="ScatterReduceBackward0"):
 
 class IndexReduce(ScatterReduce, name="IndexReduceBackward0"):
     """index_reduce: scatter_reduce with the vector index spread over source's slices."""
+    _gradgrad_error = ("index_reduce(): Double backward is unsupported for source when >1 zeros in source are "
+                       "scattered to the same position in self")
 
 
 def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):
