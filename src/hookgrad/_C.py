@@ -3,18 +3,53 @@ queries from inside a backward pass, and the node classes under ``_C._functions`
 import sys
 from types import SimpleNamespace
 
-from .autograd.engine import _current_autograd_node, _current_graph_task_id, _will_engine_execute_node
+from .autograd.engine import _current_autograd_node, _current_graph_task_id, _will_engine_execute_node, \
+    _current_graph_task_execution_order
 from .autograd import saved as _saved
 from .autograd import engine as _engine
 from .autograd import grad_mode as _grad_mode
 from .autograd.graph import AccumulateGrad
+from .autograd.basic_ops import UndefinedGrad, DelayedError
 
-_functions = SimpleNamespace(AccumulateGrad=AccumulateGrad)
+_functions = SimpleNamespace(AccumulateGrad=AccumulateGrad, UndefinedGrad=UndefinedGrad, DelayedError=DelayedError)
 _autograd = SimpleNamespace(
     _saved_tensors_hooks_is_enabled=lambda: _saved._hooks_tls.disabled is None,
     _get_current_graph_task_keep_graph=_engine._get_current_graph_task_keep_graph,
     _unsafe_set_version_counter=_grad_mode._unsafe_set_version_counter,
     SavedTensor=_saved.SavedTensor, _make_saved_tensor=_saved._make_saved_tensor)
+
+
+class _WeakTensorRef:
+    """torch._C._WeakTensorRef(t): a weak reference to a Tensor; ``expired()`` once the Tensor is gone."""
+
+    def __init__(self, tensor):
+        import weakref
+        self._ref = weakref.ref(tensor)
+
+    def expired(self):
+        return self._ref() is None
+
+
+# torch._C's cached-tensor registry (CUDA graphs' static inputs): hookgrad records membership only
+_cached_tensors = {"enabled": False, "ids": {}}
+
+
+def _set_cached_tensors_enabled(enabled):
+    _cached_tensors["enabled"] = bool(enabled)
+
+
+def _add_cached_tensor(t):
+    import weakref
+    _cached_tensors["ids"][id(t)] = weakref.ref(t)
+
+
+def _remove_cached_tensor(t):
+    _cached_tensors["ids"].pop(id(t), None)
+
+
+def _is_cached_tensor(t):
+    ref = _cached_tensors["ids"].get(id(t))
+    return ref is not None and ref() is t
 
 
 def is_grad_enabled():
@@ -23,6 +58,20 @@ def is_grad_enabled():
 
 def _set_grad_enabled(mode):
     _grad_mode._state.enabled = bool(mode)
+
+
+def _set_fwd_grad_enabled(mode):
+    from .autograd import forward_ad
+    forward_ad._fw.enabled = bool(mode)
+
+
+def _is_fwd_grad_enabled():
+    from .autograd import forward_ad
+    return forward_ad._fw.enabled
+
+
+_is_view_replay_enabled = _grad_mode._is_view_replay_enabled
+_set_view_replay_enabled = _grad_mode._set_view_replay_enabled
 
 
 def _is_multithreading_enabled():

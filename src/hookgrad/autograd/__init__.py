@@ -1,7 +1,8 @@
 """hookgrad.autograd: backward, grad, grad modes, Function, graph hooks (mirrors torch.autograd)."""
 from .grad_mode import no_grad, enable_grad, set_grad_enabled, inference_mode, is_grad_enabled, \
     is_inference_mode_enabled, set_multithreading_enabled, is_multithreading_enabled, \
-    _unsafe_preserve_version_counter
+    _unsafe_preserve_version_counter, _force_original_view_tracking
+from .grad_mode import _is_view_replay_enabled as is_view_replay_enabled  # noqa: F401
 from . import graph
 from .graph import Node
 from . import engine as _engine

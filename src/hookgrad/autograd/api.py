@@ -8,6 +8,7 @@ from .._array import array_module
 from .._warnings import warn_once
 from .._tensor import Tensor as _Tensor
 from ..primitives import _dispatch
+from .graph import GradientEdge
 
 
 _CREATE_GRAPH_WARNING = (
@@ -61,12 +62,57 @@ def _grads_tuple(grads, n):
     return tuple(grads)
 
 
+def _edge_meta(edge):
+    """(shape, dtype) of the gradient flowing into a GradientEdge's node slot."""
+    if edge._meta is not None:
+        return edge._meta
+    m = edge.node._out_meta
+    if m is not None:
+        return tuple(m[edge.output_nr][0]), m[edge.output_nr][1]
+    raise RuntimeError(f"hookgrad: the shape of the gradient for {edge} is unknown (make the edge with "
+                       "torch.autograd.graph.get_gradient_edge, or pass grad_outputs)")
+
+
+def _make_edge_grad(i, edge, g):
+    from .._creation import ones
+    if g is None:
+        shape, dtype = _edge_meta(edge)
+        if not all(d == 1 for d in shape):
+            raise RuntimeError("grad can be implicitly created only for scalar outputs")
+        if not dtype.is_floating_point:
+            raise RuntimeError(f"grad can be implicitly created only for real scalar outputs but got {dtype}")
+        return ones(shape, dtype=dtype)
+    if not isinstance(g, _tensor_cls()):
+        raise TypeError(f"gradients can be either Tensors or None, but got {type(g).__name__}")
+    if edge._meta is not None or edge.node._out_meta is not None:
+        shape, dtype = _edge_meta(edge)
+        if tuple(g.shape) != shape:
+            from .._tensor import Size
+            raise RuntimeError(f"Mismatch in shape: grad_output[{i}] has a shape of {g.shape} and output[{i}] has a "
+                               f"shape of {Size(shape)}.")
+        _check_complex(i, g.dtype, dtype)
+        if g.dtype != dtype:
+            g = g.to(dtype)
+    return g
+
+
+def _check_complex(i, gdtype, odtype):
+    if gdtype.is_complex != odtype.is_complex:
+        raise RuntimeError(f"For complex Tensors, both grad_output and output are required to have the same dtype. "
+                           f"Mismatch in dtype: grad_output[{i}] has a dtype of {gdtype} and output[{i}] has a dtype of "
+                           f"{odtype}.")
+
+
 def _make_grads(outputs, grad_outputs, is_grads_batched=False):
     """The seed gradient of each output (PyTorch's _make_grads, then the engine's count and dtype checks):
-    implicit ones for scalar outputs, shape checks, and casts to the output's dtype."""
+    implicit ones for scalar outputs, shape checks, and casts to the output's dtype. An output may be a
+    GradientEdge (the gradient flowing into that node slot)."""
     Tensor = _tensor_cls()
     res = []
     for i, (out, g) in enumerate(zip(outputs, grad_outputs)):
+        if isinstance(out, GradientEdge):
+            res.append(_make_edge_grad(i, out, g))
+            continue
         if not isinstance(out, Tensor):
             raise AssertionError("Expected output to be a torch.Tensor")
         if g is None:
@@ -92,7 +138,8 @@ def _make_grads(outputs, grad_outputs, is_grads_batched=False):
                                    "If you only want some tensors in `grad_output` to be considered batched, consider using vmap.")
             raise RuntimeError(f"Mismatch in shape: grad_output[{i}] has a shape of {g.shape} and output[{i}] has a "
                                f"shape of {out.shape}.")
-        if g._data.dtype != out._data.dtype:      # the engine casts a seed to its output's dtype
+        if g._data.dtype != out._data.dtype:
+            _check_complex(i, g.dtype, out.dtype)      # the engine casts a seed to its output's dtype
             g = g.to(out.dtype)
         res.append(g)
     if len(res) != len(outputs):
@@ -103,6 +150,9 @@ def _make_grads(outputs, grad_outputs, is_grads_batched=False):
 def _root_edges(outputs):
     edges = []
     for i, t in enumerate(outputs):
+        if isinstance(t, GradientEdge):
+            edges.append((t.node, t.output_nr))
+            continue
         if not t.requires_grad:
             raise RuntimeError(f"element {i} of tensors does not require grad and does not have a grad_fn")
         edges.append((t.grad_fn, t._output_nr) if t.grad_fn is not None else (t._grad_accumulator(), 0))
@@ -114,6 +164,9 @@ def _input_edges(inputs, accumulate):
     Tensor = _tensor_cls()
     targets = []
     for t in inputs:
+        if isinstance(t, GradientEdge):
+            targets.append((t.node, t.output_nr))
+            continue
         if not isinstance(t, Tensor):
             raise RuntimeError(f"all inputs have to be Tensors or GradientEdges, but got {type(t).__name__}")
         if accumulate:
@@ -136,10 +189,10 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
             raise RuntimeError("`grad_tensors` and `grad_variables` (deprecated) arguments both passed to `backward()`. "
                                "Please only use `grad_tensors`.")
     if inputs is not None:
-        inputs = (inputs,) if isinstance(inputs, Tensor) else tuple(inputs)
+        inputs = (inputs,) if isinstance(inputs, (Tensor, GradientEdge)) else tuple(inputs)
         if len(inputs) == 0:
             raise RuntimeError("`inputs` argument to `backward()` cannot be empty.")
-    tensors = (tensors,) if isinstance(tensors, Tensor) else tuple(tensors)
+    tensors = (tensors,) if isinstance(tensors, (Tensor, GradientEdge)) else tuple(tensors)
     grads = _make_grads(tensors, _grads_tuple(grad_tensors, len(tensors)))
     if retain_graph is None:
         retain_graph = create_graph
@@ -176,8 +229,8 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
                          "allow_unused=False.")
     if allow_unused is None:
         allow_unused = materialize_grads
-    t_outputs = (outputs,) if isinstance(outputs, Tensor) else tuple(outputs)
-    t_inputs = (inputs,) if isinstance(inputs, Tensor) else tuple(inputs)
+    t_outputs = (outputs,) if isinstance(outputs, (Tensor, GradientEdge)) else tuple(outputs)
+    t_inputs = (inputs,) if isinstance(inputs, (Tensor, GradientEdge)) else tuple(inputs)
     if not only_inputs:
         warnings.warn("only_inputs argument is deprecated and is ignored now (defaults to True). To accumulate "
                       "gradient for other parts of the graph, please use torch.autograd.backward.",
@@ -196,6 +249,8 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     result = []
     for i, (t, g) in enumerate(zip(t_inputs, captured)):
         if g is None:
+            if materialize_grads and isinstance(t, GradientEdge):
+                raise RuntimeError("materialize_grads cannot be used when the given input is a GradientEdge")
             if materialize_grads:
                 from .._creation import zeros_like
                 g = zeros_like(t)

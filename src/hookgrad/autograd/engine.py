@@ -133,7 +133,7 @@ def _op_hooked(run):
 class _GraphTask:
     """One backward pass: what it will run, its buffers, captures and callbacks."""
     __slots__ = ("id", "space", "run", "deps", "seen", "needed", "captures", "captured", "node", "keep_graph",
-                 "callbacks", "executed")
+                 "callbacks", "executed", "first", "roots")
 
     def __init__(self, first, keep_graph, create_graph, inputs, accumulate):
         self.id = next(_task_ids)
@@ -145,6 +145,8 @@ class _GraphTask:
             run = _op_hooked(run)
         self.run = run
         self.deps, self.seen = _collect(first)
+        self.first = first
+        self.roots = None       # the root nodes when several (first is then their GraphRoot)
         self.needed = self.captures = self.captured = None
         if inputs is not None:
             self.needed = _needed(first, inputs, accumulate)
@@ -253,6 +255,8 @@ def run_backward(roots, grads, keep_graph, create_graph, inputs=None, accumulate
         first = GraphRoot(roots, grads)
         first_buf = []
     task = _GraphTask(first, keep_graph, create_graph, inputs, accumulate)
+    if len(roots) > 1:
+        task.roots = [fn for fn, _ in roots]
     space = task.space
     if len(roots) == 1:
         first_buf[root_slot] = space.carry(grads[0])
@@ -341,7 +345,8 @@ def _needed(root, targets, accumulate):
         below = any(leads.get(nxt, False) for nxt, _ in fn.next_functions if nxt is not None)
         leads[fn] = fn in target_nodes or below
         needed[fn] = (accumulate and fn in target_nodes) or below
-    needed[root] = True
+    # the root runs only if it leads to a target too: a node that cannot reach the requested inputs
+    # never runs (a custom Function's backward under grad(out, unrelated, allow_unused=True))
     return needed
 
 
@@ -390,6 +395,39 @@ def _current_autograd_node():
     backward), or None outside backward (torch._C._current_autograd_node)."""
     tasks = _tls.tasks
     return tasks[-1].node if tasks else None
+
+
+def _current_graph_task_execution_order():
+    """The nodes of the running backward pass in the order the engine runs them (captured ones included),
+    from its roots: the same ready queue replayed on a copy of the dependency counts
+    (torch._C._current_graph_task_execution_order)."""
+    tasks = _tls.tasks
+    if not tasks:
+        raise RuntimeError("_current_graph_task_execution_order should only be called during the backward pass")
+    if _state.multithreading:
+        raise RuntimeError("get_current_graph_task_execution_order expects the current backward to be executed "
+                           "with multithreading disabled, e.g. by running:\n\n>>> with "
+                           "torch.autograd.set_multithreading_enabled(False):\n...     torch.autograd.grad(...)\n")
+    task = tasks[-1]
+    deps, _ = _collect(task.first)
+    needed, caps = task.needed, task.captures
+    counter = itertools.count()
+    roots = task.roots or [task.first]
+    heap = [(-fn._seq, next(counter), fn) for fn in dict.fromkeys(roots)]
+    heapq.heapify(heap)
+    out = []
+    while heap:
+        fn = heapq.heappop(heap)[2]
+        out.append(fn)
+        for nxt, _ in fn.next_functions:
+            if nxt is None:
+                continue
+            if needed is not None and not (needed.get(nxt) or (caps is not None and nxt in caps)):
+                continue
+            deps[nxt] -= 1
+            if deps[nxt] == 0:
+                heapq.heappush(heap, (-nxt._seq, next(counter), nxt))
+    return out
 
 
 def _will_engine_execute_node(node):

@@ -1,7 +1,9 @@
 """Grad-mode switches: no_grad, enable_grad, set_grad_enabled, inference_mode (thread-local)."""
 import functools
 import inspect
+import sys
 import threading
+import warnings
 
 
 class _State(threading.local):
@@ -9,6 +11,7 @@ class _State(threading.local):
         self.enabled = True
         self.inference = False
         self.multithreading = True
+        self.view_replay = False
 
 
 _state = _State()
@@ -22,8 +25,36 @@ def is_inference_mode_enabled():
     return _state.inference
 
 
+def _wrap_generator(ctx_factory, func):
+    """The generator ``func`` with the mode entered around each step it runs (first ``next``, ``send``,
+    ``throw`` and ``close``) and the caller's mode in force between steps, as torch.utils._contextlib does."""
+    @functools.wraps(func)
+    def generator_context(*args, **kwargs):
+        gen = func(*args, **kwargs)
+        try:
+            with ctx_factory():
+                response = gen.send(None)
+            while True:
+                try:
+                    request = yield response
+                except GeneratorExit:
+                    with ctx_factory():
+                        gen.close()
+                    raise
+                except BaseException:
+                    with ctx_factory():
+                        response = gen.throw(*sys.exc_info())
+                else:
+                    with ctx_factory():
+                        response = gen.send(request)
+        except StopIteration as e:
+            return e.value
+    return generator_context
+
+
 class _DecoratorContextManager:
-    """Usable as ``with ctx():`` and as ``@ctx()`` (and, like torch, as bare ``@ctx``)."""
+    """Usable as ``with ctx():`` and as ``@ctx()`` (and, like torch, as bare ``@ctx``). Each call of the
+    decorated function runs under a fresh copy (``clone()``); generators get the mode around each step."""
 
     def __new__(cls, *args, **kwargs):
         # like torch's _NoParamDecoratorContextManager: any argument given is the function decorated
@@ -31,28 +62,23 @@ class _DecoratorContextManager:
             return cls()(args[0])
         return super().__new__(cls)
 
-    def __call__(self, func):
+    def __call__(self, orig_func):
+        if inspect.isclass(orig_func):
+            warnings.warn(
+                "Decorating classes is deprecated and will be disabled in future versions. You should only "
+                "decorate functions or methods. To preserve the current behavior of class decoration, you can "
+                "directly decorate the `__init__` method and nothing else.", FutureWarning, stacklevel=2)
+            func = lambda *args, **kwargs: orig_func(*args, **kwargs)  # noqa: E731
+        else:
+            func = orig_func
         if inspect.isgeneratorfunction(func):
-            @functools.wraps(func)
-            def gen(*a, **k):
-                g = func(*a, **k)
-                with self.clone():
-                    resp = g.send(None)
-                while True:
-                    try:
-                        with self.clone():
-                            req = yield resp
-                        with self.clone():
-                            resp = g.send(req)
-                    except StopIteration as e:
-                        return e.value
-            return gen
+            return _wrap_generator(self.clone, func)
 
         @functools.wraps(func)
-        def wrapper(*a, **k):
+        def decorate_context(*a, **k):
             with self.clone():
                 return func(*a, **k)
-        return wrapper
+        return decorate_context
 
     def clone(self):
         return self.__class__()
@@ -89,11 +115,18 @@ class set_grad_enabled(_DecoratorContextManager):
         self.mode = mode
         _state.enabled = mode
 
+    def __call__(self, orig_func):
+        _state.enabled = self.prev        # used as a decorator: the global mode is left as it was
+        return super().__call__(orig_func)
+
     def __enter__(self):
-        pass
+        _state.enabled = self.mode
 
     def __exit__(self, *exc):
         _state.enabled = self.prev
+
+    def __repr__(self):
+        return f"torch.autograd.grad_mode.set_grad_enabled(mode={self.mode})"
 
     def clone(self):
         return self.__class__(self.mode)
@@ -142,6 +175,36 @@ class set_multithreading_enabled(_DecoratorContextManager):
 
     def __exit__(self, *exc):
         _state.multithreading = self.prev
+
+    def clone(self):
+        return self.__class__(self.mode)
+
+
+def _is_view_replay_enabled():
+    return _state.view_replay
+
+
+def _set_view_replay_enabled(mode):
+    _state.view_replay = bool(mode)
+
+
+class _force_original_view_tracking(_DecoratorContextManager):
+    """Sets view replay (torch.autograd.is_view_replay_enabled) at construction, restores it on exit."""
+
+    def __init__(self, mode):
+        self.prev = _state.view_replay
+        _state.view_replay = bool(mode)
+        self.mode = mode
+
+    def __call__(self, orig_func):
+        _state.view_replay = self.prev
+        return super().__call__(orig_func)
+
+    def __enter__(self):
+        _state.view_replay = bool(self.mode)
+
+    def __exit__(self, *exc):
+        _state.view_replay = self.prev
 
     def clone(self):
         return self.__class__(self.mode)
