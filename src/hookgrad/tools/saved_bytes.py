@@ -6,8 +6,9 @@ per step, on hookgrad and torch models.
 >>> acct.total, acct.by_module["layer1.conv1"], acct.by_op["Convolution"]
 >>> print(acct.table())
 
-What is counted is what ``autograd.graph.saved_tensors_hooks`` sees: a pack hook (that returns the
-tensor itself, so nothing is copied or moved) adds ``numel * element_size`` of every tensor saved
+What is counted is what ``autograd.graph.saved_tensors_hooks`` sees: a pack hook (that keeps the
+tensor itself, so nothing is copied or moved, and its version, so that an in-place change is still an
+error at unpack) adds ``numel * element_size`` of every tensor saved
 for backward. On hookgrad that is every array the graph keeps (``total`` equals the sum of their
 ``nbytes``); on torch, every ``SavedVariable``. A tensor saved by two ops is counted twice in ``total``
 and once in ``unique``. Saves inside an inner ``saved_tensors_hooks`` (activation checkpointing's
@@ -92,10 +93,21 @@ class saved_tensor_bytes:
         n = t.numel() * t.element_size()
         path = self._stack[-1] if self._stack else OUTSIDE
         self._last()._add(path, self._op, n, (t.data_ptr(), n, t.dtype))
-        return t
+        return t, t._version
 
     @staticmethod
-    def _unpack(t):
+    def _unpack(packed):
+        # NOTE: under saved_tensors_hooks PyTorch no longer checks that a saved tensor was not modified in
+        # place since; without this check, attaching the tool would turn that error into wrong gradients.
+        t, version = packed
+        if t._version != version:
+            gf = t.grad_fn
+            where = f", which is output {t.output_nr} of {gf.name()}," if gf is not None else ""
+            raise RuntimeError(
+                "one of the variables needed for gradient computation has been modified by an inplace operation: "
+                f"[{t.type()} [{', '.join(map(str, t.shape))}]]{where} is at version {t._version}; expected version "
+                f"{version} instead. Hint: enable anomaly detection to find the operation that failed to compute its "
+                "gradient, with torch.autograd.set_detect_anomaly(True).")
         return t
 
     def _pre(self, path, root):
