@@ -213,12 +213,20 @@ class _SparseStorage:
         if name in ("add", "subtract"):
             if sa and sb:
                 return a._add_sparse(b if name == "add" else b._with_values(-b.values))
-            if sa and name == "add":
+            if sa:
                 raise RuntimeError("add(sparse, dense) is not supported. Use add(dense, sparse) instead.")
+            if _is_scalar(b if sa else a):
+                raise _not_implemented(f"aten::{name} of a sparse tensor and a scalar", self._layout)
+            s, d = (a, b) if sa else (b, a)
+            if isinstance(s, SparseCOO) and getattr(d, "shape", None) == s.shape and s.sparse_dim:
+                # dense +/- sparse: the entries added onto a copy one by one, in storage order (PyTorch's loop)
+                xp = s.xp
+                out = d.astype(_np.result_type(d.dtype, s.dtype), copy=True)
+                vals = s.values if name == "add" else -s.values
+                xp.add.at(out, tuple(s.indices), vals)
+                return out
             dense = a.to_dense() if sa else a
             other = b.to_dense() if sb else b
-            if _is_scalar(other if sa else dense) and not (sa and sb):
-                raise _not_implemented(f"aten::{name} of a sparse tensor and a scalar", self._layout)
             return ufunc(dense, other)
         if name in ("multiply", "true_divide", "divide", "floor_divide"):
             if sa and sb:

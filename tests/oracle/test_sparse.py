@@ -352,7 +352,7 @@ def test_ops_on_sparse():
         return (sp * 2, 2 * sp, sp + sp, st + st, st + sp, d + sp, sp * d, sp * sp.coalesce(), -sp, sp / 2,
                 lib.tanh(sp), sp.t(), sp.transpose(0, 1), sp - sp, lib.mm(sp, d.t()), lib.mm(sp, sp.t()),
                 sp.to_sparse_csr() * 3, sp.to_sparse_csr() + sp.to_sparse_csr(), sp.double(), sp.clone(),
-                sp.detach(), sp.float().dtype, lib.add(d, sp))
+                sp.detach(), sp.float().dtype, lib.add(d, sp), d - sp, lib.add(d, sp, alpha=-0.5), raises(lambda: sp - d))
     both(s)
 
 
@@ -407,3 +407,26 @@ def test_hookgrad_storage_is_the_values_module():
         hookgrad.exp(sp)
     with pytest.raises(NotImplementedError, match="SparseCPU"):
         sp.numpy()
+
+
+def test_embedding_sparse_grad_and_optimizers():
+    """nn.Embedding(sparse=True): a COO weight gradient (input order, padding left out); SGD steps with it, the
+    algorithms without sparse support raise PyTorch's error."""
+    def s(lib):
+        out = []
+        for opt_cls, kw in (("SGD", {"lr": 0.1}), ("Adam", {}), ("AdamW", {}), ("RMSprop", {})):
+            emb = lib.nn.Embedding(5, 3, sparse=True, padding_idx=1)
+            with lib.no_grad():
+                emb.weight.copy_(lib.arange(15.).reshape(5, 3))
+            opt = getattr(lib.optim, opt_cls)(emb.parameters(), **kw)
+            x = lib.tensor([[0, 1, 3], [3, 4, 0]])
+            for _ in range(2):
+                opt.zero_grad()
+                y = emb(x)
+                (y ** 2).sum().backward()
+                out += [y, emb.weight.grad, raises(opt.step), emb.weight]
+        w = t(lib, np.arange(6.).reshape(3, 2), True)
+        r = lib.nn.functional.embedding(lib.tensor([2, 0, 2]), w, sparse=True)
+        r.backward(lib.ones_like(r))
+        return out + [r, w.grad]
+    both(s)

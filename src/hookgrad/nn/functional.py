@@ -1248,6 +1248,9 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, sca
             padding_idx += num
     if max_norm is not None:
         _embedding_renorm(weight, idx, max_norm, norm_type)
+    if sparse:          # the weight's gradient is a sparse COO tensor (primitives/sparse.py)
+        from ..primitives.sparse import embedding as _sparse_embedding
+        return _sparse_embedding(weight, input, padding_idx)
     return N.Embedding.apply(weight, input, padding_idx=padding_idx)
 
 

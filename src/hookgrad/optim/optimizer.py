@@ -567,6 +567,8 @@ class Optimizer:
             grad = p._grad
             if grad is None:
                 continue
+            if type(grad._data) is not np.ndarray and getattr(grad._data, "_layout", None) is not None:
+                raise RuntimeError(_sparse_grad_error(self))
             state = all_state[p]
             if len(state) == 0:
                 state["step"] = _step_tensor()
@@ -590,6 +592,13 @@ class Optimizer:
             return None
         with enable_grad():
             return closure()
+
+
+def _sparse_grad_error(opt):
+    """PyTorch's error of the algorithms that take no sparse gradient (Adam's names SparseAdam)."""
+    if any(c.__name__ == "Adam" for c in type(opt).__mro__):
+        return "Adam does not support sparse gradients, please consider SparseAdam instead"
+    return f"{type(opt).__name__} does not support sparse gradients"
 
 
 class _GroupLoop(Optimizer):

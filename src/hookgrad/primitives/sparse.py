@@ -675,6 +675,33 @@ def _bad_dim(d, n):
     raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {d})")
 
 
+# ---- embedding(sparse=True) ------------------------------------------------------------------------------------------
+
+class SparseEmbedding(Node, name="EmbeddingBackward0"):
+    """nn.functional.embedding(..., sparse=True): the weight's gradient is COO, one entry per looked-up index (in
+    the input's order, not coalesced; padding_idx left out), as PyTorch's embedding_sparse_backward."""
+    saved_attrs = ("indices=idx", "padding_idx=-1 if padding_idx is None else padding_idx", "scale_grad_by_freq=False",
+                   "sparse=True", "weight_sym_argsize_0=num")
+    padding_idx = None
+
+    def forward(self, w, idx):
+        self.idx, self.num, self.dim = idx, w.shape[0], w.shape[1]
+        return w[idx]
+
+    def backward(self, g, *_):
+        flat = self.idx.reshape(-1).astype(np.int64)
+        gv = g._data.reshape(-1, self.dim)
+        if self.padding_idx is not None:
+            keep = flat != self.padding_idx
+            flat, gv = flat[keep], gv[keep]
+        return _make(L.SparseCOO(flat[None].copy(), gv.copy(), (self.num, self.dim), False)), None
+
+
+def embedding(weight, input, padding_idx=None):
+    """The lookup of nn.functional.embedding with ``sparse=True`` (its arguments already checked there)."""
+    return SparseEmbedding.apply(weight, input, padding_idx=padding_idx)
+
+
 # ---- transpose (a new tensor, not a view, as PyTorch's sparse transpose) ----------------------------------------------
 
 class SparseT(Node, name="TBackward0"):
