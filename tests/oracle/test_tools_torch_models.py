@@ -111,17 +111,17 @@ def test_memory_hook_bytes_equal_on_an_mlp():
 def test_op_tools_leave_nothing_behind_and_nest():
     t, _ = pair("mlp")
     tx, _ = inputs("mlp")
-    with OpTimer(t) as a, OpTimer(t) as b:
+    with OpTimer(t) as a, OpTimer(t) as b, detect_nonfinite(t):
         t(tx).sum().backward()
-    assert a.report()["ops"] == b.report()["ops"] or \
-        {k: v["forward_calls"] for k, v in a.report()["ops"].items()} == \
-        {k: v["forward_calls"] for k, v in b.report()["ops"].items()}
+    alone = op_counts(t, tx)[0]
+    for timer in (a, b):
+        assert {k: (v["forward_calls"], v["backward_calls"]) for k, v in timer.report()["ops"].items()} == alone
     assert all(not m._forward_hooks and not m._forward_pre_hooks for m in t.modules())
     from torch.utils._python_dispatch import _get_current_dispatch_mode
     assert _get_current_dispatch_mode() is None
     y = t(tx).sum()                      # no tool: ops run as before, nothing counted
     y.backward()
-    assert a.report()["ops"]["Addmm"]["forward_calls"] == 3
+    assert a.report()["ops"]["Addmm"]["forward_calls"] == 3 and a.report()["ops"]["Addmm"]["backward_calls"] == 3
 
 
 @pytest.mark.parametrize("name", ["cnn", "mlp"])

@@ -212,7 +212,6 @@ def _camel(aten):
 
 _MODE_CLASSES = {}
 _DIM_SUFFIX = re.compile(r"(\d)d(?![a-z])")
-_HOOKED = "hookgrad.tools.hooked"    # node.metadata key: the TorchOpRunner that hooked the node
 _NOT_OPS = {"detach", "empty_like", "zeros_like", "ones_like", "full_like", "rand_like", "randn_like"}
 # aten ops whose grad_fn is named otherwise (the name hookgrad and the backward node use)
 _ATEN_ALIASES = {"_native_batch_norm_legit": "NativeBatchNorm", "_native_batch_norm_legit_no_training":
@@ -255,7 +254,7 @@ class TorchOpRunner:
         self.pending = []            # [(weakref to an output, (path, call, frame))]
         self.handles = []            # the node hooks' handles
         self.kept = 1024
-        self.token = object()        # node.metadata[_HOOKED] of the nodes this runner hooked
+        self.token = _Token()        # the key this runner marks the nodes it hooked with, in node.metadata
         self.mode = None
         self.exit_handle = None
         self.frames = tool.wants_frames
@@ -283,6 +282,8 @@ class TorchOpRunner:
 
     # ---- forward ----
     def dispatch(self, func, args, kwargs):
+        if getattr(_IN_TOOL, "depth", 0):      # an op a tool runs itself (another tool's statistics...)
+            return func(*args, **kwargs)
         self.flush()
         tool = self.tool
         aten = func.overloadpacket.__name__
@@ -297,9 +298,11 @@ class TorchOpRunner:
             # (torch.empty, zeros_like...): no op on hookgrad either
             return func(*args, **kwargs)
         name = _ATEN_ALIASES.get(aten) or _camel(aten)
-        tool.forward_pre(name, inputs)
+        with _in_tool():
+            tool.forward_pre(name, inputs)
         out = func(*args, **kwargs)
-        tool.forward_post(name, inputs, out, None)
+        with _in_tool():
+            tool.forward_post(name, inputs, out, None)
         where = tool.where() + ((user_frame() if self.frames else None),)
         for t in flat(out):
             if isinstance(t, self.lib.Tensor):
@@ -314,26 +317,27 @@ class TorchOpRunner:
         for ref, where in pending:
             t = ref()
             node = None if t is None else t.grad_fn
-            if node is not None and node.metadata.get(_HOOKED) is not self.token:
+            if node is not None and self.token not in node.metadata:
                 if self.tool.tracks_modules or self.frames:
                     node.metadata[WHERE] = where
-                self.tool.forward_node(t, node)
+                with _in_tool():
+                    self.tool.forward_node(t, node)
                 self._hook_graph(node)
 
     def _hook_graph(self, root):
         # NOTE: a node's hooks must not hold the node: the hook dict lives in the C++ node, so a Python
         # reference back to it would be a cycle the garbage collector cannot see (the graph would never be
         # freed). They hold a NodeView (its name and its metadata dict) instead, and the node is marked as
-        # hooked in its own metadata (no table of nodes kept alive, no id reused by a later node).
+        # hooked in its own metadata, under this runner's token (no table of nodes kept alive, no id reused).
         todo = [root]
         while todo:
             node = todo.pop()
             if node is None:
                 continue
             md = node.metadata
-            if md.get(_HOOKED) is self.token:
+            if self.token in md:
                 continue
-            md[_HOOKED] = self.token
+            md[self.token] = True
             view = NodeView(node.name(), md)
             self.handles.append(node.register_prehook(self._pre(view)))
             self.handles.append(node.register_hook(self._post(view)))
@@ -354,6 +358,26 @@ class TorchOpRunner:
             if self.mode is not None:
                 self.tool.backward_post(view, grad_inputs, grad_outputs)
         return tool_node_hook
+
+
+_IN_TOOL = threading.local()      # depth of tool code running on this thread (its ops are not the model's)
+
+
+class _in_tool:
+    __slots__ = ()
+
+    def __enter__(self):
+        _IN_TOOL.depth = getattr(_IN_TOOL, "depth", 0) + 1
+
+    def __exit__(self, *exc):
+        _IN_TOOL.depth -= 1
+
+
+class _Token:
+    __slots__ = ()
+
+    def __repr__(self):
+        return "hookgrad.tools.hooked"
 
 
 class NodeView:
