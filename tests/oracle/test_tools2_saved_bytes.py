@@ -171,3 +171,27 @@ def test_hookgrad_saved_tensors_hooks_change_no_bit():
     with saved_tensor_bytes(m):
         m(x).pow(2).sum().backward()
     assert all(np.array_equal(p.grad.numpy(), r.numpy()) for p, r in zip(m.parameters(), ref))
+
+
+@pytest.mark.parametrize("lib", [torch, hookgrad], ids=["torch", "hookgrad"])
+def test_inplace_change_of_a_saved_tensor_is_still_an_error(lib):
+    """saved_tensors_hooks drop PyTorch's version check; the tool keeps it, with PyTorch's message."""
+    def run(with_tool):
+        m = lib.nn.Linear(3, 3)
+        with saved_tensor_bytes(m) if with_tool else _null():
+            y = m(lib.ones(2, 3)).exp()
+            y.add_(1)                            # exp saved its result
+            with pytest.raises(RuntimeError) as e:
+                y.sum().backward()
+        return str(e.value).split(" Hint")[0].replace("torch.", "")
+    plain, tool = run(False), run(True)
+    assert plain.startswith("one of the variables needed for gradient computation has been modified by an inplace")
+    assert tool.split(" (hookgrad")[0] == plain.split(" (hookgrad")[0]
+
+
+class _null:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False

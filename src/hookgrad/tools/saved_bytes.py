@@ -93,21 +93,21 @@ class saved_tensor_bytes:
         n = t.numel() * t.element_size()
         path = self._stack[-1] if self._stack else OUTSIDE
         self._last()._add(path, self._op, n, (t.data_ptr(), n, t.dtype))
-        return t, t._version
+        gf = t.grad_fn         # named now: an in-place op later moves the tensor to a new grad_fn
+        return t, t._version, (None if gf is None else (_BACKWARD.sub("", gf.name()), t.output_nr))
 
     @staticmethod
     def _unpack(packed):
         # NOTE: under saved_tensors_hooks PyTorch no longer checks that a saved tensor was not modified in
         # place since; without this check, attaching the tool would turn that error into wrong gradients.
-        t, version = packed
+        t, version, origin = packed
         if t._version != version:
-            gf = t.grad_fn
-            where = f", which is output {t.output_nr} of {gf.name()}," if gf is not None else ""
+            where = f", which is output {origin[1]} of {origin[0]}," if origin is not None else ""
             raise RuntimeError(
                 "one of the variables needed for gradient computation has been modified by an inplace operation: "
                 f"[{t.type()} [{', '.join(map(str, t.shape))}]]{where} is at version {t._version}; expected version "
                 f"{version} instead. Hint: enable anomaly detection to find the operation that failed to compute its "
-                "gradient, with torch.autograd.set_detect_anomaly(True).")
+                "gradient, with torch.autograd.set_detect_anomaly(True, check_nan=False).")
         return t
 
     def _pre(self, path, root):
