@@ -165,3 +165,39 @@ def test_replace_all_batch_norm_modules():
         out = lib.func.vmap(net)(x)
         return out, net[1].running_mean is None, net[1].track_running_stats
     both(scen)
+
+
+MODULES = {
+    "mha": (lambda nn: nn.MultiheadAttention(8, 2, batch_first=True), lambda m, x: m(x, x, x)[0], (3, 5, 8)),
+    "encoder": (lambda nn: nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0, batch_first=True),
+                lambda m, x: m(x), (3, 5, 8)),
+    "embedding": (lambda nn: nn.Embedding(10, 4), lambda m, x: m((x.abs() * 3).long() % 10), (3, 5, 8)),
+    "conv_transpose": (lambda nn: nn.ConvTranspose1d(2, 3, 3), lambda m, x: m(x), (3, 2, 2, 6)),
+    "instance_norm": (lambda nn: nn.InstanceNorm1d(2, affine=True), lambda m, x: m(x), (3, 2, 2, 6)),
+    "pool": (lambda nn: nn.Sequential(nn.Conv1d(2, 4, 2), nn.AvgPool1d(2), nn.AdaptiveMaxPool1d(1)), lambda m, x: m(x),
+             (3, 2, 2, 6)),
+    "rms_norm": (lambda nn: nn.RMSNorm(8), lambda m, x: m(x), (3, 5, 8)),
+    "bilinear": (lambda nn: nn.Bilinear(8, 8, 3), lambda m, x: m(x, x), (3, 5, 8)),
+}
+
+
+@pytest.mark.parametrize("name", list(MODULES))
+def test_vmap_modules(name):
+    make, call, shape = MODULES[name]
+
+    def scen(lib):
+        lib.manual_seed(6)
+        m = make(lib.nn).double().eval()
+        with lib.no_grad():
+            for i, p in enumerate(m.parameters()):              # the same values in both (no init RNG)
+                p.copy_(lib.tensor(data(*p.shape, seed=20 + i).astype(np.float64)) * 0.5)
+        x = lib.tensor(data(*shape, seed=11).astype(np.float64))
+        out = lib.func.vmap(lambda xb: call(m, xb))(x)
+        params = {k: v.detach() for k, v in m.named_parameters()}
+        args = (lambda xb: (xb, xb, xb)) if name == "mha" else (lambda xb: (xb,))
+        first = (lambda o: o[0]) if name == "mha" else (lambda o: o)
+        g = lib.func.vmap(lib.func.grad(lambda p, xb: first(lib.func.functional_call(m, p, args(xb))).sum()),
+                          in_dims=(None, 0))(params, x) if name in ("mha", "rms_norm", "instance_norm",
+                                                                    "conv_transpose") else None
+        return out, g
+    both(scen, tol=(1e-7, 1e-9))

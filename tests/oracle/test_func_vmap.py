@@ -191,6 +191,21 @@ def test_vmap_errors(name, f):
     raises_same(f)
 
 
+def test_autograd_through_vmap():
+    """vmap's results are differentiable by regular autograd (and by hooks on the inputs)."""
+    def scen(lib):
+        x = T(lib, X).double().requires_grad_()
+        w = lib.tensor(M, dtype=lib.float64, requires_grad=True)
+        seen = []
+        x.register_hook(lambda g: seen.append(g * 1))
+        y = lib.func.vmap(lambda a: (a @ w).tanh().sum(0))(x)
+        gx, gw = lib.autograd.grad(y.pow(2).sum(), (x, w), create_graph=True)
+        ggx = lib.autograd.grad(gx.sum(), x, retain_graph=True)[0]
+        y.sum().backward()
+        return y, gx, gw, ggx, x.grad, w.grad, seen
+    both(scen)
+
+
 def test_debug_unwrap_and_functionalize():
     def scen(lib):
         x = T(lib, X)

@@ -194,10 +194,12 @@ class BatchedTensor:
             raise AttributeError(name)
         from .._tensor import Tensor
         attr = getattr(Tensor, name, None)
-        if attr is None:
-            raise AttributeError(f"'Tensor' object has no attribute '{name}'")
         if isinstance(attr, property):
             return dispatch(name, _method(name), (self,), {})
+        if attr is None or not callable(attr) or name.startswith("_") and not hasattr(attr, "__code__"):
+            # NOTE: hookgrad's internals (``_data``, slots) have no per-sample meaning: refused, never guessed
+            raise AttributeError(f"'BatchedTensor' object has no attribute '{name}' (vmap hands functions a "
+                                 "BatchedTensor, which has Tensor's public API)")
         return functools.partial(_call_method, name, self)
 
     def __setitem__(self, index, value):

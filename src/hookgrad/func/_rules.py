@@ -708,6 +708,19 @@ def _pad(level, func, args, kwargs):
     return _spatial(level, func, args, kwargs, len(a["pad"]) // 2)
 
 
+@register("F.rms_norm", "rms_norm")
+def _rms_norm(level, func, args, kwargs):
+    b = bind("F.rms_norm", func, args, kwargs)
+    if b is None:
+        return NotImplemented
+    b.apply_defaults()
+    a = b.arguments
+    if not at(a["input"], level) or at(a.get("weight"), level):
+        return NotImplemented
+    a["input"] = a["input"]._value
+    return wrap(call_bound(func, b), level)
+
+
 @register("F.layer_norm", "layer_norm")
 def _layer_norm(level, func, args, kwargs):
     b = bind("F.layer_norm", func, args, kwargs)
@@ -875,6 +888,27 @@ def _cross_entropy(level, func, args, kwargs):
     logp = _F().log_softmax(x, 1 if x.dim() >= 2 else 0) if func.__name__ == "cross_entropy" else x
     return _nll(level, logp, a["target"], a.get("weight"), a.get("ignore_index", -100), a.get("reduction", "mean"),
                 a.get("label_smoothing", 0.0))
+
+
+# nn.functional's Python functions written over the public ops: their body runs on the BatchedTensors (functorch's
+# decompositions); one that reads an internal of its argument (AttributeError) runs once per sample instead
+_COMPOSITE = ("multi_head_attention_forward", "bilinear", "local_response_norm",
+              "triplet_margin_loss", "margin_ranking_loss", "hinge_embedding_loss", "cosine_embedding_loss",
+              "gaussian_nll_loss", "multilabel_soft_margin_loss")
+
+
+def _composite(level, func, args, kwargs):
+    body = getattr(func, "_arg_checked", None)
+    if body is None:
+        return NotImplemented
+    try:
+        return body(*args, **kwargs)
+    except (AttributeError, TypeError):     # a primitive's own body, which only takes Tensors
+        return NotImplemented
+
+
+for _n in _COMPOSITE:
+    RULES["F." + _n] = _composite
 
 
 # ------------------------------------------------------------------ randomness
