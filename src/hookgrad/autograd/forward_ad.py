@@ -27,6 +27,7 @@ from .grad_mode import _state, _DecoratorContextManager
 from . import op_hooks as _OH
 from .formulas import TENSORS
 from .node import _NO_EDGE
+from .saved import SavedTensor
 
 __all__ = ["UnpackedDualTensor", "enter_dual_level", "exit_dual_level", "make_dual", "unpack_dual", "dual_level"]
 
@@ -238,6 +239,8 @@ def _step(cls, args, params, run):
         outs = tuple(Tensor._make(o._data, False, None, 0, o._vc) if isinstance(o, Tensor) else o for o in outs)
         out = outs[0] if single else outs
     _tangents(cls, node, args, params, tans, outs, nrs)
+    if records and node._saved:
+        _keep_saved_outputs(node, outs)
     if probed and records:          # the probes' edges go: the graph is the one the op would have recorded
             nf = list(node.next_functions)
             meta = list(node._in_meta)
@@ -247,6 +250,19 @@ def _step(cls, args, params, run):
             node.next_functions = tuple(nf)
             node._in_meta = meta
     return out
+
+
+def _keep_saved_outputs(node, outs):
+    """An output the node saved for backward unpacks as the output itself while it has a tangent, so that a
+    backward run inside the level (forward over reverse: gradgradcheck's check_fwd_over_rev) sees the tangent.
+    NOTE: a reference cycle (node -> saved -> output -> node), made only for dual outputs."""
+    for st in node._saved:
+        if type(st) is SavedTensor and st._tensor is None and st._node_ref is not None:
+            for o in outs:
+                if isinstance(o, Tensor) and o.grad_fn is node and o._output_nr == st._output_nr \
+                        and o._fw_grad is not None and o._data is st._data:
+                    st._tensor = o
+                    break
 
 
 def _tangents(cls, node, args, params, tans, outs, nrs):
@@ -270,6 +286,9 @@ def _tangents(cls, node, args, params, tans, outs, nrs):
         if not isinstance(t, Tensor):
             t = Tensor._make(_module_of(o._data).asarray(t))
         d = t._data
+        if d.dtype.kind == "c" and o._data.dtype.kind != "c":     # a real output of a complex input
+            t = t.real
+            d = t._data
         if d.shape != o._data.shape:
             t = t.expand(o._data.shape)
         if d.dtype != o._data.dtype:
@@ -428,6 +447,15 @@ def linear_jvp(self, primals, tangents, out):
         else:
             args.append(p)
     return type(self).apply(*args, **(self._fw_params or {}))
+
+
+def elementwise_jvp(self, primals, tangents, out):
+    """A one-input elementwise primitive (PyTorch's ``auto_element_wise``): its Jacobian is diagonal, so the
+    tangent is the backward formula applied to it, ``conj(backward(conj(t)))`` (complex: conjugated around)."""
+    t = tangents[0]
+    cx = t._data.dtype.kind == "c"
+    g = self._run_backward([t.conj() if cx else t], TENSORS)[0]
+    return None if g is None else (g.conj() if cx else g)
 
 
 def multilinear_jvp(self, primals, tangents, out):

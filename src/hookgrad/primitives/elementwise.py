@@ -16,7 +16,7 @@ from .. import _dtype as D
 from .._jit import fast, elementwise
 from ._kernels import kernel, exp32, erf32_as, erf_as, _f32
 from .._errors import not_tensor, not_number, is_number, not_implemented_for, float_kernel
-from ..autograd.forward_ad import linear_jvp, multilinear_jvp, tsum, scaled  # noqa: F401  (forward AD)
+from ..autograd.forward_ad import linear_jvp, multilinear_jvp, elementwise_jvp, tsum, scaled  # noqa: F401  (forward AD)
 from .. import _cuda_kernels
 from ..autograd import op_hooks as _op_hooks
 from ..autograd.grad_mode import _state as _grad_state
@@ -180,6 +180,8 @@ class PowScalar(Pow, name="PowBackward0"):
     saved_attrs = ("exponent",)
     exponent = 1
 
+    jvp = elementwise_jvp
+
     def forward(self, x):
         return Pow.forward(self, x, self.exponent)
 
@@ -201,6 +203,8 @@ class RPow(Pow, name="PowBackward2"):
     saved_names = ("exponent", "result")
     saved_attrs = ("self=base",)
     base = 1
+
+    jvp = elementwise_jvp
 
     def forward(self, y):
         return Pow.forward(self, self.base, y)
@@ -383,6 +387,8 @@ class Log2(Unary, name="Log2Backward0"):
     """log to a fixed base: d/dx log_b(x) = 1 / (x ln b)."""
     _fn, _ln_base = staticmethod(np.log2), math.log(2.0)
 
+    jvp = elementwise_jvp
+
     def forward(self, x):
         return self._fn(x)
 
@@ -396,6 +402,8 @@ class Log10(Log2, name="Log10Backward0"):
 
 
 class Log1p(Unary, name="Log1PBackward0"):
+    jvp = elementwise_jvp
+
     def forward(self, x):
         return np.log1p(x)
 
@@ -424,6 +432,8 @@ class Rsqrt(Node, name="RsqrtBackward0"):
     opmath = True      # bfloat16: computed in float32, rounded once (_dtype.opmath)
     save = (-1,)
     saved_names = ("result",)
+
+    jvp = elementwise_jvp
 
     def forward(self, x):
         with np.errstate(divide="ignore"):
@@ -483,6 +493,8 @@ class Tan(Node, name="TanBackward0"):
     opmath = True      # bfloat16: computed in float32, rounded once (_dtype.opmath)
     save = (-1,)
     saved_names = ("result",)
+
+    jvp = elementwise_jvp
 
     def forward(self, x):
         return np.tan(x)
@@ -549,6 +561,8 @@ class Sigmoid(Node, name="SigmoidBackward0"):
 
 
 class Erf(Unary, name="ErfBackward0"):
+    jvp = elementwise_jvp
+
     def forward(self, x):
         return _erf(x)
 
@@ -593,6 +607,8 @@ def scale(g, f, src=None):
 class DivNumber(Node, name="DivBackward1"):
     """g / k for a Python number k: PyTorch's div.Scalar where its C++ backward formulas divide (mean's
     gradient is grad.expand(sizes) / numel)."""
+    jvp = elementwise_jvp
+
     def forward(self, x):
         return x / self.k
 
@@ -601,6 +617,8 @@ class DivNumber(Node, name="DivBackward1"):
 
 
 class Abs(Unary, name="AbsBackward0"):
+    jvp = elementwise_jvp
+
     def forward(self, x):
         return np.abs(x)
 
@@ -616,6 +634,8 @@ class Threshold(Unary, name="ThresholdBackward0"):
     threshold = 0
     value = 0
     saved_attrs = ("threshold",)
+
+    jvp = elementwise_jvp
 
     def forward(self, x):
         return np.where(x > self.threshold, x, self.value).astype(x.dtype, copy=False)
@@ -671,6 +691,8 @@ class Gelu(Unary, name="GeluBackward0"):
     ``_kernels.erf32_as``), compiled when numba is there."""
     saved_attrs = ("approximate",)
     approximate = "none"
+
+    jvp = elementwise_jvp
 
     def forward(self, x):
         k = _fused(x)
@@ -728,6 +750,8 @@ class GeluGrad(Node, name="GeluBackwardBackward0"):
 
 
 class Silu(Unary, name="SiluBackward0"):
+    jvp = elementwise_jvp
+
     def forward(self, x):
         k = _fused(x)
         if k is not None:
@@ -747,6 +771,8 @@ class Softplus(Unary, name="SoftplusBackward0"):
     saved_attrs = ("beta", "threshold")
     beta = 1.0
     threshold = 20.0
+
+    jvp = elementwise_jvp
 
     def forward(self, x):
         k = _fused(x)
@@ -770,6 +796,8 @@ class Elu(Unary, name="EluBackward0"):
     scale = 1.0
     input_scale = 1.0
 
+    jvp = elementwise_jvp
+
     def forward(self, x):
         k = _fused(x)
         if k is not None:
@@ -792,6 +820,8 @@ class EluInplace(Elu, name="EluBackward1"):
 class LeakyRelu(Unary, name="LeakyReluBackward0"):
     saved_attrs = ("negative_slope",)
     negative_slope = 0.01
+
+    jvp = elementwise_jvp
 
     def forward(self, x):
         k = _fused(x)
@@ -817,6 +847,8 @@ class Clamp(Unary, name="ClampBackward1"):
     lo = None
     hi = None
     strict = False       # hardtanh: min < x < max
+
+    jvp = elementwise_jvp
 
     def forward(self, x):
         out = x
@@ -916,16 +948,22 @@ class ZeroGrad(Node):
 
 
 class Sign(ZeroGrad, name="SignBackward0"):
+    jvp = elementwise_jvp
+
     def forward(self, x):
         return np.sign(x)
 
 
 class Floor(ZeroGrad, name="FloorBackward0"):
+    jvp = elementwise_jvp
+
     def forward(self, x):
         return np.floor(x) if D.is_floating(x.dtype) else x.copy()
 
 
 class Ceil(ZeroGrad, name="CeilBackward0"):
+    jvp = elementwise_jvp
+
     def forward(self, x):
         return np.ceil(x) if D.is_floating(x.dtype) else x.copy()
 
@@ -933,20 +971,27 @@ class Ceil(ZeroGrad, name="CeilBackward0"):
 class Round(ZeroGrad, name="RoundBackward0"):
     decimals = 0
 
+    jvp = elementwise_jvp
+
     def forward(self, x):
         return np.round(x, self.decimals) if D.is_floating(x.dtype) else x.copy()
 
 
 class RoundDecimals(Round, name="RoundBackward1"):
     opmath = "forward"     # bfloat16: x * 10**d rounded in float32, the result rounded once (_dtype.opmath)
+    jvp = elementwise_jvp
 
 
 class Trunc(ZeroGrad, name="TruncBackward0"):
+    jvp = elementwise_jvp
+
     def forward(self, x):
         return np.trunc(x) if D.is_floating(x.dtype) else x.copy()
 
 
 class Frac(Node, name="FracBackward0"):
+    jvp = elementwise_jvp
+
     def forward(self, x):
         return x - np.trunc(x)
 
@@ -1274,6 +1319,8 @@ def selu(input, inplace=False):
 
 
 class Celu(Elu, name="CeluBackward0"):
+    jvp = elementwise_jvp
+
     def backward(self, g):
         (x,) = self.saved_values
         s = 1.0 / float(np.float32(self.alpha))     # PyTorch's celu backward: 1.0 / alpha.toFloat()
@@ -1588,6 +1635,8 @@ def lerp(input, end, weight):
 
 
 class Hardsigmoid(Unary, name="HardsigmoidBackward0"):
+    jvp = elementwise_jvp
+
     def forward(self, x):
         return (np.clip(x + 3, 0, 6) / 6).astype(x.dtype, copy=False)
 
@@ -1609,6 +1658,8 @@ class HardsigmoidGrad(Node, name="HardsigmoidBackwardBackward0"):
 
 
 class Hardswish(Unary, name="HardswishBackward0"):
+    jvp = elementwise_jvp
+
     def forward(self, x):
         return (x * np.clip(x + 3, 0, 6) / 6).astype(x.dtype, copy=False)
 
@@ -1622,6 +1673,8 @@ class Hardswish(Unary, name="HardswishBackward0"):
 
 
 class Mish(Unary, name="MishBackward0"):
+    jvp = elementwise_jvp
+
     def forward(self, x):
         return (x * np.tanh(np.logaddexp(0, x))).astype(x.dtype, copy=False)
 
@@ -1633,6 +1686,8 @@ class Mish(Unary, name="MishBackward0"):
 
 class LogSigmoid(Unary, name="LogSigmoidBackward0"):
     saved_attrs = ("buffer=buf",)
+
+    jvp = elementwise_jvp
 
     def forward(self, x):
         z = np.exp(-np.abs(x))

@@ -12,6 +12,7 @@ import math
 import numpy as np
 
 from .._tensor import Tensor
+from ..autograd.forward_ad import linear_jvp, multilinear_jvp, elementwise_jvp, tsum, scaled  # noqa: F401  (forward AD)
 from .._array import array_module, module_of
 from ..autograd.graph import Node
 from .._errors import not_tensor, not_implemented_for, is_number, not_number
@@ -375,6 +376,8 @@ def _bessel_j64(x, nu):
 
 # ----------------------------------------------------------------------- unary primitives
 class Asin(Unary, name="AsinBackward0"):
+    jvp = elementwise_jvp
+
     def forward(self, x):
         return np.arcsin(x)
 
@@ -384,6 +387,8 @@ class Asin(Unary, name="AsinBackward0"):
 
 
 class Acos(Unary, name="AcosBackward0"):
+    jvp = elementwise_jvp
+
     def forward(self, x):
         return np.arccos(x)
 
@@ -393,6 +398,8 @@ class Acos(Unary, name="AcosBackward0"):
 
 
 class Atan(Unary, name="AtanBackward0"):
+    jvp = elementwise_jvp
+
     def forward(self, x):
         return np.arctan(x)
 
@@ -402,6 +409,8 @@ class Atan(Unary, name="AtanBackward0"):
 
 
 class Asinh(Unary, name="AsinhBackward0"):
+    jvp = elementwise_jvp
+
     def forward(self, x):
         return np.arcsinh(x)
 
@@ -411,6 +420,8 @@ class Asinh(Unary, name="AsinhBackward0"):
 
 
 class Acosh(Unary, name="AcoshBackward0"):
+    jvp = elementwise_jvp
+
     def forward(self, x):
         return np.arccosh(x)
 
@@ -420,6 +431,8 @@ class Acosh(Unary, name="AcoshBackward0"):
 
 
 class Atanh(Unary, name="AtanhBackward0"):
+    jvp = elementwise_jvp
+
     def forward(self, x):
         return np.arctanh(x)
 
@@ -429,11 +442,15 @@ class Atanh(Unary, name="AtanhBackward0"):
 
 
 class AtanhInplace(Atanh, name="AtanhBackward1"):
+    jvp = elementwise_jvp
+
     def backward(self, g):
         raise NotImplementedError("the derivative for 'inplace version of atanh' is not implemented.")
 
 
 class Sinh(Unary, name="SinhBackward0"):
+    jvp = elementwise_jvp
+
     def forward(self, x):
         return np.sinh(x)
 
@@ -443,6 +460,8 @@ class Sinh(Unary, name="SinhBackward0"):
 
 
 class Cosh(Unary, name="CoshBackward0"):
+    jvp = elementwise_jvp
+
     def forward(self, x):
         return np.cosh(x)
 
@@ -455,6 +474,8 @@ class Exp2(Node, name="Exp2Backward0"):
     save = (-1,)
     saved_names = ("result",)
 
+    jvp = elementwise_jvp
+
     def forward(self, x):
         return np.exp2(x)
 
@@ -464,6 +485,8 @@ class Exp2(Node, name="Exp2Backward0"):
 
 
 class Erfc(Unary, name="ErfcBackward0"):
+    jvp = elementwise_jvp
+
     def forward(self, x):
         return _erfc(x)
 
@@ -473,6 +496,8 @@ class Erfc(Unary, name="ErfcBackward0"):
 
 
 class Erfinv(Unary, name="ErfinvBackward0"):
+    jvp = elementwise_jvp
+
     def forward(self, x):
         return _erfinv(x)
 
@@ -482,6 +507,8 @@ class Erfinv(Unary, name="ErfinvBackward0"):
 
 
 class Lgamma(Unary, name="LgammaBackward0"):
+    jvp = elementwise_jvp
+
     def forward(self, x):
         return _lgamma(x)
 
@@ -491,6 +518,8 @@ class Lgamma(Unary, name="LgammaBackward0"):
 
 
 class Digamma(Unary, name="DigammaBackward0"):
+    jvp = elementwise_jvp
+
     def forward(self, x):
         return _digamma(x)
 
@@ -501,6 +530,8 @@ class Digamma(Unary, name="DigammaBackward0"):
 
 class Polygamma(Unary, name="PolygammaBackward0"):
     n = 1
+
+    jvp = elementwise_jvp
 
     def forward(self, x):
         xp = array_module(x)
@@ -518,6 +549,8 @@ class PolygammaInplace(Polygamma, name="PolygammaBackward1"):
 class Mvlgamma(Unary, name="MvlgammaBackward0"):
     p = 1
 
+    jvp = elementwise_jvp
+
     def forward(self, x):
         xp = array_module(x)
         x64 = xp.asarray(x, np.float64)
@@ -534,6 +567,8 @@ class Mvlgamma(Unary, name="MvlgammaBackward0"):
 
 
 class I0(Unary, name="I0Backward0"):
+    jvp = elementwise_jvp
+
     def forward(self, x):
         return _i0(x)
 
@@ -553,6 +588,8 @@ class I1(Node, name="SpecialI1Backward0"):
     save = (0, -1)
     saved_names = ("self", "result")
 
+    jvp = elementwise_jvp
+
     def forward(self, x):
         return _i1(x)
 
@@ -565,6 +602,8 @@ class I1(Node, name="SpecialI1Backward0"):
 
 
 class Sinc(Unary, name="SincBackward0"):
+    jvp = elementwise_jvp
+
     def forward(self, x):
         with np.errstate(all="ignore"):
             px = x * _PI
@@ -588,6 +627,8 @@ class Erfcx(Node, name="SpecialErfcxBackward0"):
     save = (0, -1)
     saved_names = ("self", "result")
 
+    jvp = elementwise_jvp
+
     def forward(self, x):
         return _erfcx(x)
 
@@ -599,6 +640,8 @@ class Erfcx(Node, name="SpecialErfcxBackward0"):
 class I0e(Node, name="SpecialI0EBackward0"):
     save = (0, -1)
     saved_names = ("self", "result")
+
+    jvp = elementwise_jvp
 
     def forward(self, x):
         xp = array_module(x)
@@ -612,6 +655,8 @@ class I0e(Node, name="SpecialI0EBackward0"):
 class I1e(Node, name="SpecialI1EBackward0"):
     save = (0, -1)
     saved_names = ("self", "result")
+
+    jvp = elementwise_jvp
 
     def forward(self, x):
         xp = array_module(x)
@@ -628,6 +673,8 @@ class Ndtri(Node, name="SpecialNdtriBackward0"):
     save = (-1,)
     saved_names = ("result",)
 
+    jvp = elementwise_jvp
+
     def forward(self, x):
         return _ndtri(x)
 
@@ -640,6 +687,8 @@ class LogNdtr(Node, name="SpecialLogNdtrBackward0"):
     save = (0, -1)
     saved_names = ("self", "result")
 
+    jvp = elementwise_jvp
+
     def forward(self, x):
         return _log_ndtr(x)
 
@@ -649,6 +698,8 @@ class LogNdtr(Node, name="SpecialLogNdtrBackward0"):
 
 
 class Entr(Unary, name="SpecialEntrBackward0"):
+    jvp = elementwise_jvp
+
     def forward(self, x):
         return _entr(x)
 
@@ -686,6 +737,8 @@ class ZetaScalarSelf(Node, name="SpecialZetaBackward1"):
     saved_names = ("other",)
     x = 2.0
 
+    jvp = elementwise_jvp
+
     def forward(self, q):
         xp = array_module(q)
         return xp.asarray(_hurwitz64(xp.asarray(self.x, np.float64), xp.asarray(q, np.float64))).astype(q.dtype)
@@ -698,6 +751,8 @@ class ZetaScalarSelf(Node, name="SpecialZetaBackward1"):
 class ZetaScalarOther(Node, name="SpecialZetaBackward2"):
     """zeta(tensor, number): no derivative for the tensor (as PyTorch)."""
     y = 1.0
+
+    jvp = elementwise_jvp
 
     def forward(self, x):
         xp = array_module(x)
@@ -747,6 +802,8 @@ class StandardGamma(Node, name="StandardGammaBackward0"):
     saved_names = ("self", "result")
     sample = None
 
+    jvp = elementwise_jvp
+
     def forward(self, alpha):
         return self.sample
 
@@ -759,6 +816,8 @@ class StandardGamma(Node, name="StandardGammaBackward0"):
 
 class Deg2Rad(Node, name="Deg2RadBackward0"):
     k = _PI / 180.0
+
+    jvp = elementwise_jvp
 
     def forward(self, x):
         return x * x.dtype.type(self.k)
@@ -778,6 +837,8 @@ class MulScalar(Deg2Rad, name="MulBackward1"):
 
 class Logit(Unary, name="LogitBackward0"):
     eps = None
+
+    jvp = elementwise_jvp
 
     def forward(self, x):
         if self.eps is not None:     # as PyTorch: x < eps -> eps, else x > 1 - eps -> 1 - eps (eps > 0.5 too)
@@ -809,6 +870,8 @@ class NanToNum(Unary, name="NanToNumBackward0"):
     nan = 0.0
     posinf = None
     neginf = None
+
+    jvp = elementwise_jvp
 
     def forward(self, x):
         if not D.is_floating(x.dtype):
@@ -879,6 +942,8 @@ class XlogyScalarSelf(Node, name="XlogyBackward1"):
     shift = 0
     _log = Xlogy.__dict__["_log"]
 
+    jvp = elementwise_jvp
+
     def forward(self, y):
         return Xlogy.forward(self, array_module(y).asarray(self.x, y.dtype), y)
 
@@ -896,6 +961,8 @@ class XlogyScalarOther(Node, name="XlogyBackward2"):
     shift = 0
     _log = Xlogy.__dict__["_log"]
     _again = Xlogy.__dict__["_again"]
+
+    jvp = elementwise_jvp
 
     def forward(self, x):
         return Xlogy.forward(self, x, array_module(x).asarray(self.y, x.dtype))
@@ -980,6 +1047,8 @@ class CopysignScalar(Node, name="CopysignBackward1"):
     save = (0, -1)
     saved_names = ("self", "result")
     other = 1.0
+
+    jvp = elementwise_jvp
 
     def forward(self, x):
         return np.copysign(x, array_module(x).asarray(self.other, x.dtype))
@@ -1092,6 +1161,8 @@ class Addcdiv(Addcmul, name="AddcdivBackward0"):
 class Hardshrink(Unary, name="HardshrinkBackward0"):
     lambd = 0.5
 
+    jvp = elementwise_jvp
+
     def forward(self, x):
         return np.where((x > self.lambd) | (x < -self.lambd), x, 0).astype(x.dtype, copy=False)
 
@@ -1104,6 +1175,8 @@ class Hardshrink(Unary, name="HardshrinkBackward0"):
 class Softshrink(Unary, name="SoftshrinkBackward0"):
     """x - lambd above lambd, x + lambd below -lambd, else x * 0 (PyTorch's kernel: -0.0 for negative x)."""
     lambd = 0.5
+
+    jvp = elementwise_jvp
 
     def forward(self, x):
         lam = x.dtype.type(self.lambd)
@@ -1120,6 +1193,8 @@ class Rrelu(Unary, name="RreluWithNoiseBackward0"):
     lower = 1.0 / 8
     upper = 1.0 / 3
     noise = None
+
+    jvp = elementwise_jvp
 
     def forward(self, x):
         if self.noise is None:
@@ -1662,11 +1737,15 @@ def polygamma_(self, n):
 
 
 class AsinhInplace(Asinh, name="AsinhBackward1"):
+    jvp = elementwise_jvp
+
     def backward(self, g):
         raise NotImplementedError("the derivative for 'inplace version of asinh' is not implemented.")
 
 
 class AcoshInplace(Acosh, name="AcoshBackward1"):
+    jvp = elementwise_jvp
+
     def backward(self, g):
         raise NotImplementedError("the derivative for 'inplace version of acosh' is not implemented.")
 
