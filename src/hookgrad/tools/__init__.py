@@ -1,6 +1,8 @@
 """hookgrad.tools: the hook toolkit users otherwise hand-write, built only on the public hook API.
 
-One tool per module; see docs/tools/<tool>.md for each one's page with runnable examples.
+One tool per module; see docs/tools/<tool>.md for each one's page with runnable examples. Every tool
+takes a hookgrad model or a PyTorch one (``torch.nn.Module``): ``tools.lib.lib_of`` works out the library
+from the objects given, so hookgrad never imports torch.
 """
 from .registry import HookRegistry, HookRecord, default_registry, register
 from . import why

@@ -15,6 +15,12 @@ global module hooks, ``Module.register_forward_(pre_)hook`` and ``Node.register_
 Ops that run *inside* a backward node (a gradient formula written with Tensor ops under
 ``create_graph=True``, or a tensor hook doing arithmetic) are part of that node's backward time and
 bytes; the timer and the memory hook do not count them a second time as forward ops.
+
+On a PyTorch model (or with ``lib=torch``), which has no op hook, :class:`TorchOpRunner` feeds the same
+four methods: PyTorch's public ``TorchDispatchMode`` gives the forward ops (aten names in hookgrad's
+spelling, ``aten.addmm`` -> ``Addmm``; ``forward_post`` gets ``node=None``, the node following in
+``forward_node``), and pre- and post-hooks on the autograd graph's nodes give the backward.
+:class:`HookTimeAccount` is hookgrad-only.
 """
 import os
 import re

@@ -10,6 +10,15 @@ Built only on the public hook API: ``Module.register_*``, the global ``register_
 ``register_prehook``, ``autograd.graph.register_multi_grad_hook``, ``DistributedDataParallel.register_comm_hook``,
 and the listings ``Module.hooks()``, ``Tensor.hooks()``, ``global_module_hooks()``, ``ddp.comm_hooks()``.
 
+PyTorch models: ``HookRegistry(torch_model)`` registers through PyTorch's own ``register_*`` methods and
+lists the hooks registered directly from PyTorch's hook dicts (``tools.lib``: ``_forward_hooks``...,
+``tensor._backward_hooks``, the optimizer's ``_optimizer_step_pre_hooks``..., ``ddp._comm_hooks``), since
+PyTorch has no public listing; a node's hooks only when registered through the registry (PyTorch keeps them
+in C++). ``"global"`` is the global module hooks of the registry's model's library.
+
+Optimizers: kinds ``step_pre``, ``step_post``, ``state_dict_pre``, ``state_dict``, ``load_state_dict_pre`` and
+``load_state_dict_post`` on an ``Optimizer`` target (both libraries).
+
 DistributedDataParallel: the comm hook (kind ``"comm"``) and DDP's own gradient-ready hooks on its parameters
 (kind ``"post_accumulate_grad"``, ``by="DistributedDataParallel"``; hooks whose ``__self__`` is
 ``ddp.reducer``) are listed under the DDP module, with the parameters' paths.

@@ -20,6 +20,8 @@ How it observes (a plain client of the public hook API; see docs/tools/why.md):
   temporarily sets each module's ``forward`` instance attribute to a thin wrapper (and restores it on
   exit): a call of the wrapper that is not the forward of a ``module(...)`` call in progress is a
   direct call. ``watch(model, detect_direct=False)`` leaves ``forward`` alone.
+- A PyTorch model is watched the same way, through PyTorch's global module hooks and node pre-hooks
+  (hooks registered directly are read from PyTorch's hook dicts: ``tools.lib``).
 - DistributedDataParallel (a DDP model, or one inside the model): each forward of the DDP module records
   whether it ran inside ``no_sync()`` (``ddp.require_backward_grad_sync``) and, through the prehook on its
   output's ``grad_fn``, whether the backward reached it and whether a comm hook was registered then
