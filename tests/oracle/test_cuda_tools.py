@@ -115,3 +115,39 @@ def test_capture_reads_nothing_on_the_device(fake_cuda):
         m(x).sum().backward()
     assert _reads() == before
     assert all(t.is_cuda for p in cache for t in cache[p] if isinstance(t, hookgrad.Tensor))
+
+
+def _nan_run(dev, steps=1, raise_=False):
+    """detect_nonfinite over ``steps`` training steps of a model whose second Linear meets log(negative) values."""
+    from hookgrad.tools.nan import detect_nonfinite
+    m = _model(dev)
+    x = hookgrad.tensor(np.linspace(-1, 1, 12, dtype=np.float32).reshape(2, 6)).to(dev)
+    reads = []
+    ctx = detect_nonfinite(m, raise_=raise_)
+    with ctx:
+        for _ in range(steps):
+            before = _reads()
+            h = m[1](m[0](x))
+            y = m[3](m[2](h.log()))          # log(0) = -inf, log(negative) = nan: the culprit
+            y.sum().backward()
+            reads.append(_reads()[0] - before[0])
+    return ctx, reads
+
+
+def test_detect_nonfinite_judges_device_ops_once_per_step(fake_cuda):
+    cpu, _ = _nan_run("cpu", steps=2)
+    before = _reads()
+    dev, reads = _nan_run("cuda", steps=2)
+    assert reads == [0, 1]                  # step 1 is judged when step 2's first op runs; step 2 at the exit
+    assert _reads()[0] == before[0] + 2 and cupylike.IMPLICIT[0] == before[1]
+    assert [e.message for e in dev.events] == [e.message for e in cpu.events]
+    assert [(e.phase, e.op, e.upstream) for e in dev.events][:2] == [("forward", "Log", False),
+                                                                      ("backward", "Addmm", False)]
+
+
+def test_detect_nonfinite_raises_on_the_device(fake_cuda):
+    with pytest.raises(RuntimeError) as te:
+        _nan_run("cpu", raise_=True)
+    with pytest.raises(RuntimeError) as he:
+        _nan_run("cuda", raise_=True)       # raised when the step's reads are judged (the context's exit)
+    assert str(he.value) == str(te.value) and "Function 'Log' returned inf values" in str(he.value)

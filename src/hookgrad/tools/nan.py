@@ -44,6 +44,38 @@ def _scan(xs):
     return out
 
 
+# ---- tensors on a device (CUDA): the checks stay there, read once per step ----------------------------------------
+def _on_device(xs):
+    """Whether one of ``xs`` is a tensor on a device (CUDA) whose values must not be read op by op."""
+    for x in xs:
+        d = getattr(x, "device", None)
+        if d is not None and getattr(d, "type", "cpu") not in ("cpu", "meta") and hasattr(x, "isfinite"):
+            return True
+    return False
+
+
+def _device_count(x):
+    """``("dev", non-finite count, NaN count)`` (device 0-d tensors) for a floating device tensor, else the host
+    result ``("host", (count, kind) or None)`` of :func:`_scan` for one value."""
+    if _on_device((x,)):
+        if not x.is_floating_point():
+            return ("host", None)
+        return ("dev", (~x.isfinite()).sum(), x.isnan().sum())
+    r = _scan([x])
+    return ("host", r[0][1:] if r else None)
+
+
+def _describe(x):
+    """:func:`describe`, without reading a device tensor."""
+    if _on_device((x,)):
+        return f"{tuple(x.shape)} {str(x.dtype).split('.')[-1]}"
+    return describe(x)
+
+
+def _numel(x):
+    return x.numel() if _on_device((x,)) else int(getattr(array_of(x), "size", 1))
+
+
 def _ordinal(i):
     return f"{i}{'th' if 10 <= i % 100 <= 20 else {1: 'st', 2: 'nd', 3: 'rd'}.get(i % 10, 'th')}"
 
@@ -99,6 +131,11 @@ class detect_nonfinite(OpTool):
     returned nan values in its 0th output"), with the module path, call index and source line its
     forward op had (recorded in ``node.metadata`` at forward time, so run forward and backward inside
     the context).
+
+    Tensors on a device (CUDA) are not read op by op: each op's non-finite and NaN counts are computed on the
+    device and read together once per step (when the next step's first op has run, or at the context's exit),
+    then judged in the order the ops ran, with the same events and messages. So on the device the error is
+    raised at that point, after the step's backward (and optimizer step) ran.
     """
 
     def __init__(self, model=None, check="both", raise_=True, lib=None):
@@ -113,6 +150,7 @@ class detect_nonfinite(OpTool):
         self.events = []
         self._seen = {"forward": False, "backward": False}
         self._nodeless = None          # on torch: (output, event) whose grad_fn is not known yet
+        self._queue = []               # device ops to check: (record, counts), read at the step's end (_flush)
 
     @property
     def first(self):
@@ -132,6 +170,8 @@ class detect_nonfinite(OpTool):
     def forward_post(self, name, inputs, output, node):
         if self._bdepth():          # an op inside a backward node: backward_post judges the node
             return
+        if self._queue and self._queue[-1][0][0] == "backward":
+            self._flush()           # a new step's first op after a backward: the last step is judged now (one read)
         frame = None
         if self._bwd and node is not None:
             frame = user_frame()
@@ -139,20 +179,25 @@ class detect_nonfinite(OpTool):
             node.metadata[WHERE] = (path, idx, frame)
         if not self._fwd:
             return
-        bad = _scan(flat(output))
+        outs, ins = flat(output), flat(inputs)
+        if _on_device(outs):            # on the device: counted there, judged when the step ends (_flush)
+            self._defer(("forward", name, node, self._where(), frame or user_frame(), outs, ins), outs + ins)
+            return
+        bad = _scan(outs)
         if not bad:
             return
-        ins = flat(inputs)
-        up = _scan(ins)
+        self._forward_event(name, node, outs, ins, bad, _scan(ins), frame, None)
+
+    def _forward_event(self, name, node, outs, ins, bad, up, frame, where):
         if up and self._seen["forward"]:
             return                  # propagation of values already reported
         self._seen["forward"] = True
         if frame is None:
             frame = user_frame()
-        path, idx = self._where()
+        path, idx = self._where() if where is None else where
         i, n, kind = bad[0]
-        shapes = [describe(x) for x in ins]
-        total = sum(int(getattr(array_of(x), "size", 1)) for x in [flat(output)[i]])
+        shapes = [_describe(x) for x in ins]
+        total = _numel(outs[i])
         msg = (f"Function '{name}' returned {kind} values in its {_ordinal(i)} output during forward "
                f"({n} of {total} values)" + self._where_text(path, idx, frame) + f"; input shapes {shapes}; ")
         if up:
@@ -165,7 +210,7 @@ class detect_nonfinite(OpTool):
                             module_path=path, call_index=idx, frame=frame, output_index=i, count=n,
                             kind=kind, input_shapes=shapes, upstream=bool(up), message="detect_nonfinite: " + msg)
         if node is None and self.lib.is_torch:
-            self._nodeless = (flat(output)[i], ev)
+            self._nodeless = (outs[i], ev)
         self._report(ev)
 
     def forward_node(self, output, node):
@@ -181,10 +226,16 @@ class detect_nonfinite(OpTool):
         self._leave_backward()
         if not self._bwd or not grad_inputs:
             return
+        if _on_device(grad_inputs):     # on the device: counted there, judged when the step ends (_flush)
+            gi, go = list(grad_inputs), list(grad_outputs)
+            self._defer(("backward", node, gi, go), gi + go)
+            return
         bad = _scan(grad_inputs)
         if not bad:
             return
-        up = _scan(grad_outputs)
+        self._backward_event(node, grad_inputs, grad_outputs, bad, _scan(grad_outputs))
+
+    def _backward_event(self, node, grad_inputs, grad_outputs, bad, up):
         if up and self._seen["backward"]:
             return
         self._seen["backward"] = True
@@ -193,9 +244,9 @@ class detect_nonfinite(OpTool):
         i, n, kind = bad[0]
         from ..autograd.graph import op_name
         fwd = op_name(node)
-        shapes = [describe(g) for g in grad_outputs]
+        shapes = [_describe(g) for g in grad_outputs]
         msg = (f"Function '{node.name()}' returned {kind} values in its {_ordinal(i)} output "
-               f"({n} of {array_of(grad_inputs[i]).size} values; the gradient for input {i} of {fwd}). "
+               f"({n} of {_numel(grad_inputs[i])} values; the gradient for input {i} of {fwd}). "
                f"hookgrad: its forward op {fwd} ran")
         msg += (self._where_text(path, idx, frame) if w is not None
                 else " outside detect_nonfinite (no forward record)")
@@ -209,3 +260,50 @@ class detect_nonfinite(OpTool):
         self._report(NonFiniteEvent(phase="backward", op=fwd, node=node.name(), module_path=path, call_index=idx,
                                     frame=frame, output_index=i, count=n, kind=kind, input_shapes=shapes,
                                     upstream=bool(up), message="detect_nonfinite: " + msg))
+
+    # ---- the device's queue: one host read per step ----
+    def _defer(self, record, values):
+        self._queue.append((record, [_device_count(x) if x is not None else ("host", None) for x in values]))
+
+    def _flush(self):
+        """Read the queued device counts to the host at once and judge the ops in order, as if run one by one."""
+        q, self._queue = self._queue, []
+        dev = [t for _, counts in q for c in counts if c[0] == "dev" for t in c[1:]]
+        host = []
+        if dev:
+            buf = dev[0].new_zeros(len(dev), dtype=dev[0].dtype)
+            for k, t in enumerate(dev):
+                buf[k] = t
+            host = buf.cpu().numpy().tolist()           # the step's one host read
+        it = iter(host)
+
+        def result(c):
+            if c[0] == "host":
+                return c[1]
+            n, nan = int(next(it)), int(next(it))
+            return (n, "nan and inf" if nan and n > nan else "nan" if nan else "inf") if n else None
+
+        for record, counts in q:
+            res = [result(c) for c in counts]
+            if record[0] == "forward":
+                _, name, node, where, frame, outs, ins = record
+                bad = [(i,) + r for i, r in enumerate(res[:len(outs)]) if r]
+                up = [(j,) + r for j, r in enumerate(res[len(outs):]) if r]
+                if bad:
+                    self._forward_event(name, node, outs, ins, bad, up, frame, where)
+            else:
+                _, node, gi, go = record
+                bad = [(i,) + r for i, r in enumerate(res[:len(gi)]) if r]
+                up = [(j,) + r for j, r in enumerate(res[len(gi):]) if r]
+                if bad:
+                    self._backward_event(node, gi, go, bad, up)
+
+    def _stop(self):
+        super()._stop()
+        if self._queue:
+            self._flush()           # (the hooks are off: the reading ops are not checked)
+
+    def __exit__(self, *exc):
+        if exc[0] is not None:
+            self._queue = []        # an error already: nothing more to judge
+        return super().__exit__(*exc)
