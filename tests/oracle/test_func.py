@@ -177,6 +177,37 @@ def test_attention_transforms():
     both(scen, tol=(1e-7, 1e-8))
 
 
+def _setitem_loss(x):
+    y = x.clone()
+    y[0] = 0
+    y[:, 1] *= 2
+    return (y ** 2).sum()
+
+
+MIXED = [
+    ("setitem under grad", lambda lib, x: lib.func.vmap(lib.func.grad(_setitem_loss))(x)),
+    ("where max norm", lambda lib, x: lib.func.vmap(lib.func.grad(
+        lambda a: lib.where(a > 0, a, lib.zeros(5, dtype=a.dtype)).logsumexp(0).sum() + a.max() + a.norm(dim=0).sum()))(x)),
+    ("vmap hessian softmax", lambda lib, x: lib.func.vmap(lib.func.hessian(lambda a: (a.softmax(-1) * a).sum()))(x[:, 0])),
+    ("jacrev of vmap", lambda lib, x: lib.func.jacrev(lib.func.vmap(lambda a: (a @ x[0].t()).sin()))(x[:, 0])),
+    ("vmap jacfwd jacrev", lambda lib, x: lib.func.vmap(lib.func.jacfwd(lib.func.jacrev(lambda a: a.sin().prod())))(x[:, 0, :3])),
+    ("grad of vmap of grad", lambda lib, x: lib.func.grad(
+        lambda a: lib.func.vmap(lib.func.grad(lambda b: (b * a).sin().sum()))(a).sum())(x[0])),
+    ("losses", lambda lib, x: lib.func.vmap(lib.func.grad(
+        lambda a, t: lib.nn.functional.binary_cross_entropy_with_logits(a, t) + lib.nn.functional.mse_loss(a, t, reduction="sum")
+        + lib.nn.functional.smooth_l1_loss(a, t)
+        + lib.nn.functional.kl_div(a.log_softmax(-1), t.softmax(-1), reduction="batchmean")))(x, x.sigmoid())),
+    ("cross_entropy ignore_index", lambda lib, x: lib.func.vmap(lib.func.grad(
+        lambda a, t: lib.nn.functional.cross_entropy(a, t) + lib.nn.functional.cross_entropy(a, t, reduction="sum") * 0.1))(
+        x, lib.tensor([[0, 1, 4], [2, 2, 1], [3, 0, -100], [4, 4, 4]]))),
+]
+
+
+@pytest.mark.parametrize("name,f", MIXED, ids=[m[0] for m in MIXED])
+def test_mixed_compositions(name, f):
+    both(lambda lib: f(lib, lib.tensor(data(4, 3, 5, seed=12).astype(np.float64))))
+
+
 ERRORS = [
     ("grad non-scalar", lambda lib: lib.func.grad(lambda a: a * 2)(lib.ones(3))),
     ("grad non-tensor out", lambda lib: lib.func.grad(lambda a: 2.0)(lib.ones(3))),
