@@ -161,6 +161,9 @@ def make_dual(tensor, tangent, *, level=None):
     if tensor._fw_grad is not None:
         raise RuntimeError(f"Making a dual Tensor based on a Tensor that already has a forward gradient at the "
                            f"same level {level} is not supported.")
+    if tangent._fw_grad is not None:
+        raise RuntimeError(f"Setting a forward grad that itself has a forward gradient at the same level{level} is "
+                           "not supported.")
     if tangent._data.shape != tensor._data.shape:
         raise RuntimeError("Trying to set a forward gradient that has a different size than that of the original "
                            f"Tensor, this is not supported. Tensor is of size {list(tensor._data.shape)} while the "
@@ -489,20 +492,24 @@ def scaled(t, k):
 
 def _function_jvp(cls, ctx, args, result):
     """After a custom Function's forward: if an input is dual, its ``jvp(ctx, *tangents)`` gives the outputs'
-    tangents (a zero tangent for a tensor input without one, None for other arguments; ``ctx.saved_tensors``
-    reads what ``save_for_forward`` kept)."""
+    tangents (a zero tangent for a floating tensor input without one, None for other arguments; ``ctx.saved_tensors``
+    reads what ``save_for_forward`` kept), with PyTorch's checks (_process_forward_mode_AD): none for a
+    non-differentiable output, a view of the input's tangent for an output that is a view of (or is) an input,
+    the input's own tangent modified in place for an input marked dirty."""
     if not _fw.enabled or not any(isinstance(a, Tensor) and a._fw_grad is not None for a in args):
         return
     tans = []
+    versions = {}
     for a in args:
         if isinstance(a, Tensor):
             t = a._fw_grad
+            if t is not None:
+                versions[id(t)] = t._vc[0]
             tans.append(t if t is not None else _zeros_of(a) if _float(a) else None)
         else:
             tans.append(None)
     fw_saved = getattr(ctx, "saved_for_forward", None)
-    if fw_saved is not None:
-        ctx._fw_saved = tuple(fw_saved)
+    ctx._fw_saved = () if fw_saved is None else tuple(fw_saved)     # jvp sees only what save_for_forward kept
     prev = _fw.enabled
     _fw.enabled = False
     try:
@@ -515,13 +522,58 @@ def _function_jvp(cls, ctx, args, result):
     if len(res) != len(outs):
         raise RuntimeError(f"Function's jvp returned an invalid number of forward gradients (expected {len(outs)} "
                            f"but got {len(res)})")
-    for o, t in zip(outs, res):
-        if isinstance(o, Tensor) and t is not None and _float(o):
-            if not isinstance(t, Tensor):
-                raise TypeError(f"jvp() function must return Tensors or None, but got {type(t).__name__}")
-            if t._data.shape != o._data.shape:
-                raise RuntimeError(f"Trying to set a forward gradient that has a different size than that of the "
-                                   f"original Tensor, this is not supported. Tensor is of size {list(o._data.shape)} "
-                                   f"while the given forward gradient is of size {list(t._data.shape)}.")
-            o.__dict__.pop("_fw_grad", None)
-            _set_tangent(o, t)
+    nondiff = {id(t) for t in getattr(ctx, "non_differentiable", ()) or ()}
+    dirty = {id(t) for t in getattr(ctx, "dirty_tensors", ()) or ()}
+    inputs = {id(a): a for a in args if isinstance(a, Tensor)}
+    bases = {}
+    for a in args:
+        if isinstance(a, Tensor):
+            bases.setdefault(id(a._base if a._base is not None else a), a)
+    for i, (o, t) in enumerate(zip(outs, res)):
+        if not isinstance(o, Tensor) or id(o) in nondiff or not _float(o) or (o.grad_fn is None and o.requires_grad
+                                                                              is False and ctx.non_differentiable
+                                                                              and o in ctx.non_differentiable):
+            if t is not None:
+                raise RuntimeError(f"Function's jvp returned a gradient at position {i}, but  the corresponding "
+                                   "forward output is not a differentiable Tensor.You should return None at that "
+                                   "position instead.")
+            continue
+        if t is None:
+            continue
+        if not isinstance(t, Tensor):
+            raise TypeError(f"jvp() function must return Tensors or None, but got {type(t).__name__}")
+        if t._data.shape != o._data.shape:
+            raise RuntimeError(f"Trying to set a forward gradient that has a different size than that of the "
+                               f"original Tensor, this is not supported. Tensor is of size {list(o._data.shape)} "
+                               f"while the given forward gradient is of size {list(t._data.shape)}.")
+        if id(o) in dirty and id(o) in inputs:
+            it = inputs[id(o)]._fw_grad
+            if it is not None:
+                if t._vc[0] == versions.get(id(t), -1) or versions.get(id(t)) is None and t is not it:
+                    if t is it:
+                        raise RuntimeError("An inplace custom Function is not modifying the forward mode gradients "
+                                           "inplace. If the forward is modifying an input inplace, then the jvp "
+                                           "function must modify the corresponding gradient inplace.")
+                if t is not it:
+                    raise RuntimeError("An inplace custom Function is not returning the forward mode gradients "
+                                       "as-is. If the forward is modifying an input inplace, then the jvp function "
+                                       "must modify the gradient inplace and return it as-is.")
+                continue
+        elif o._base is not None and id(o._base) in bases:
+            inp = bases[id(o._base)]
+            it = inp._fw_grad
+            if it is not None:
+                if t._base is None:
+                    raise RuntimeError("A custom Function's forward is returning a view (or an input as-is) but the "
+                                       "jvp is not returning a view.")
+                if it._base is not None:
+                    if t._base is not it._base:
+                        raise RuntimeError("A custom Function is returning a view but the jvp is not returning a view "
+                                           "of the same base as the given grad input.")
+                elif t._base is not it:
+                    raise RuntimeError("A custom Function is returning a view but the jvp is not returning a view of "
+                                       "the given grad input.")
+        o.__dict__.pop("_fw_grad", None)
+        _set_tangent(o, t)
+
+

@@ -68,6 +68,10 @@ def write_out(result, out, name, warn=True):
     for o in outs:
         if not isinstance(o, Tensor):
             raise TypeError(f"{name}(): argument 'out' must be Tensor, not {type(o).__name__}")
+    from ..autograd import forward_ad as _fwad
+    if _fwad._current_level >= 0 and any(t._fw_grad is not None for t in results + tuple(outs)):
+        raise NotImplementedError(f"Trying to use forward AD with {name}_out that does not support it because it is "
+                                  "an out= function")
     if is_grad_enabled() and any(r.requires_grad for r in results) or any(o.requires_grad for o in outs) and \
             is_grad_enabled():
         raise RuntimeError(f"{name}(): functions with out=... arguments don't support automatic differentiation, "
