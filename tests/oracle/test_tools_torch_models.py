@@ -343,3 +343,17 @@ def test_op_tools_keep_no_graph_alive_on_torch():
         gc.collect()
         assert sum(r() is not None for r in refs) == 0
     assert timer.report()["ops"]["Addmm"]["backward_calls"] == 15
+
+
+def test_registry_without_a_model_on_torch_global_hooks():
+    reg = HookRegistry(lib=torch)
+    seen = []
+    h = reg.register("global", "forward_pre", lambda m, a: seen.append(type(m).__name__), tag="g")
+    try:
+        torch.nn.Linear(2, 2)(torch.ones(1, 2))
+        assert seen == ["Linear"] and reg.hooks(tag="g")[0].fired == 1
+        assert [(r.kind, r.path, r.tag) for r in reg.hooks(owner="global")] == [("forward_pre", "<global>", "g")]
+    finally:
+        h.remove()
+    assert not torch.nn.modules.module._global_forward_pre_hooks
+    assert reg.hooks(tag="g") == [] and reg.hooks(tag="g", removed=True)[0].state == "removed"

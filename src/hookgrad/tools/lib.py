@@ -19,7 +19,8 @@ __all__ = ["Lib", "lib_of", "library_of", "OPTIMIZER_KINDS", "hookgrad_lib", "is
 # The PyTorch attributes the tools read on torch objects, all in this one table. PyTorch has no public
 # listing of hooks (what hookgrad offers as Module.hooks(), Tensor.hooks(), ddp.comm_hooks()), nor a
 # public "is a backward running" test, so on torch they are read where PyTorch keeps them (the module
-# and tensor hook dicts are named by HOOK_KINDS and _TENSOR_KINDS below). The tools never write them.
+# and tensor hook dicts are named by HOOK_KINDS and _TENSOR_KINDS below). The tools write them only to
+# empty a model's module hook dicts (HookRegistry.remove_all, as hookgrad's Module.remove_hooks).
 TORCH_NAMES = {
     "graph_task_id": "_C._current_graph_task_id",    # -1 outside a backward pass (torch.utils.checkpoint uses it)
     "comm_hooks": "_comm_hooks",                      # DistributedDataParallel: [(hook, state)] registered

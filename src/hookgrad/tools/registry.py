@@ -232,9 +232,11 @@ class HookRegistry:
 
     _MAX_REMOVED = 1000     # removed records kept (for hooks(removed=True) and tools.why)
 
-    def __init__(self, model=None):
+    def __init__(self, model=None, *, lib=None):
         self.model = model
-        self.lib = lib_of(model)             # hookgrad or torch ("global" means that library's global hooks)
+        # hookgrad or torch, from the model (or ``lib``: the torch module itself, without a model); "global"
+        # means that library's global module hooks
+        self.lib = lib_of(model, lib)
         self._records = []
         self._scopes = []
         self._paths = None
