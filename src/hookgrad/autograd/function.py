@@ -270,16 +270,17 @@ class Function(metaclass=FunctionMeta):
                     meta.append(m)
             ctx.next_functions = tuple(edges)
             ctx._in_meta = meta
-        with no_grad():
+        with no_grad(), _fwad._fw_off:     # (forward AD: no tangents inside forward, as PyTorch)
             if setup_style:
                 outputs = cls.forward(*args, **kwargs)
             else:
                 outputs = cls.forward(ctx, *args, **kwargs)
         if setup_style:
             cls.setup_context(ctx, args, outputs)
+        fw = _fwad._current_level >= 0 and (outputs, ctx.dirty_tensors, ctx.non_differentiable)
         result = _wrap_outputs(ctx, args, outputs, record)
-        if _fwad._current_level >= 0:       # forward AD: the outputs' tangents from the Function's jvp
-            _fwad._function_jvp(cls, ctx, args, result)
+        if fw:       # forward AD: the outputs' tangents from the Function's jvp
+            _fwad._function_jvp(cls, ctx, args, result, *fw)
         return result
 
 
@@ -375,8 +376,7 @@ def _wrap_outputs(ctx, args, outputs, record):
     ctx.__dict__.pop("non_differentiable", None)
     if not record:
         return result[0] if single else tuple(result)
-    if len(outs) > 1:
-        ctx._out_meta = out_meta
+    ctx._out_meta = out_meta        # (materialized zeros for undefined grads, one output or several)
     if nondiff_idx:
         ctx._nondiff_idx = frozenset(nondiff_idx)
     # saved tensors are packed once the outputs are known (an output is saved without a cycle)

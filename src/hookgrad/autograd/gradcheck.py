@@ -1,8 +1,12 @@
 """gradcheck / gradgradcheck: analytical gradients against central finite differences (float64).
 
-Mirrors torch.autograd.gradcheck (slow mode): a mismatch raises :class:`GradcheckError` (a
-RuntimeError) with PyTorch's "Jacobian mismatch for output i with respect to input j" text, or
-returns False with ``raise_exception=False``.
+Mirrors torch.autograd.gradcheck's slow mode (``fast_mode`` runs it too): a mismatch raises
+:class:`GradcheckError` (a RuntimeError) with PyTorch's "Jacobian mismatch for output i with respect to input j"
+text, or returns False with ``raise_exception=False``. As PyTorch, it checks complex outputs as their real and
+imaginary parts ("While considering the imaginary part of complex outputs only, ..."), complex inputs through
+the conjugate Wirtinger derivative, that the outputs keep their shape and dtype under perturbation, that
+backward is reentrant and multiplied by grad_output, and that backward handles undefined output gradients.
+The Jacobians are NumPy arrays on the host, whatever the tensors' array module.
 """
 import warnings
 
@@ -12,7 +16,7 @@ from .._array import array_module, to_numpy
 from .. import _layout as _L
 from . import node as _g
 
-__all__ = ["gradcheck", "gradgradcheck", "GradcheckError"]
+__all__ = ["gradcheck", "gradgradcheck", "GradcheckError", "get_numerical_jacobian", "get_analytical_jacobian"]
 
 
 class GradcheckError(RuntimeError):
@@ -31,9 +35,16 @@ def _as_tuple(x):
     return (x,)
 
 
+def _is_t(x):
+    return isinstance(x, _T())
+
+
 def _diff_inputs(inputs):
-    T = _T()
-    return [(i, t) for i, t in enumerate(inputs) if isinstance(t, T) and t.requires_grad]
+    return [t for t in inputs if _is_t(t) and t.requires_grad]
+
+
+def _differentiable_outputs(x):
+    return tuple(o for o in _as_tuple(x) if _is_t(o) and o.requires_grad)
 
 
 def _sparse(a):
@@ -52,70 +63,10 @@ def _densified(t):
     return c
 
 
-def _outputs(func, inputs):
-    return _as_tuple(func(*inputs))
-
-
-def _numerical_jacobian(func, inputs, outputs, eps):
-    """Per (input, output): array of shape (input.numel(), output.numel()) (the Jacobians are NumPy arrays,
-    on the host, whatever the tensors' array module)."""
-    T = _T()
-    res = []
-    for _, inp in _diff_inputs(inputs):
-        data = inp._data
-        rows = None
-        if _sparse(data):       # a sparse input: its values are poked; each is one row of the dense Jacobian
-            rows = _L.value_positions(data)
-            data = data.values
-        flat = data.reshape(-1)  # a view when contiguous (inputs are made contiguous by the caller)
-        jac = [np.zeros((data.size if rows is None else inp._data.size, o._data.size), np.float64) for o in outputs]
-        for k in range(data.size):
-            orig = flat[k].item()
-            # the raw data is poked (no version bump), with grad mode as it is: gradgradcheck's
-            # function itself differentiates
-            flat[k] = orig - eps
-            lo = [to_numpy(o._data).astype(np.float64).reshape(-1) if isinstance(o, T) else None
-                  for o in _outputs(func, inputs)]
-            flat[k] = orig + eps
-            hi = [to_numpy(o._data).astype(np.float64).reshape(-1) if isinstance(o, T) else None
-                  for o in _outputs(func, inputs)]
-            flat[k] = orig
-            for j, (a, b) in enumerate(zip(lo, hi)):
-                if a is not None:
-                    jac[j][k if rows is None else rows[k]] = (b - a) / (2 * eps)
-        res.append(jac)
-    return res
-
-
-def _analytical_jacobian(inputs, outputs):
-    """Per (input, output): array (input.numel(), output.numel()); also whether backward is reentrant."""
-    from .api import grad
-    T = _T()
-    diff = [t for _, t in _diff_inputs(inputs)]
-    jac = [[np.zeros((t._data.size, o._data.size), np.float64) for o in outputs] for t in diff]
-    reentrant = True
-    for j, out in enumerate(outputs):
-        if not isinstance(out, T) or not out.requires_grad:
-            continue
-        for m in range(out._data.size):
-            seed = array_module(out._data).zeros(out._data.size, out._data.dtype)
-            seed[m] = 1
-            g = T._make(seed.reshape(out._data.shape))
-            gs = grad(out, diff, g, retain_graph=True, allow_unused=True)
-            gs2 = grad(out, diff, g, retain_graph=True, allow_unused=True)
-            for i, (a, b) in enumerate(zip(gs, gs2)):
-                if a is not None:
-                    a, b = _dense(a), _dense(b)     # a sparse gradient: its dense form
-                    jac[i][j][:, m] = to_numpy(a._data).astype(np.float64).reshape(-1)
-                    if b is None or not np.array_equal(a._data, b._data):
-                        reentrant = False
-    return jac, reentrant
-
-
-def _fail(msg, raise_exception):
-    if raise_exception:
-        raise GradcheckError(msg)
-    return False
+def _host(t):
+    """A tensor's values as a flat float64 (complex128 for complex) NumPy copy."""
+    a = to_numpy(t._data)
+    return a.astype(np.complex128 if a.dtype.kind == "c" else np.float64).reshape(-1)
 
 
 def _fmt(a):
@@ -123,31 +74,377 @@ def _fmt(a):
     return repr(tensor(a))
 
 
+# ------------------------------------------------------------------------------------------ numerical
+def _check_outputs_same_dtype_and_shape(out1, out2, eps, idx=None):
+    on_index = f"on index {idx} " if idx is not None else ""
+    assert out1.shape == out2.shape, (f"Expected `func` to return outputs with the same shape when inputs are "
+                                      f"perturbed {on_index}by {eps}, but got: shapes {out1.shape} and {out2.shape}.")
+    assert out1.dtype == out2.dtype, (f"Expected `func` to return outputs with the same dtype when inputs are "
+                                      f"perturbed {on_index}by {eps}, but got: dtypes {out1.dtype} and {out2.dtype}.")
+
+
+def _numerical_jacobian(func, inputs, outputs, eps, targets=None):
+    """Per differentiable input (or target), per Tensor output: array (input.numel(), output.numel()) of central
+    differences; for a complex input the conjugate Wirtinger derivative ds/dx + 1j ds/dy (real outputs)."""
+    outs = [o for o in _as_tuple(outputs) if _is_t(o)]
+    res = []
+    for inp in (_diff_inputs(inputs) if targets is None else targets):
+        data = inp._data
+        rows = None
+        if _sparse(data):       # a sparse input: its values are poked; each is one row of the dense Jacobian
+            rows = _L.value_positions(data)
+            data = data.values
+        flat = data.reshape(-1)   # a view when contiguous (inputs are made contiguous by the caller)
+        cplx = data.dtype.kind == "c"
+        jac = [np.zeros((data.size if rows is None else inp._data.size, o._data.size),
+                        np.complex128 if cplx else np.float64) for o in outs]
+        for k in range(data.size):
+            r = k if rows is None else rows[k]
+            orig = flat[k].item()
+            for step in ((1.0, 1j) if cplx else (1.0,)):
+                # the raw data is poked (no version bump), with grad mode as it is: gradgradcheck's function
+                # itself differentiates
+                flat[k] = orig - eps * step
+                lo = [o for o in _as_tuple(func(*inputs)) if _is_t(o)]
+                lo_v = [_host(o) for o in lo]
+                flat[k] = orig + eps * step
+                hi = [o for o in _as_tuple(func(*inputs)) if _is_t(o)]
+                hi_v = [_host(o) for o in hi]       # (before the input is restored: an output may alias it)
+                flat[k] = orig
+                for j, (a, av, b, bv) in enumerate(zip(lo, lo_v, hi, hi_v)):
+                    _check_outputs_same_dtype_and_shape(a, b, eps, tuple(int(n) for n in np.unravel_index(
+                        k, data.shape)))
+                    d = (bv - av) / (2 * eps)
+                    jac[j][r] += d if step == 1.0 else d * 1j
+        res.append(jac)
+    return res
+
+
+def get_numerical_jacobian(fn, inputs, target=None, eps=1e-3, grad_out=1.0):
+    """Deprecated (as in PyTorch): the numerical Jacobians of ``fn(inputs)``'s first output with respect to each
+    input requiring grad (or each of ``target``), as Tensors of shape (input.numel(), output.numel())."""
+    warnings.warn(_DEPRECATED.format("get_numerical_jacobian"), FutureWarning, stacklevel=2)
+    if grad_out != 1.0:
+        raise ValueError("Expected grad_out to be 1.0. get_numerical_jacobian no longer supports values of "
+                         "grad_out != 1.0.")
+    tupled = _as_tuple(inputs)
+
+    def fn_pack(*inps):
+        return fn(inps)
+    targets = None if target is None else _diff_inputs(_as_tuple(target))
+    jac = _numerical_jacobian(fn_pack, tupled, fn_pack(*tupled), eps, targets)
+    return tuple(_T()._make(j[0]) for j in jac)
+
+
+_DEPRECATED = ("`{}` was part of PyTorch's private API and not meant to be exposed. We are deprecating it and it "
+               "will be removed in a future version of PyTorch. If you have a specific use for this or feature "
+               "request for this to be a stable API, please file us an issue at "
+               "https://github.com/pytorch/pytorch/issues/new")
+
+
+# ------------------------------------------------------------------------------------------ analytical
+def _analytical_rows(inputs, output):
+    """vjp of each one-hot grad_output: per differentiable input, the list of its gradients (None: unused)."""
+    from .api import grad
+    T = _T()
+    diff = _diff_inputs(inputs)
+    d = output._data
+    rows = [[] for _ in diff]
+    for m in range(d.size):
+        seed = array_module(d).zeros(d.size, d.dtype)
+        seed[m] = 1
+        gs = grad(output, diff, T._make(seed.reshape(d.shape)), retain_graph=True, allow_unused=True)
+        for i, g in enumerate(gs):
+            rows[i].append(None if g is None else _dense(g.detach()).clone())     # a sparse gradient: dense
+    return rows
+
+
+def _stack(rows, inputs, n_out):
+    diff = _diff_inputs(inputs)
+    jacs, sizes_ok, types_ok = [], True, True
+    for inp, col in zip(diff, rows):
+        cplx = inp._data.dtype.kind == "c"
+        jac = np.zeros((inp._data.size, n_out), np.complex128 if cplx else np.float64)
+        for j, g in enumerate(col):
+            if g is None:
+                continue
+            if tuple(g.shape) != tuple(inp.shape):
+                sizes_ok = False
+            elif g.dtype is not inp.dtype:
+                types_ok = False
+            v = _host(g)
+            if v.size != jac.shape[0]:
+                continue
+            jac[:, j] = v if cplx else v.real
+        jacs.append(jac)
+    return jacs, sizes_ok, types_ok
+
+
+def _jacobians_equal(j1, j2, atol):
+    return all(a.size == 0 or np.abs(a - b).max() <= atol for a, b in zip(j1, j2))
+
+
+_NONDET = """\n
+NOTE: If your op relies on non-deterministic operations i.e., it is listed here:
+https://pytorch.org/docs/stable/generated/torch.use_deterministic_algorithms.html
+this failure might be expected.
+
+If you are adding a new operator, please file an issue and then use one of the
+workarounds. The workaround depends on how your test invokes gradcheck/gradgradcheck.
+If the test
+- manually invokes gradcheck/gradgradcheck, then call gradcheck/gradgradcheck
+  with `nondet_tol=<tol>` as a keyword argument.
+- is OpInfo-based (e.g., in test_ops_gradients.py), then modify the OpInfo for the test
+  to have `gradcheck_nondet_tol=<tol>`.
+- is a Module test (e.g., in common_nn.py), then modify the corresponding
+  module_test entry to have `gradcheck_nondet_tol=<tol>`
+"""
+
+
+def _analytical_jacobian(inputs, output, nondet_tol, check_grad_dtypes):
+    """The analytical Jacobians of one output (computed twice: reentrancy), with PyTorch's attribute checks."""
+    n = output._data.size
+    j1, sizes_ok, types_ok = _stack(_analytical_rows(inputs, output), inputs, n)
+    j2, _, _ = _stack(_analytical_rows(inputs, output), inputs, n)
+    if not types_ok and check_grad_dtypes:
+        raise GradcheckError("Gradient has dtype mismatch")
+    if not sizes_ok:
+        raise GradcheckError("Analytical gradient has incorrect size")
+    if not _jacobians_equal(j1, j2, nondet_tol):
+        raise GradcheckError("Backward is not reentrant, i.e., running backward with same input and grad_output "
+                             "multiple times gives different values, although analytical gradient matches numerical "
+                             f"gradient.The tolerance for nondeterminism was {nondet_tol}." + _NONDET)
+    return j1
+
+
+def get_analytical_jacobian(inputs, output, nondet_tol=0.0, grad_out=1.0):
+    """Deprecated (as in PyTorch): (Jacobians per differentiable input, reentrant, sizes ok, dtypes ok)."""
+    warnings.warn(_DEPRECATED.format("get_analytical_jacobian"), FutureWarning, stacklevel=2)
+    if grad_out != 1.0:
+        raise ValueError("Expected grad_out to be 1.0. get_analytical_jacobian no longer supports values of "
+                         "grad_out != 1.0.")
+    if output.is_complex():
+        raise ValueError("Expected output to be non-complex. get_analytical_jacobian no longer supports functions "
+                         "that return complex outputs.")
+    inputs = _as_tuple(inputs)
+    n = output._data.size
+    j1, sizes_ok, types_ok = _stack(_analytical_rows(inputs, output), inputs, n)
+    j2, _, _ = _stack(_analytical_rows(inputs, output), inputs, n)
+    T = _T()
+    return tuple(T._make(j) for j in j1), _jacobians_equal(j1, j2, nondet_tol), sizes_ok, types_ok
+
+
+# ------------------------------------------------------------------------------------------ the checks
+def _notallclose_msg(a, n, i, j, complex_indices, test_imag, is_forward_ad=False):
+    part = "imaginary" if test_imag else "real"
+    element = "inputs" if is_forward_ad else "outputs"
+    prefix = f"While considering the {part} part of complex {element} only, " if complex_indices and (
+        j if is_forward_ad else i) in complex_indices else ""
+    mode = "computed with forward mode " if is_forward_ad else ""
+    return (prefix + f"Jacobian {mode}mismatch for output {i:d} with respect to input {j:d},\n"
+            f"numerical:{_fmt(n)}\nanalytical:{_fmt(a)}\n")
+
+
+def _slow_gradcheck(func, func_out, inputs, outputs, eps, rtol, atol, check_grad_dtypes, nondet_tol, *,
+                    complex_indices=None, test_imag=False, inputs_num=None):
+    if not outputs:
+        for per_input in _numerical_jacobian(func, inputs, func_out, eps):
+            for jac in per_input:
+                if np.any(jac != 0):
+                    raise GradcheckError("Numerical gradient for function expected to be zero")
+        return True
+    tensor_outs = [o for o in _as_tuple(func_out) if _is_t(o)]
+    numerical = _numerical_jacobian(func, inputs if inputs_num is None else inputs_num, func_out, eps)  # [in][out]
+    keep = [k for k, o in enumerate(tensor_outs) if o.requires_grad]
+    for i, o in enumerate(outputs):
+        analytical = _analytical_jacobian(inputs, o, nondet_tol, check_grad_dtypes)
+        for j, a in enumerate(analytical):
+            n = numerical[j][keep[i]]
+            if not np.allclose(a, n, rtol, atol):
+                raise GradcheckError(_notallclose_msg(a, n, i, j, complex_indices, test_imag))
+    return True
+
+
+# ---- forward AD (forward_ad.py): check_forward_ad / check_fwd_over_rev make real jvp calls ----
+
+def _forward_ad_jacobian(func, inputs, outputs):
+    """Per (input, output): array (input.numel(), output.numel()), one column per unit tangent of one input
+    element, through forward_ad's dual tensors."""
+    from . import forward_ad as fw
+    T = _T()
+    diff = [(i, t) for i, t in enumerate(inputs) if _is_t(t) and t.requires_grad]
+    jac = [[np.zeros((t._data.size, o._data.size if isinstance(o, T) else 0), np.float64) for o in outputs]
+           for _, t in diff]
+    for k, (i, inp) in enumerate(diff):
+        d = inp._data
+        for m in range(d.size):
+            tan = array_module(d).zeros(d.size, d.dtype)
+            tan[m] = 1
+            with fw.dual_level():
+                args = list(inputs)
+                args[i] = fw.make_dual(inp.detach().requires_grad_(inp.requires_grad), T._make(tan.reshape(d.shape)))
+                outs = _as_tuple(func(*args))
+                for j, o in enumerate(outs):
+                    if isinstance(o, T):
+                        t = fw.unpack_dual(o).tangent
+                        if t is not None:
+                            jac[k][j][m] = to_numpy(t._data).astype(np.float64).reshape(-1)
+    return jac
+
+
+def _check_forward_ad(func, inputs, outputs, eps, atol, rtol):
+    """The Jacobians through jvp calls against the numerical ones (PyTorch's check_forward_ad)."""
+    outputs = [o for o in _as_tuple(outputs) if _is_t(o)]
+    numerical = _numerical_jacobian(func, inputs, outputs, eps)
+    analytical = _forward_ad_jacobian(func, inputs, outputs)
+    for k in range(len(analytical)):
+        for j in range(len(outputs)):
+            n, a = numerical[k][j], analytical[k][j]
+            if not np.allclose(a, n, rtol, atol):
+                raise GradcheckError(_notallclose_msg(a, n, j, k, None, False, is_forward_ad=True))
+    return True
+
+
+def _real_and_imag_output(fn):
+    def apply(part):
+        def wrapped(*inputs):
+            return tuple(getattr(o, part) if _is_t(o) and o.is_complex() else o for o in _as_tuple(fn(*inputs)))
+        return wrapped
+    return apply("real"), apply("imag")
+
+
+def _gradcheck_real_imag(func, func_out, inputs, outputs, eps, rtol, atol, check_grad_dtypes, nondet_tol,
+                         check_forward_ad, check_backward_ad, inputs_num):
+    if check_backward_ad:
+        complex_out = [i for i, o in enumerate(outputs) if o.is_complex()]
+        if any(_is_t(o) and o.is_complex() for o in _as_tuple(func_out)):
+            real_fn, imag_fn = _real_and_imag_output(func)
+            imag_out = imag_fn(*inputs)
+            _slow_gradcheck(imag_fn, imag_out, inputs, _differentiable_outputs(imag_out), eps, rtol, atol,
+                            check_grad_dtypes, nondet_tol, complex_indices=complex_out, test_imag=True,
+                            inputs_num=inputs_num)
+            real_out = real_fn(*inputs)
+            _slow_gradcheck(real_fn, real_out, inputs, _differentiable_outputs(real_out), eps, rtol, atol,
+                            check_grad_dtypes, nondet_tol, complex_indices=complex_out, inputs_num=inputs_num)
+        else:
+            _slow_gradcheck(func, func_out, inputs, outputs, eps, rtol, atol, check_grad_dtypes, nondet_tol,
+                            inputs_num=inputs_num)
+    if check_forward_ad:
+        _check_forward_ad(func, inputs, func_out, eps, atol, rtol)
+
+
+def _test_backward_mul_by_grad_output(outputs, inputs):
+    from .api import grad
+    diff = _diff_inputs(inputs)
+    gis = grad(outputs, diff, [o.new_zeros(o.shape) for o in outputs], allow_unused=True)
+    for gi, di in zip(gis, diff):
+        if gi is None:
+            continue
+        if _sparse(gi._data):
+            if gi.layout != di.layout:
+                raise GradcheckError(f"grad is incorrect layout ({gi.layout} is not {di.layout})")
+            if gi.layout == _L.sparse_coo:
+                for what in ("sparse_dim", "dense_dim"):
+                    a, b = getattr(gi, what)(), getattr(di, what)()
+                    if a != b:
+                        raise GradcheckError(f"grad is sparse tensor, but has incorrect {what} {a}, expected {b}")
+            gi, di = gi.to_dense(), di.to_dense()
+        if not bool((gi == 0).all()):
+            raise GradcheckError("backward not multiplied by grad_output")
+        if gi.dtype is not di.dtype:
+            raise GradcheckError("grad is incorrect type")
+        if gi._data.shape != di._data.shape:
+            raise GradcheckError("grad is incorrect size")
+    return True
+
+
+def _test_undefined_backward_mode(func, outputs, inputs):
+    """Backward must accept undefined (None) output gradients: all of them at once, then one at a time."""
+    try:
+        from .basic_ops import UndefinedGrad
+    except ImportError:         # (no UndefinedGrad node: nothing to check with)
+        return True
+    from .api import grad
+    diff = _diff_inputs(inputs)
+
+    def warn_bc_breaking():
+        warnings.warn("Backwards compatibility: New undefined gradient support checking feature is enabled by "
+                      "default, but it may break existing callers of this function. If this is true for you, you "
+                      'can call this function with "check_undefined_grad=False" to disable the feature',
+                      stacklevel=3)
+
+    def check(outs):
+        try:
+            gis = grad(outs, diff, [o.new_zeros(o.shape) for o in outs], allow_unused=True)
+        except RuntimeError as e:
+            warn_bc_breaking()
+            raise GradcheckError('Expected backward function to handle undefined output grads. Please look at "Notes '
+                                 'about undefined output gradients" in "tools/autograd/derivatives.yaml"') from e
+        for gi in gis:
+            if gi is not None and not bool((gi == 0).all()):
+                warn_bc_breaking()
+                raise GradcheckError('Expected all input grads to be undefined or zero when all output grads are '
+                                     'undefined or zero. Please look at "Notes about undefined output gradients" in '
+                                     '"tools/autograd/derivatives.yaml"')
+        return True
+
+    to_check = [[UndefinedGrad()(o) for o in _differentiable_outputs(func(*inputs))]]
+    if len(to_check[0]) > 1:
+        for k in range(len(outputs)):
+            outs = _differentiable_outputs(func(*inputs))
+            to_check.append([UndefinedGrad()(o) if i == k else o for i, o in enumerate(outs)])
+    return all(check(o) for o in to_check)
+
+
+def _check_inputs(tupled):
+    any_rg = False
+    for i, t in enumerate(tupled):
+        if _is_t(t) and t.requires_grad:
+            if t._data.dtype not in (np.float64, np.complex128):
+                warnings.warn(f"Input #{i} requires gradient and is not a double precision floating point or "
+                              "complex. This check will likely fail if all the inputs are not of double precision "
+                              "floating point or complex. ", stacklevel=3)
+            d = t._data.values if _sparse(t._data) else t._data
+            if not all(st > 0 or n <= 1 for st, n in zip(d.strides, d.shape)):
+                raise RuntimeError(f"The {i}th input has a dimension with stride 0. gradcheck only supports inputs "
+                                   "that are non-overlapping to be able to compute the numerical gradients "
+                                   "correctly. You should call .contiguous on the input before passing it to "
+                                   "gradcheck.")
+            any_rg = True
+    if not any_rg:
+        raise ValueError("gradcheck expects at least one input tensor to require gradient, but none of them have "
+                         "requires_grad=True.")
+
+
 def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=True, nondet_tol=0.0,
               check_undefined_grad=True, check_grad_dtypes=False, check_batched_grad=False,
               check_batched_forward_grad=False, check_forward_ad=False, check_backward_ad=True, fast_mode=False,
               masked=None):
     """Check the gradients of ``func`` at ``inputs`` against finite differences."""
+    if not (check_forward_ad or check_backward_ad):
+        raise AssertionError("Expected at least one of check_forward_ad or check_backward_ad to be True")
+    if check_batched_grad and not check_backward_ad:
+        raise AssertionError("Setting check_batched_grad=True requires check_backward_ad to be True")
+    if check_batched_forward_grad and not check_forward_ad:
+        raise AssertionError("Setting check_batched_forward_grad=True requires check_forward_ad to be True")
+    try:
+        return _gradcheck_helper(func, inputs, eps, atol, rtol, nondet_tol, check_undefined_grad, check_grad_dtypes,
+                                 check_forward_ad, check_backward_ad, masked)
+    except GradcheckError:
+        if raise_exception:
+            raise
+        return False
+
+
+def _gradcheck_helper(func, inputs, eps, atol, rtol, nondet_tol, check_undefined_grad, check_grad_dtypes,
+                      check_forward_ad, check_backward_ad, masked):
     tupled = _as_tuple(inputs)
-    diff = _diff_inputs(tupled)
-    if not diff:
-        raise ValueError("gradcheck expects at least one input tensor to require gradient, but none of them "
-                         "have requires_grad=True.")
-    for i, t in diff:
-        if t._data.dtype != np.float64:
-            warnings.warn(f"Input #{i} requires gradient and is not a double precision floating point or complex. "
-                          "This check will likely fail if all the inputs are not of double precision floating point "
-                          "or complex. ")
-        content = t._data.values if _sparse(t._data) else t._data
-        if content.size and any(st == 0 and n > 1 for st, n in zip(content.strides, content.shape)):
-            raise RuntimeError(f"The {i}th input has a dimension with stride 0. gradcheck only supports inputs that are "
-                               "non-overlapping to be able to compute the numerical gradients correctly. You should "
-                               "call .contiguous on the input before passing it to gradcheck.")
+    _check_inputs(tupled)
     # contiguous, writable copies so that finite differences can poke single elements
     T = _T()
     work = []
     for t in tupled:
-        if isinstance(t, T):
+        if _is_t(t):
             d = t._data
             c = T._make(_L.sparse_copy(d) if _sparse(d) else array_module(d).array(d, copy=True, order="C"))
             c._requires_grad = t.requires_grad
@@ -155,36 +452,22 @@ def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=T
         else:
             work.append(t)
     work = tuple(work)
-    outputs = _outputs(func, work)
-    if any(isinstance(o, T) and _sparse(o._data) for o in outputs):
+    func_out = func(*work)
+    if any(_is_t(o) and _sparse(o._data) for o in _as_tuple(func_out)):
         raise ValueError("Sparse output is not supported at gradcheck yet. Please call to_dense(masked_grad=...) on "
                          "the output of fn for gradcheck.")
+    outputs = _differentiable_outputs(func_out)
     # PyTorch: unless masked, the numerical Jacobian is taken at the inputs with every element specified
     # (unspecified ones as zeros), the analytical one at the inputs as they are
     work_num = work if masked else tuple(_densified(t) for t in work)
-    if check_forward_ad and not _check_forward_ad(func, work, outputs, eps, atol, rtol, raise_exception):
-        return False
+    _gradcheck_real_imag(func, func_out, work, outputs, eps, rtol, atol, check_grad_dtypes, nondet_tol,
+                         check_forward_ad, check_backward_ad, work_num)
     if not check_backward_ad:
         return True
-    numerical = _numerical_jacobian(func, work_num, outputs, eps)
-    analytical, reentrant = _analytical_jacobian(work, outputs)
-    in_idx = [i for i, _ in diff]
-    for k, i in enumerate(in_idx):
-        for j, out in enumerate(outputs):
-            if not isinstance(out, T):
-                continue
-            n, a = numerical[k][j], analytical[k][j]
-            if not out.requires_grad:
-                if not np.allclose(n, 0, rtol, atol):
-                    return _fail("Numerical gradient for function expected to be zero", raise_exception)
-                continue
-            if not np.allclose(a, n, rtol, atol):
-                return _fail(f"Jacobian mismatch for output {j:d} with respect to input {i:d},\n"
-                             f"numerical:{_fmt(n)}\nanalytical:{_fmt(a)}\n", raise_exception)
-    if not reentrant and nondet_tol == 0.0:
-        return _fail("Backward is not reentrant, i.e., running backward with same input and grad_output multiple "
-                     "times gives different values, although analytical gradient matches numerical gradient.The "
-                     f"tolerance for nondeterminism was {nondet_tol}.", raise_exception)
+    if outputs:
+        _test_backward_mul_by_grad_output(outputs, work)
+        if check_undefined_grad:
+            _test_undefined_backward_mode(func, outputs, work)
     return True
 
 
@@ -199,63 +482,29 @@ def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=
     if grad_outputs is None:
         outs = _as_tuple(func(*tupled))
         rng = np.random.default_rng(0)
-        grad_outputs = tuple(T._make(array_module(o._data).asarray(rng.standard_normal(o._data.shape).astype(o._data.dtype)))
-                             .requires_grad_(True) for o in outs if isinstance(o, T) and o.requires_grad)
+
+        def rand(o):
+            d = o._data
+            a = rng.uniform(-1, 1, d.shape)
+            if d.dtype.kind == "c":
+                a = a + 1j * rng.uniform(-1, 1, d.shape)
+            return T._make(array_module(d).asarray(a.astype(d.dtype))).requires_grad_(True)
+        grad_outputs = tuple(rand(o) for o in outs if _is_t(o) and o.requires_grad)
     tupled_go = _as_tuple(grad_outputs)
     n_go = len(tupled_go)
 
     def new_func(*args):
         input_args = args[:-n_go]
         gos = args[-n_go:]
-        outputs = [o for o in _as_tuple(func(*input_args)) if isinstance(o, T) and o.requires_grad]
-        diff_in = tuple(x for x in input_args if isinstance(x, T) and x.requires_grad)
+        outputs = _differentiable_outputs(func(*input_args))
+        diff_in = tuple(x for x in input_args if _is_t(x) and x.requires_grad)
         gi = grad(outputs, diff_in, gos, create_graph=True, allow_unused=True)
         return tuple(g for g in gi if g is not None)
 
     return gradcheck(new_func, tupled + tupled_go, eps=eps, atol=atol, rtol=rtol, raise_exception=raise_exception,
-                     nondet_tol=nondet_tol, check_forward_ad=check_fwd_over_rev, check_backward_ad=check_rev_over_rev)
-
-
-# ---- forward AD (forward_ad.py): check_forward_ad / check_fwd_over_rev make real jvp calls ----
-
-def _forward_ad_jacobian(func, inputs, outputs):
-    """Per (input, output): array (input.numel(), output.numel()), one column per unit tangent of one input
-    element, through forward_ad's dual tensors."""
-    from . import forward_ad as fw
-    T = _T()
-    diff = _diff_inputs(inputs)
-    jac = [[np.zeros((t._data.size, o._data.size if isinstance(o, T) else 0), np.float64) for o in outputs]
-           for _, t in diff]
-    for k, (i, inp) in enumerate(diff):
-        d = inp._data
-        for m in range(d.size):
-            tan = array_module(d).zeros(d.size, d.dtype)
-            tan[m] = 1
-            with fw.dual_level():
-                args = list(inputs)
-                args[i] = fw.make_dual(inp.detach().requires_grad_(inp.requires_grad), T._make(tan.reshape(d.shape)))
-                outs = _outputs(func, args)
-                for j, o in enumerate(outs):
-                    if isinstance(o, T):
-                        t = fw.unpack_dual(o).tangent
-                        if t is not None:
-                            jac[k][j][m] = to_numpy(t._data).astype(np.float64).reshape(-1)
-    return jac
-
-
-def _check_forward_ad(func, inputs, outputs, eps, atol, rtol, raise_exception):
-    T = _T()
-    numerical = _numerical_jacobian(func, inputs, outputs, eps)
-    analytical = _forward_ad_jacobian(func, inputs, outputs)
-    for k, (i, _) in enumerate(_diff_inputs(inputs)):
-        for j, out in enumerate(outputs):
-            if not isinstance(out, T):
-                continue
-            n, a = numerical[k][j], analytical[k][j]
-            if not np.allclose(a, n, rtol, atol):
-                return _fail(f"Jacobian computed with forward mode mismatch for output {j:d} with respect to input "
-                             f"{i:d},\nnumerical:{_fmt(n)}\nanalytical:{_fmt(a)}\n", raise_exception)
-    return True
+                     nondet_tol=nondet_tol, check_undefined_grad=check_undefined_grad,
+                     check_grad_dtypes=check_grad_dtypes, check_forward_ad=check_fwd_over_rev,
+                     check_backward_ad=check_rev_over_rev)
 
 
 def _calculate_shape(output, grad, is_grads_batched):
