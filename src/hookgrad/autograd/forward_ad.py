@@ -28,6 +28,7 @@ from . import op_hooks as _OH
 from .formulas import TENSORS
 from .node import _NO_EDGE
 from .saved import SavedTensor
+from .views import make_view
 
 __all__ = ["UnpackedDualTensor", "enter_dual_level", "exit_dual_level", "make_dual", "unpack_dual", "dual_level"]
 
@@ -42,9 +43,23 @@ _hook_handle = [None]           # the _op_hooks entry kept while a level is acti
 class _FwTLS(threading.local):
     def __init__(self):
         self.enabled = True     # torch._C._set_fwd_grad_enabled
+        self.stack = []
+
+
+class _FwOff:
+    """``with _fw_off:`` computes no tangents in the block (a custom Function's forward, as PyTorch); reentrant,
+    one shared instance (nothing allocated per use)."""
+
+    def __enter__(self):
+        _fw.stack.append(_fw.enabled)
+        _fw.enabled = False
+
+    def __exit__(self, *exc):
+        _fw.enabled = _fw.stack.pop()
 
 
 _fw = _FwTLS()
+_fw_off = _FwOff()
 
 
 def _is_fwd_grad_enabled():
@@ -449,7 +464,13 @@ def linear_jvp(self, primals, tangents, out):
             args.append(_zeros_of(p))
         else:
             args.append(p)
-    return type(self).apply(*args, **(self._fw_params or {}))
+    cls, params = type(self), self._fw_params or {}
+    res = cls.apply(*args, **params)
+    duals = [t for t in tangents if t is not None]
+    if type(res) is not tuple and len(duals) == 1 and len(args) == 1:
+        src = duals[0]      # a view op: the tangent's result is a view of the tangent (its _base, replayed in-place)
+        res = make_view(res, src, lambda x: cls.apply(x, **params))
+    return res
 
 
 def elementwise_jvp(self, primals, tangents, out):
@@ -490,7 +511,7 @@ def scaled(t, k):
 
 # ---------------------------------------------------------------------------------------------- custom Functions
 
-def _function_jvp(cls, ctx, args, result):
+def _function_jvp(cls, ctx, args, result, raw, dirty_tensors, non_differentiable):
     """After a custom Function's forward: if an input is dual, its ``jvp(ctx, *tangents)`` gives the outputs'
     tangents (a zero tangent for a floating tensor input without one, None for other arguments; ``ctx.saved_tensors``
     reads what ``save_for_forward`` kept), with PyTorch's checks (_process_forward_mode_AD): none for a
@@ -522,17 +543,16 @@ def _function_jvp(cls, ctx, args, result):
     if len(res) != len(outs):
         raise RuntimeError(f"Function's jvp returned an invalid number of forward gradients (expected {len(outs)} "
                            f"but got {len(res)})")
-    nondiff = {id(t) for t in getattr(ctx, "non_differentiable", ()) or ()}
-    dirty = {id(t) for t in getattr(ctx, "dirty_tensors", ()) or ()}
+    nondiff = {id(t) for t in non_differentiable or ()}
+    dirty = {id(t) for t in dirty_tensors or ()}
+    raw = raw if type(raw) is tuple else (raw,)
     inputs = {id(a): a for a in args if isinstance(a, Tensor)}
     bases = {}
     for a in args:
         if isinstance(a, Tensor):
             bases.setdefault(id(a._base if a._base is not None else a), a)
-    for i, (o, t) in enumerate(zip(outs, res)):
-        if not isinstance(o, Tensor) or id(o) in nondiff or not _float(o) or (o.grad_fn is None and o.requires_grad
-                                                                              is False and ctx.non_differentiable
-                                                                              and o in ctx.non_differentiable):
+    for i, (o, r, t) in enumerate(zip(outs, raw, res)):
+        if not isinstance(o, Tensor) or id(r) in nondiff or not _float(o):
             if t is not None:
                 raise RuntimeError(f"Function's jvp returned a gradient at position {i}, but  the corresponding "
                                    "forward output is not a differentiable Tensor.You should return None at that "
@@ -546,14 +566,13 @@ def _function_jvp(cls, ctx, args, result):
             raise RuntimeError(f"Trying to set a forward gradient that has a different size than that of the "
                                f"original Tensor, this is not supported. Tensor is of size {list(o._data.shape)} "
                                f"while the given forward gradient is of size {list(t._data.shape)}.")
-        if id(o) in dirty and id(o) in inputs:
-            it = inputs[id(o)]._fw_grad
+        if id(r) in dirty and id(r) in inputs:
+            it = inputs[id(r)]._fw_grad
             if it is not None:
-                if t._vc[0] == versions.get(id(t), -1) or versions.get(id(t)) is None and t is not it:
-                    if t is it:
-                        raise RuntimeError("An inplace custom Function is not modifying the forward mode gradients "
-                                           "inplace. If the forward is modifying an input inplace, then the jvp "
-                                           "function must modify the corresponding gradient inplace.")
+                if t._vc[0] == versions[id(it)]:
+                    raise RuntimeError("An inplace custom Function is not modifying the forward mode gradients "
+                                       "inplace. If the forward is modifying an input inplace, then the jvp "
+                                       "function must modify the corresponding gradient inplace.")
                 if t is not it:
                     raise RuntimeError("An inplace custom Function is not returning the forward mode gradients "
                                        "as-is. If the forward is modifying an input inplace, then the jvp function "
