@@ -270,17 +270,16 @@ class Function(metaclass=FunctionMeta):
                     meta.append(m)
             ctx.next_functions = tuple(edges)
             ctx._in_meta = meta
-        with no_grad(), _fwad._fw_off:     # (forward AD: no tangents inside forward, as PyTorch)
+        with no_grad():
             if setup_style:
                 outputs = cls.forward(*args, **kwargs)
             else:
                 outputs = cls.forward(ctx, *args, **kwargs)
         if setup_style:
             cls.setup_context(ctx, args, outputs)
-        fw = _fwad._current_level >= 0 and (outputs, ctx.dirty_tensors, ctx.non_differentiable)
         result = _wrap_outputs(ctx, args, outputs, record)
-        if fw:       # forward AD: the outputs' tangents from the Function's jvp
-            _fwad._function_jvp(cls, ctx, args, result, *fw)
+        if _fwad._current_level >= 0:       # forward AD: the outputs' tangents from the Function's jvp
+            _fwad._function_jvp(cls, ctx, args, result)
         return result
 
 
