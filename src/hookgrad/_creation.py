@@ -307,7 +307,7 @@ def _finish(data, dtype, requires_grad, device=None, xp=None):
             raise RuntimeError("Only Tensors of floating point and complex dtype can require gradients")
         t._requires_grad = True
     if _state.inference:
-        t.__dict__["_inference"] = True
+        t._inference = True
     return t
 
 
@@ -1061,8 +1061,9 @@ def is_signed(input):
 
 
 def is_inference(input):
-    """Was the tensor made in inference mode? (hookgrad records it on views only; other tensors answer False)"""
-    return input._creation == "inference"
+    """Is ``input`` an inference tensor (allocated in inference mode, or a view of one)? A view of a normal
+    tensor made in inference mode is not one."""
+    return input._inference
 
 
 def is_distributed(input):

@@ -4,6 +4,7 @@ Arithmetic and other methods are installed by ``hookgrad.primitives`` (each op l
 autograd entry points (``backward``, ``_grad_accumulator``) by ``hookgrad.autograd``: this file holds the state
 and the hook registration methods, and imports nothing from autograd (it sits below it).
 """
+import threading
 import warnings
 
 import numpy as np
@@ -150,6 +151,20 @@ def _warn_scalar_with_grad():
                   "Consider using tensor.detach() first.", UserWarning, stacklevel=3)
 
 
+class _GradState(threading.local):
+    """The thread's grad modes (autograd.grad_mode switches them; kept here, below autograd, because a few
+    Tensor methods depend on them: ``numpy()`` of a tensor requiring grad is allowed under no_grad)."""
+
+    def __init__(self):
+        self.enabled = True         # grad mode
+        self.inference = False      # inference mode
+        self.multithreading = True
+        self.view_replay = False    # _force_original_view_tracking
+
+
+_grad_state = _GradState()
+
+
 class Tensor:
     """A multi-dimensional array with autograd support, API-compatible with torch.Tensor."""
     __slots__ = ("_data", "_requires_grad", "grad_fn", "_output_nr", "_vc", "__weakref__", "__dict__")
@@ -163,6 +178,7 @@ class Tensor:
     _view_fn = None
     _creation = None          # views: "no_grad" / "inference" when made there (PyTorch's CreationMeta)
     _lazy_rg = False          # views compute requires_grad (PyTorch: own flag, grad_fn or the base's)
+    _inference = False        # an inference tensor: allocated in inference mode (torch.is_inference)
     _tensor_repr = True       # _printing: prints as tensor(...) (read from a class's own dict: subclasses print their name)
 
     __array_priority__ = 1000
@@ -433,6 +449,7 @@ class Tensor:
         self.grad_fn = None
         self._requires_grad = False
         self._output_nr = 0
+        self.__dict__.pop("_fw_grad", None)     # forward AD: detach_ drops the tangent too
         return self
 
     # ---- hooks -------------------------------------------------------------------------
@@ -513,7 +530,7 @@ class Tensor:
         if not force and type(self._data) is not np.ndarray and self.device.type != "cpu":
             raise TypeError(f"can't convert {self.device} device type tensor to numpy. Use Tensor.cpu() to copy the "
                             "tensor to host memory first.")
-        if self.requires_grad and not force:
+        if self.requires_grad and not force and _grad_state.enabled:     # allowed under no_grad, as PyTorch
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.")
         if self._data.dtype.kind == "V":       # bfloat16, float8: ml_dtypes' types, which NumPy code does not know
             raise TypeError(f"Got unsupported ScalarType {self.dtype._legacy[:-len('Tensor')]}")

@@ -2,19 +2,10 @@
 import functools
 import inspect
 import sys
-import threading
 import warnings
 
-
-class _State(threading.local):
-    def __init__(self):
-        self.enabled = True
-        self.inference = False
-        self.multithreading = True
-        self.view_replay = False
-
-
-_state = _State()
+# the thread's modes live below autograd, with the Tensor (numpy() reads grad mode): one state, shared
+from .._tensor import _grad_state as _state  # noqa: E402
 
 
 def is_grad_enabled():

@@ -28,6 +28,10 @@ from .._array import is_array as _is_array, module_of as _module_of, writeable a
 
 _seq = itertools.count()
 _new = object.__new__
+_INFERENCE_SAVED = ("Inference tensors cannot be saved for backward. Please do not use Tensors created in inference "
+                    "mode in computation tracked by autograd. To work around this, you can make a clone to get a "
+                    "normal tensor and use it in autograd, or use `torch.no_grad()` instead of "
+                    "`torch.inference_mode()`.")
 _ndarray = np.ndarray
 _weakref = weakref.ref
 _asarray = np.asarray
@@ -190,11 +194,13 @@ class Node:
                 # the slot, or for a view (``_lazy_rg``) the computed flag: see Tensor.requires_grad
                 rec = ((ta and (a._requires_grad or a._lazy_rg and a.requires_grad))
                        or (tb and (b._requires_grad or b._lazy_rg and b.requires_grad)))
+                if rec and ta and tb and a._inference and b._inference:
+                    rec = False         # inference tensors alone: no autograd (PyTorch dispatches past it)
             elif len(args) == 1:
                 a = args[0]
                 if isinstance(a, T):
                     out = node.forward(a._data)
-                    rec = a._requires_grad or a._lazy_rg and a.requires_grad
+                    rec = (a._requires_grad or a._lazy_rg and a.requires_grad) and not a._inference
                 else:
                     out = node.forward(a)
                     rec = False
@@ -206,6 +212,8 @@ class Node:
                         if isinstance(a, T) and a.requires_grad:
                             rec = True
                             break
+                    if rec and all(isinstance(a, T) and a._inference for a in args):
+                        rec = False     # inference tensors alone: no autograd
         except _NUMPY_ERRORS as e:          # NumPy's own error: PyTorch's type, naming the op
             moved = _cpu_scalars_moved(args)
             if moved is not None:           # a 0-d CPU tensor joins an op on another device as PyTorch lets it
@@ -219,13 +227,19 @@ class Node:
         if rec and _state.enabled:
             return node._record(args, out)
         if type(out) is tuple:
-            return tuple(T._make(o) for o in out)
+            res = tuple(T._make(o) for o in out)
+            if _state.inference:        # inference tensors (a view of a normal tensor is none: make_view)
+                for t in res:
+                    t._inference = True
+            return res
         t = _new(T)
         t._data = out
         t._requires_grad = False
         t.grad_fn = None
         t._output_nr = 0
         t._vc = [0]
+        if _state.inference:
+            t._inference = True
         return t
 
     def _record(self, args, out):
@@ -311,7 +325,12 @@ class Node:
                     else:
                         a = args[i]
                         saved.append(a)
-                        vers.append(a._vc[0] if isinstance(a, T) else None)
+                        if isinstance(a, T):
+                            if a._inference:
+                                raise RuntimeError(_INFERENCE_SAVED)
+                            vers.append(a._vc[0])
+                        else:
+                            vers.append(None)
                 self._versions = vers
             self._saved = saved
         return res
@@ -914,6 +933,8 @@ def record1(node, a, out):
             node._saved = [st]
             node._versions = [None]
         else:
+            if a._inference:
+                raise RuntimeError(_INFERENCE_SAVED)
             node._saved = [a]
             node._versions = [a._vc[0]]
     return res
@@ -939,12 +960,15 @@ def record2(cls, a, b, out):
     if cls.save:
         m = cls._mask2
         if m is None:
+            sa = sb = True
             node._saved = [a, b]
             node._versions = [a._vc[0], b._vc[0]]
         else:                               # save_if: only what the needed gradients use
             sa, sb = m[ea[0] is not None, eb[0] is not None]
             node._saved = [a if sa else None, b if sb else None]
             node._versions = [a._vc[0] if sa else None, b._vc[0] if sb else None]
+        if (sa and a._inference) or (sb and b._inference):
+            raise RuntimeError(_INFERENCE_SAVED)
     return res
 
 

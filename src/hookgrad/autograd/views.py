@@ -307,6 +307,15 @@ def as_custom_view(out, t, creation):
 def make_view(out, src, fn):
     """Mark ``out`` as a view of ``src`` (when NumPy shares memory): shared version counter, base and
     a replay function ``fn(tensor) -> view`` used to regenerate its history after in-place ops."""
+    if src._inference or out._inference:
+        # a view of an inference tensor is one, and no view (no base, version counter or history: PyTorch's
+        # inference tensors skip view tracking); a view of a normal tensor made in inference mode is normal
+        if src._inference:
+            out.grad_fn = None
+            out._requires_grad = False
+            out._inference = True
+            return out
+        out._inference = False
     if out._data.flags.owndata:
         return out
     base = src._base

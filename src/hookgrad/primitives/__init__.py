@@ -222,7 +222,8 @@ def _fast_binary(cls, general, ufunc):
                 return general(self, other)
             if type(out) is not ndarray and not is_array(out):   # a NumPy scalar (not an array, not a sparse storage)
                 out = array_module(self._data).asarray(out)
-            if (self._requires_grad or other._requires_grad or self._lazy_rg and self.requires_grad) and _state.enabled:
+            if (self._requires_grad or other._requires_grad or self._lazy_rg and self.requires_grad) and _state.enabled \
+                    and not (self._inference and other._inference):
                 return record2(cls, self, other, out)
             t = new(Tensor)
             t._data = out
@@ -230,6 +231,8 @@ def _fast_binary(cls, general, ufunc):
             t.grad_fn = None
             t._output_nr = 0
             t._vc = [0]
+            if _state.inference:
+                t._inference = True
             return t
         return general(self, other)
     method.__name__ = general.__name__
@@ -254,9 +257,12 @@ def _fast_unary(cls, general):
             out = node.forward(self._data)
             if type(out) is not ndarray and not is_array(out):   # a NumPy scalar (not an array, not a sparse storage)
                 out = array_module(self._data).asarray(out)
-            if (self._requires_grad or self._lazy_rg and self.requires_grad) and _state.enabled:
+            if (self._requires_grad or self._lazy_rg and self.requires_grad) and _state.enabled and not self._inference:
                 return record1(node, self, out)
-            return make(out)
+            t = make(out)
+            if _state.inference:
+                t._inference = True
+            return t
         return general(self)
     method.__name__ = general.__name__
     method.__doc__ = general.__doc__

@@ -23,6 +23,10 @@ def check_inplace(self):
     mctx = _saved._mutation_ctx
     if mctx is not None:
         mctx._before_mutation(self)
+    if self._inference and not _state.inference:
+        raise RuntimeError("Inplace update to inference tensor outside InferenceMode is not allowed.You can make a "
+                           "clone to get a normal tensor before doing inplace update.See "
+                           "https://github.com/pytorch/rfcs/pull/17 for more details.")
     if _state.enabled and self.requires_grad:
         if self._creation is not None:
             raise _view_error(self, _DIRECT)
@@ -181,7 +185,7 @@ def resize_(self, *args, size=None, memory_format=None):
     PyTorch leaves them uninitialised). Not differentiable: PyTorch refuses it on a tensor that requires grad."""
     from .._creation import int_list, size_args
     shape = tuple(size_args(args, size, "resize_") if args or size is not None else int_list(args, "resize_"))
-    if self.requires_grad:
+    if self.requires_grad and not _state.inference:     # (inference mode skips autograd's checks, as PyTorch)
         raise RuntimeError("cannot resize variables that require grad")
     if any(s < 0 for s in shape):
         raise RuntimeError("numel: integer multiplication overflow")

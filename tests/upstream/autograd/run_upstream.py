@@ -7,7 +7,7 @@ the stand-in of _internal/ under that name, and empty stubs for the test/autogra
 hookgrad, ``import torch`` means hookgrad through ``hookgrad.compat.install(lazy=True)``: torch names hookgrad
 lacks fail where a test uses them, not at import. Each test runs once, in file order, with a per-test time limit
 (SIGALRM); the result of each (``pass``, ``fail``, ``error``, ``skip``, ``timeout``) goes to --out as JSON, with a
-one-line reason for the others. Exit status 0 unless the file itself could not be loaded.
+one-line reason for the others and the seconds it took. Exit status 0 unless the file itself could not be loaded.
 """
 import argparse
 import importlib.util
@@ -160,6 +160,7 @@ def main(argv=None):
     results = {}
     start = time.time()
     for test in tests:
+        t0 = time.time()
         result = _Result()
         with warnings.catch_warnings():
             signal.alarm(args.timeout)
@@ -170,9 +171,9 @@ def main(argv=None):
             finally:
                 signal.alarm(0)
         _reset(torch)
-        results[_name(test)] = [result.status, result.reason]
+        results[_name(test)] = [result.status, result.reason, round(time.time() - t0, 2)]
     counts = {}
-    for status, _ in results.values():
+    for status, *_ in results.values():
         counts[status] = counts.get(status, 0) + 1
     print(f"{args.lib}: {len(results)} tests in {time.time() - start:.1f} s: "
           + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())), flush=True)
@@ -182,7 +183,7 @@ def main(argv=None):
     if args.pass_list:
         with open(args.pass_list, "w") as f:
             f.write(f"# tests of upstream_test_autograd.py that pass under {args.lib} (run_upstream.py --pass-list)\n")
-            f.writelines(f"{name}\n" for name, (status, _) in results.items() if status == "pass")
+            f.writelines(f"{name}\n" for name, (status, *_) in results.items() if status == "pass")
     if args.record_expected:
         with open(EXPECT, "w") as f:
             json.dump(cu.TestCase._record_expected, f, indent=1, sort_keys=True)
