@@ -34,7 +34,7 @@ def kernels(a, *same):
     """The fused kernels for array ``a`` (CuPy's, for a float32/float64 CuPy array), or None; ``same``: arrays the
     kernel also takes, which must be of ``a``'s type and dtype."""
     t = type(a)
-    if t is np.ndarray or not ENABLED[0] or a.dtype not in _FLOATS:
+    if t is np.ndarray or not ENABLED[0] or getattr(a, "dtype", None) not in _FLOATS:
         return None
     for o in same:
         if type(o) is not t or o.dtype != a.dtype:
