@@ -202,7 +202,8 @@ from .utils.dlpack import from_dlpack  # noqa: F401
 from . import storage
 # sparse tensors (issue 27): the ops and Tensor methods (primitives/sparse.py), torch.sparse
 from .primitives.sparse import (sparse_coo_tensor, sparse_csr_tensor, sparse_csc_tensor, sparse_bsr_tensor,  # noqa: E402
-                                sparse_bsc_tensor, sparse_compressed_tensor, _sparse_coo_tensor_unsafe)
+                                sparse_bsc_tensor, sparse_compressed_tensor, _sparse_coo_tensor_unsafe,
+                                _convert_indices_from_coo_to_csr, _convert_indices_from_csr_to_coo)
 from . import sparse  # noqa: E402
 from .storage import (StorageBase, FloatStorage, DoubleStorage, HalfStorage, LongStorage, IntStorage, ShortStorage,
                       CharStorage, ByteStorage, BoolStorage, FloatStorage as Storage)

@@ -430,3 +430,27 @@ def test_embedding_sparse_grad_and_optimizers():
         r.backward(lib.ones_like(r))
         return out + [r, w.grad]
     both(s)
+
+
+def test_sparse_mm_reduce_and_index_conversions():
+    """torch.sparse.mm(csr, dense, reduce) for every reduction (values, grad_fn, both gradients and their layouts),
+    and torch's private COO <-> CSR index conversions torch_geometric calls."""
+    a0 = np.array([[0., 2, 0], [3, 0, 4], [0, 0, 0], [1, 5, 0]])
+    d0 = np.arange(6.).reshape(3, 2)
+
+    def s(lib):
+        out = []
+        for r in ("sum", "mean", "amax", "amin", "max", "min"):
+            a = t(lib, a0).to_sparse_csr().requires_grad_()
+            d = t(lib, d0, True)
+            o = lib.sparse.mm(a, d, r)
+            (o * t(lib, np.arange(8.).reshape(4, 2))).sum().backward()
+            out += [o, a.grad, d.grad]
+        out.append(raises(lambda: lib.sparse.mm(t(lib, a0).to_sparse_csr(), t(lib, d0), "prod")))
+        rows = lib.tensor([0, 0, 1, 3, 3, 3])
+        crow = lib._convert_indices_from_coo_to_csr(rows, 5)
+        out += [crow, lib._convert_indices_from_coo_to_csr(rows, 5, out_int32=True),
+                lib._convert_indices_from_csr_to_coo(crow, lib.tensor([1, 2, 0, 0, 1, 2])),
+                lib._convert_indices_from_csr_to_coo(crow, lib.tensor([1, 2, 0, 0, 1, 2]), transpose=True)]
+        return out
+    both(s)

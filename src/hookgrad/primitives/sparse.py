@@ -366,20 +366,50 @@ def sparse_compressed_tensor(compressed_indices, plain_indices, values, size=Non
     return t
 
 
-def _compressed_ctor(layout):
-    def ctor(compressed_indices, plain_indices, values, size=None, *, dtype=None, device=None, pin_memory=False,
-             requires_grad=False, check_invariants=None):
-        return sparse_compressed_tensor(compressed_indices, plain_indices, values, size, dtype=dtype, layout=layout,
-                                        requires_grad=requires_grad)
-    ctor.__name__ = f"sparse_{layout._name[7:]}_tensor"
-    ctor.__doc__ = f"torch.sparse_{layout._name[7:]}_tensor(compressed indices, plain indices, values, size)."
-    return ctor
+def sparse_csr_tensor(crow_indices, col_indices, values, size=None, *, dtype=None, device=None, pin_memory=False,
+                      requires_grad=False, check_invariants=None):
+    """torch.sparse_csr_tensor(crow_indices, col_indices, values, size)."""
+    return sparse_compressed_tensor(crow_indices, col_indices, values, size, dtype=dtype, layout=L.sparse_csr,
+                                    requires_grad=requires_grad)
 
 
-sparse_csr_tensor = _compressed_ctor(L.sparse_csr)
-sparse_csc_tensor = _compressed_ctor(L.sparse_csc)
-sparse_bsr_tensor = _compressed_ctor(L.sparse_bsr)
-sparse_bsc_tensor = _compressed_ctor(L.sparse_bsc)
+def sparse_csc_tensor(ccol_indices, row_indices, values, size=None, *, dtype=None, device=None, pin_memory=False,
+                      requires_grad=False, check_invariants=None):
+    """torch.sparse_csc_tensor(ccol_indices, row_indices, values, size)."""
+    return sparse_compressed_tensor(ccol_indices, row_indices, values, size, dtype=dtype, layout=L.sparse_csc,
+                                    requires_grad=requires_grad)
+
+
+def sparse_bsr_tensor(crow_indices, col_indices, values, size=None, *, dtype=None, device=None, pin_memory=False,
+                      requires_grad=False, check_invariants=None):
+    """torch.sparse_bsr_tensor(crow_indices, col_indices, values, size): values are nnz blocks."""
+    return sparse_compressed_tensor(crow_indices, col_indices, values, size, dtype=dtype, layout=L.sparse_bsr,
+                                    requires_grad=requires_grad)
+
+
+def sparse_bsc_tensor(ccol_indices, row_indices, values, size=None, *, dtype=None, device=None, pin_memory=False,
+                      requires_grad=False, check_invariants=None):
+    """torch.sparse_bsc_tensor(ccol_indices, row_indices, values, size): values are nnz blocks."""
+    return sparse_compressed_tensor(ccol_indices, row_indices, values, size, dtype=dtype, layout=L.sparse_bsc,
+                                    requires_grad=requires_grad)
+
+
+def _convert_indices_from_coo_to_csr(input, size, *, out_int32=False):
+    """torch._convert_indices_from_coo_to_csr: sorted row indices -> crow indices of ``size`` rows."""
+    a = input._data
+    xp = array_module(a)
+    counts = xp.bincount(a.astype(np.int64), minlength=size)[:size] if a.size else xp.zeros(size, np.int64)
+    crow = xp.concatenate([xp.zeros(1, np.int64), xp.cumsum(counts)])
+    return _make(crow.astype(np.int32 if out_int32 else np.int64))
+
+
+def _convert_indices_from_csr_to_coo(crow_indices, col_indices, *, out_int32=False, transpose=False):
+    """torch._convert_indices_from_csr_to_coo: crow and col indices -> the 2 x nnz COO indices."""
+    c, p = crow_indices._data, col_indices._data
+    xp = array_module(c)
+    rows = xp.repeat(xp.arange(c.shape[0] - 1, dtype=np.int64), xp.diff(c).astype(np.int64))
+    r = xp.stack([p.astype(np.int64), rows] if transpose else [rows, p.astype(np.int64)])
+    return _make(r.astype(np.int32 if out_int32 else np.int64))
 
 
 # ---- getters ------------------------------------------------------------------------------------------------------
@@ -580,11 +610,66 @@ class SparseAddmm(Node, name="SparseAddmmBackward0"):
         return gi, gs, gd
 
 
-def mm(mat1, mat2, reduce="sum"):
-    """torch.sparse.mm: sparse @ dense (SparseAddmmBackward0: the sparse operand's gradient is sparse), or
-    sparse @ sparse (sparse)."""
-    if reduce != "sum":
-        raise NotImplementedError(f"torch.sparse.mm(reduce={reduce!r}) (hookgrad: only 'sum')")
+class SparseMmReduce(Node, name="SparseMmReduceImplBackward0"):
+    """torch.sparse.mm(csr, dense, reduce): each output row reduces ("sum", "mean", "amax", "amin") the products of
+    the row's stored values with the matching rows of ``dense``; a row without entries is 0. The sparse operand's
+    gradient keeps its pattern and layout; amax/amin send the gradient to the entries that reached the extremum."""
+    save = (0, 1)
+    saved_names = ("self", "other")
+    reduce = "sum"
+
+    def forward(self, s, d):
+        xp = s.xp
+        r, c = s._rows_cols()
+        v = s.values
+        prod = v[:, None] * d[c]
+        R = s.shape[0]
+        self.count = xp.bincount(r, minlength=R)[:R] if r.shape[0] else xp.zeros(R, np.int64)
+        out = xp.zeros((R, d.shape[1]), prod.dtype)
+        if self.reduce in ("sum", "mean"):
+            xp.add.at(out, r, prod)
+            if self.reduce == "mean":
+                out = out / xp.maximum(self.count, 1)[:, None].astype(out.dtype)
+            self.sel = None
+        else:
+            fill = -np.inf if self.reduce == "amax" else np.inf
+            out[:] = fill
+            (xp.maximum if self.reduce == "amax" else xp.minimum).at(out, r, prod)
+            out[self.count == 0] = 0
+            self.sel = (prod == out[r]).astype(prod.dtype)
+        return out
+
+    def backward(self, g):
+        s, d = self.saved_values
+        st = s._data
+        r, c = st._rows_cols()
+        ga = g._data
+        if self.reduce == "mean":
+            ga = ga / np.maximum(self.count, 1)[:, None].astype(ga.dtype)
+        gr = ga[r]
+        if self.sel is not None:
+            gr = gr * self.sel
+        dd = d._data
+        nf = self.next_functions
+        gs = _make(st._with_values((gr * dd[c]).sum(axis=1).astype(st.dtype))) if nf[0][0] is not None else None
+        gd = None
+        if nf[1][0] is not None:
+            gd_a = array_module(dd).zeros(dd.shape, dd.dtype)
+            array_module(dd).add.at(gd_a, c, st.values[:, None] * gr)
+            gd = _make(gd_a)
+        return gs, gd
+
+
+def mm(mat1, mat2, reduce=None):
+    """torch.sparse.mm: sparse @ dense (SparseAddmmBackward0: the sparse operand's gradient is sparse), sparse @
+    sparse (sparse), or with ``reduce`` ("sum", "mean", "amax", "amin") a CSR matrix's row-wise reduction."""
+    if reduce is not None:
+        if reduce not in ("sum", "mean", "amax", "amin", "max", "min"):
+            raise RuntimeError(f"reduce argument must be either sum, mean, amax or amin, got {reduce}")
+        reduce = {"max": "amax", "min": "amin"}.get(reduce, reduce)
+        if not _is_sparse(mat1) or mat1.layout is not L.sparse_csr:
+            raise RuntimeError(f"sparse_mm_reduce: expected self to be a SparseCsr tensor (hookgrad: got {mat1.layout})")
+        return SparseMmReduce.apply(mat1, mat2, reduce=reduce)
     if _is_sparse(mat1) and not _is_sparse(mat2):
         zeros = mat2.new_zeros((mat1.shape[0], mat2.shape[1]))
         return SparseAddmm.apply(zeros, mat1, mat2, beta=0)
