@@ -104,6 +104,27 @@ def test_vmap_binary_in_dims(name, f, in_dims):
         both(scen)
 
 
+def test_batched_indices():
+    """Indexing with batched integer indices (a plain or batched tensor indexed by them), and the nested vmap over
+    index ranges that transformers' masking_utils builds its attention masks with."""
+    def scen(lib):
+        x, idx = T(lib, X), lib.tensor(IDX)
+        table = T(lib, M)
+        pad = lib.tensor([[1, 1, 1, 0, 0], [1, 1, 1, 1, 1]]).bool()
+
+        def mask(b, h, q, kv):
+            return (kv <= q) & pad[b, kv] & (kv > q - 3)
+        f = mask
+        for dims in [(None, None, None, 0), (None, None, 0, None), (None, 0, None, None), (0, None, None, None)]:
+            f = lib.func.vmap(f, in_dims=dims, out_dims=0)
+        return (lib.func.vmap(lambda i: table[i])(idx), lib.func.vmap(lambda a, i: a[i])(x, idx),
+                lib.func.vmap(lambda a, i: a[i, 1:])(x, idx[:, 0]), lib.func.vmap(lambda i: table[i, i + 1])(idx[:, 0]),
+                f(lib.arange(2), lib.arange(1), lib.arange(5), lib.arange(5)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        both(scen)
+
+
 def test_in_dims_out_dims_pytrees():
     def scen(lib):
         x, v, s = T(lib, X), T(lib, V), T(lib, S)

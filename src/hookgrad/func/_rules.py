@@ -492,9 +492,28 @@ def _getitem(level, func, args, kwargs):
     if any(at(e, level) and e.dtype == _t().bool for e in index):
         raise RuntimeError("vmap: We do not support batching operators that can support dynamic shape. Attempting "
                            "to batch over indexing with a boolean mask.")
-    if not at(x, level) or any(at(e, level) for e in index) or not _adjacent_advanced(index):
+    if any(at(e, level) for e in index):
+        return _batched_index(level, x, index)
+    if not at(x, level) or not _adjacent_advanced(index):
         return NotImplemented
     return wrap(x._value[(slice(None),) + index], level)
+
+
+def _batched_index(level, x, index):
+    """``x[i, j, ...]`` with integer index tensors batched at ``level`` (one advanced block from dim 0): one
+    gather on the batch, the batch's own rows picked by an arange where ``x`` is batched too."""
+    n = 0
+    while n < len(index) and (_is_tensor(index[n]) or isinstance(index[n], int)):
+        n += 1
+    if not all(isinstance(e, slice) or e is Ellipsis for e in index[n:]):
+        return NotImplemented
+    vals = [value(e, level) if _is_tensor(e) else e for e in index]
+    if at(x, level):
+        nd = max(v.dim() for v in vals if _is_tensor(v))
+        t = _t()
+        vals = [t.arange(bsize(level)).reshape(-1, *([1] * (nd - 1)))] + vals
+        x = x._value
+    return wrap(x[tuple(vals)], level)
 
 
 @register("__setitem__")

@@ -289,17 +289,14 @@ def _cmp_dunder(fn):
 
 def _defer(fn):
     """``tensor <op> other`` where ``other`` is no Tensor but defines ``__torch_function__`` (vmap's BatchedTensor):
-    NotImplemented, so that Python asks ``other``'s reflected operator (looked at only after the op failed)."""
+    NotImplemented, so that Python asks ``other``'s reflected operator (one global read while no such object lives)."""
     from . import _dispatch
 
     def method(self, other):
-        try:
-            return fn(self, other)
-        except TypeError:
-            if _dispatch.torch_function_objects and not isinstance(other, Tensor) and \
-                    getattr(type(other), "__torch_function__", None) is not None:
-                return NotImplemented
-            raise
+        if _dispatch.torch_function_objects and not isinstance(other, Tensor) and \
+                getattr(type(other), "__torch_function__", None) is not None:
+            return NotImplemented
+        return fn(self, other)
     method.__name__ = getattr(fn, "__name__", "op")
     return method
 
@@ -309,9 +306,24 @@ _DEFERRING = ("__truediv__", "__rtruediv__", "__pow__", "__rpow__", "__matmul__"
               "__radd__", "__rsub__", "__rmul__")
 
 
+def _defer_index(fn):
+    """``tensor[index]`` whose index holds an object that defines ``__torch_function__`` (vmap's BatchedTensor):
+    the call goes to that object (one global read while no such object lives)."""
+    from . import _dispatch
+
+    def method(self, index):
+        if _dispatch.torch_function_objects:
+            out = _dispatch.torch_function(method, (self, index if type(index) is tuple else (index,)), {})
+            if out is not NotImplemented:
+                return out
+        return fn(self, index)
+    method.__name__ = "__getitem__"
+    return method
+
+
 def _install():
     for name, fn in _METHODS.items():
-        setattr(Tensor, name, _defer(fn) if name in _DEFERRING else fn)
+        setattr(Tensor, name, _defer(fn) if name in _DEFERRING else _defer_index(fn) if name == "__getitem__" else fn)
     for name in ("__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__"):
         setattr(Tensor, name, _cmp_dunder(_METHODS[name]))
     for name, (cls, general, ufunc) in _FAST.items():
