@@ -357,3 +357,35 @@ def test_registry_without_a_model_on_torch_global_hooks():
         h.remove()
     assert not torch.nn.modules.module._global_forward_pre_hooks
     assert reg.hooks(tag="g") == [] and reg.hooks(tag="g", removed=True)[0].state == "removed"
+
+
+def test_tools_on_a_transformers_bert_in_torch():
+    """A real PyTorch library model (keyword arguments, dict-like outputs, 2 layers): the tools run on it."""
+    sys.modules.setdefault("torchvision", None)     # torchvision's wheel does not load beside this torch
+    transformers = pytest.importorskip("transformers")
+    cfg = transformers.BertConfig(vocab_size=50, hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
+                                  intermediate_size=32, max_position_embeddings=16)
+    torch.manual_seed(0)
+    m = transformers.BertModel(cfg).eval()
+    ids = torch.randint(0, 50, (2, 7))
+    with OpTimer(m) as timer, detect_nonfinite(m) as nan:
+        m(input_ids=ids).last_hidden_state.sum().backward()
+    mods = timer.report()["modules"]
+    assert mods["encoder.layer.1.output.dense"]["forward_calls"] == 4          # a 3-d input: view, t, addmm, view
+    assert nan.events == [] and timer.report()["ops"]["AccumulateGrad"]["backward_calls"] == \
+        sum(1 for p in m.parameters() if p.grad is not None)
+    with trace(m, backward=False) as tr:
+        m(input_ids=ids)
+    calls = [e for e in tr.events if e.kind == "forward"]
+    assert len(tr.events) == 2 * len(calls) and calls[-1].path == ""
+    reg = HookRegistry(m)
+    reg.register("encoder.layer.0.attention", "forward", lambda mod, a, o: None, tag="x")
+    reg.register("pooler", "full_backward", lambda mod, gi, go: None, tag="y")
+    with why.watch(m, registry=reg) as w:
+        m(input_ids=ids).last_hidden_state.sum().backward()            # the pooler's output is not in the loss
+    assert [(f.record.tag, f.reason) for f in w.report()] == [("y", "backward_not_reached")]
+    acts = feature_maps(m, "encoder.layer.*.output", ids)
+    assert sorted(acts) == ["encoder.layer.0.attention.output", "encoder.layer.0.output",
+                            "encoder.layer.1.attention.output", "encoder.layer.1.output"]
+    np.testing.assert_allclose(acts["encoder.layer.1.output"].numpy(),
+                               m(input_ids=ids).last_hidden_state.detach().numpy(), atol=1e-6)
