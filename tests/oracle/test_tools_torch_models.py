@@ -359,9 +359,10 @@ def test_registry_without_a_model_on_torch_global_hooks():
     assert reg.hooks(tag="g") == [] and reg.hooks(tag="g", removed=True)[0].state == "removed"
 
 
-def test_tools_on_a_transformers_bert_in_torch():
+def test_tools_on_a_transformers_bert_in_torch(monkeypatch):
     """A real PyTorch library model (keyword arguments, dict-like outputs, 2 layers): the tools run on it."""
-    sys.modules.setdefault("torchvision", None)     # torchvision's wheel does not load beside this torch
+    if "torchvision" not in sys.modules:            # torchvision's wheel does not load beside this torch
+        monkeypatch.setitem(sys.modules, "torchvision", None)
     transformers = pytest.importorskip("transformers")
     cfg = transformers.BertConfig(vocab_size=50, hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
                                   intermediate_size=32, max_position_embeddings=16)
