@@ -418,6 +418,8 @@ def _carry_tangent(self, old):
 def _inplace_tangent(self, out):
     """After an in-place op wrote ``out`` into ``self``: self's tangent is updated in place to out's (a view's
     tangent is a view of its base's tangent, made as zeros first where the base has none, as PyTorch)."""
+    if not _fw.enabled:             # (inside a custom Function's forward: its jvp updates the tangent)
+        return
     ot = out._fw_grad
     st = self._fw_grad
     prev = _fw.enabled
