@@ -278,3 +278,80 @@ def test_weak_tensor_ref():
         del t
         log(r.expired())
     both(scenario)
+
+
+def test_deep_reentrant_backward():
+    """A backward inside a backward, 100 levels deep (hookgrad moves nested passes to fresh threads past a depth,
+    as PyTorch's engine does): no RecursionError, the same gradients, the thread's state intact after."""
+    def scenario(lib, log):
+        seen = []
+
+        class Deep(lib.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                with lib.enable_grad():
+                    ctx.x = x.detach().requires_grad_(True) - 1
+                return ctx.x.detach()
+
+            @staticmethod
+            def backward(ctx, g):
+                seen.append(lib.is_grad_enabled())
+                if ctx.x < 0:
+                    return g * 2
+                with lib.enable_grad():
+                    Deep.apply(ctx.x).sum().backward()
+                return g * 2
+        v = lib.tensor(100.0, requires_grad=True)
+        Deep.apply(v).sum().backward()
+        log(v.grad, len(seen), set(seen), lib.is_grad_enabled(), lib._C._current_graph_task_id())
+    both(scenario)
+
+
+def test_anomaly_warnings_name_the_parents():
+    """A NaN in a node made during a create_graph backward: the error's warnings name the node's forward call,
+    then the node that made it (PyTorch's 'Previous calculation was induced by'); with warnings as errors the
+    warning goes to stderr and the error propagates."""
+    def scenario(lib, log):
+        class F2(lib.autograd.Function):
+            @staticmethod
+            def forward(ctx, a):
+                return a * 2.0
+
+            @staticmethod
+            def backward(ctx, g):
+                g = g.clone()
+                g[0] = float("nan")
+                return g
+
+        class F1(lib.autograd.Function):
+            @staticmethod
+            def forward(ctx, a):
+                ctx.save_for_backward(a)
+                return a.sum(0, keepdim=True)
+
+            @staticmethod
+            def backward(ctx, g):
+                (a,) = ctx.saved_tensors
+                return F2.apply(g.expand(3) * a)
+
+        def first_lines(w):
+            return [str(x.message).strip().splitlines()[0] for x in w]
+        inp = lib.rand(3, requires_grad=True)
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            with lib.autograd.detect_anomaly():
+                out = F1.apply(inp)
+                (g,) = lib.autograd.grad(out, (inp,), create_graph=True)
+                log(_err(lambda: g.sum().backward()))
+        log(first_lines(w))
+        log(["F2.apply" in str(w[1].message), "F1.apply" in str(w[2].message)])
+        a = lib.randn(5, requires_grad=True)
+        with warnings.catch_warnings(record=True) as w:
+            with lib.autograd.detect_anomaly():
+                warnings.simplefilter("error")
+                d1 = a + 1
+                d2 = d1 ** 2
+                d1 += 1
+                log(_err(lambda: lib.autograd.grad(d2.sum(), a))[0])
+        log(first_lines(w))
+    both(scenario)

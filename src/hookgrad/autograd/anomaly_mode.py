@@ -9,6 +9,7 @@ This module owns the mode's state: node recording and the engine read ``state``;
 writes into another module. The engine asks :func:`wrap_step` once per backward pass.
 """
 import functools
+import sys
 import warnings
 
 import numpy as np
@@ -19,11 +20,12 @@ __all__ = ["detect_anomaly", "set_detect_anomaly", "is_anomaly_enabled", "is_ano
 
 
 class _State:          # process-wide, like torch's AnomalyMode
-    __slots__ = ("enabled", "check_nan")
+    __slots__ = ("enabled", "check_nan", "running")
 
     def __init__(self):
         self.enabled = False
         self.check_nan = True
+        self.running = None     # the node whose step runs under anomaly mode: the parent of nodes made then
 
 
 state = _State()
@@ -38,10 +40,43 @@ def is_anomaly_check_nan_enabled():
     return _st.check_nan
 
 
+def _warn(msg):
+    """A UserWarning; when warnings are errors, printed to stderr instead (the error being raised wins),
+    as PyTorch's warning handler does inside a failing backward."""
+    try:
+        warnings.warn(msg, UserWarning, stacklevel=4)
+    except Warning as w:
+        print(f"{type(w).__name__}: {w}", file=sys.stderr)
+
+
+def _report(fn):
+    """The warnings of a node that failed: its forward traceback, then each parent's (the node that was
+    running when it was made, in a backward pass under create_graph), as PyTorch's AnomalyMetadata."""
+    name, trace = fn.name(), fn._trace
+    if trace is None:
+        _warn(f"Error detected in {name}. No forward pass information available. Enable detect anomaly during "
+              "forward pass for more information.")
+    else:
+        _warn(f"Error detected in {name}. Traceback of forward call that caused the error:\n" + "".join(trace))
+    parent = getattr(fn, "_anomaly_parent", None)
+    while parent is not None:
+        name, trace = parent.name(), parent._trace
+        if trace is None:
+            _warn(f"Error detected in {name}. No forward pass information available. Enable detect anomaly "
+                  "during forward pass for more information.")
+        else:
+            _warn(f"\n\nPrevious calculation was induced by {name}. Traceback of forward call that induced the "
+                  "previous calculation:\n" + "".join(trace))
+        parent = getattr(parent, "_anomaly_parent", None)
+
+
 def wrap_step(step, space):
     """The engine's node step under anomaly mode: a failing node (itself or a hook), or with check_nan
-    a NaN in what it returns, warns with the traceback of the forward call that made the node."""
+    a NaN in what it returns, warns with the traceback of the forward call that made the node (and of
+    its parents). Nodes made while it runs (create_graph) get it as their parent."""
     def run_anomaly(task, fn, buf):
+        prev = _st.running
+        _st.running = fn
         try:
             outs = step(task, fn, buf)
             if _st.check_nan:
@@ -52,14 +87,10 @@ def wrap_step(step, space):
                             raise RuntimeError(f"Function '{fn.name()}' returned nan values in its {i}th output.")
             return outs
         except Exception:
-            trace = fn._trace
-            if trace is not None:
-                warnings.warn(f"Error detected in {fn.name()}. Traceback of forward call that caused the error:\n"
-                              + "".join(trace), UserWarning, stacklevel=2)
-            else:
-                warnings.warn(f"Error detected in {fn.name()}. No forward pass information available. Enable "
-                              "detect anomaly during forward pass for more information.", UserWarning, stacklevel=2)
+            _report(fn)
             raise
+        finally:
+            _st.running = prev
     return run_anomaly
 
 

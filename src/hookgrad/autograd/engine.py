@@ -35,6 +35,13 @@ from .. import _progress
 class _TLS(threading.local):
     def __init__(self):
         self.tasks = []
+        self.depth = 0      # backward passes nested on this thread (a backward inside a backward)
+
+
+# A backward inside a backward (reentrant) nests the Python stack; past this many levels on one thread, the
+# nested pass runs on a fresh thread while this one waits (PyTorch's engine escapes the same way: its
+# reentrant passes move to a worker thread when the stack gets deep), so depth is bounded by memory only.
+_MAX_DEPTH_PER_THREAD = 16
 
 
 _tls = _TLS()
@@ -247,6 +254,40 @@ def run_backward(roots, grads, keep_graph, create_graph, inputs=None, accumulate
     Like PyTorch, the pass runs on a copy of the thread's saved-tensor hook stack: a context entered
     or exited by a hook during backward does not outlive it. Saved tensors are released only once
     the whole pass succeeded, so that after an error (say, a hook that raised) the graph is usable."""
+    if _tls.depth >= _MAX_DEPTH_PER_THREAD:
+        return _on_fresh_thread(run_backward, roots, grads, keep_graph, create_graph, inputs, accumulate)
+    _tls.depth += 1
+    try:
+        return _run_backward(roots, grads, keep_graph, create_graph, inputs, accumulate)
+    finally:
+        _tls.depth -= 1
+
+
+def _on_fresh_thread(fn, *args):
+    """``fn(*args)`` on a new thread that carries this thread's autograd state (grad modes, the running
+    passes, saved-tensor hooks); this thread waits for it and gets its result or its exception."""
+    tasks = _tls.tasks
+    modes = dict(_state.__dict__)
+    hooks = dict(_hooks_tls.__dict__)
+    box = {}
+
+    def run():
+        _tls.tasks = tasks          # the passes this one nests in (torch._C._current_graph_task_id & co.)
+        _state.__dict__.update(modes)
+        _hooks_tls.__dict__.update(hooks)
+        try:
+            box["out"] = fn(*args)
+        except BaseException as e:  # noqa: B036 (re-raised on the waiting thread)
+            box["err"] = e
+    t = threading.Thread(target=run, name="hookgrad-reentrant-backward")
+    t.start()
+    t.join()
+    if "err" in box:
+        raise box["err"]
+    return box["out"]
+
+
+def _run_backward(roots, grads, keep_graph, create_graph, inputs, accumulate):
     if len(roots) == 1:
         first, root_slot = roots[0]
         m = first._out_meta

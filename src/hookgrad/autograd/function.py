@@ -309,7 +309,7 @@ def _wrap_outputs(ctx, args, outputs, record):
     if record:
         ctx._seq = next(_g._seq)
         if _g._anomaly.enabled:
-            ctx._trace = _g._user_stack()
+            _g._anomaly_record(ctx)
     from .views import _LEAF_VIEW, _DIRECT, _View, _gf_get, _view_error, _rebase, _copy_slices, as_custom_view
     result = []
     out_meta = []

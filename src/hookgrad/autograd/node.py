@@ -105,6 +105,15 @@ def _user_stack():
     return traceback.format_list(frames)
 
 
+def _anomaly_record(node):
+    """Anomaly mode: the forward traceback of a node being recorded, and the node running in backward when it
+    is (its parent, whose traceback an error reports too)."""
+    node._trace = _user_stack()
+    parent = _anomaly.running
+    if parent is not None:
+        node._anomaly_parent = parent
+
+
 # --------------------------------------------------------------------------------------------
 # Node
 
@@ -260,7 +269,7 @@ class Node:
         self._in_meta = meta
         self._seq = next(_seq)
         if _anomaly.enabled:
-            self._trace = _user_stack()
+            _anomaly_record(self)
         if type(out) is tuple:
             nd = self.nondiff_outputs
             if nd and not self._nondiff_slots:
