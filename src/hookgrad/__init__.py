@@ -209,6 +209,8 @@ from .storage import (StorageBase, FloatStorage, DoubleStorage, HalfStorage, Lon
                       CharStorage, ByteStorage, BoolStorage, FloatStorage as Storage)
 from .primitives.everyday import adjoint, slice_inverse, as_strided_copy, split_with_sizes
 from .primitives.weight_norm import _weight_norm, norm_except_dim  # noqa: F401
+from .primitives.foreach import *  # noqa: F401,F403  (torch._foreach_*, issue 27)
+from .primitives.stats import _unique  # noqa: F401
 # out= (after every block that defines functions): PyTorch's out= semantics for each function that has it in
 # PyTorch, one wrapper (primitives/_out.py); nn.functional's names that are torch's functions get the same object
 from .primitives import _out

@@ -210,6 +210,23 @@ class Tensor:
         _set_requires_grad(self, value)
 
     @staticmethod
+    def _make_subclass(cls, data, require_grad=False, **kwargs):
+        """torch.Tensor._make_subclass: an instance of ``cls`` (a Tensor subclass, its __init__ not called) over
+        ``data``'s memory and version counter, a leaf that requires grad if ``require_grad``."""
+        if not (isinstance(cls, type) and issubclass(cls, Tensor)):
+            raise TypeError("Creating a Tensor subclass from a class that does not inherit from Tensor is not "
+                            "possible. Make sure your class inherits from Tensor.")
+        t = object.__new__(cls)
+        t._data = data._data
+        t._requires_grad = False
+        t.grad_fn = None
+        t._output_nr = 0
+        t._vc = data._vc
+        if require_grad:
+            t.requires_grad_(True)
+        return t
+
+    @staticmethod
     def _make(data, requires_grad=False, grad_fn=None, output_nr=0, vc=None):
         t = object.__new__(Tensor)
         t._data = data

@@ -40,7 +40,7 @@ LAYERS = (
     ("primitives.reduce", "primitives.special", "primitives.linalg", "primitives.solvers", "primitives.decomp",
      "primitives.complex"),
     ("primitives.stats", "primitives.everyday", "primitives.weight_norm", "primitives.sampling",
-     "primitives.losses", "primitives.embedding_bag", "primitives.vision"),
+     "primitives.losses", "primitives.embedding_bag", "primitives.vision", "primitives.foreach"),
     ("primitives.rnn",),                    # the recurrences of RNN / LSTM / GRU, composed of the families above
     ("primitives",),                        # the package: installs the Tensor methods of every family
     # above the primitives, built on the ops: the torch.autograd namespace (backward, grad, functional,

@@ -405,7 +405,7 @@ def _check_inputs(tupled):
                               "complex. This check will likely fail if all the inputs are not of double precision "
                               "floating point or complex. ", stacklevel=3)
             d = t._data.values if _sparse(t._data) else t._data
-            if not all(st > 0 or n <= 1 for st, n in zip(d.strides, d.shape)):
+            if d.size and not all(st > 0 or n <= 1 for st, n in zip(d.strides, d.shape)):
                 raise RuntimeError(f"The {i}th input has a dimension with stride 0. gradcheck only supports inputs "
                                    "that are non-overlapping to be able to compute the numerical gradients "
                                    "correctly. You should call .contiguous on the input before passing it to "

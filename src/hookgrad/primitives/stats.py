@@ -329,6 +329,12 @@ def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=No
     return _set_result(_UniqueDim, input, lambda x: _unique_np(x, d), return_inverse, return_counts)
 
 
+def _unique(input, sorted=True, return_inverse=False):
+    """torch._unique: (the unique elements, sorted; their inverse indices, or an empty int64 tensor)."""
+    out, inv = unique(input, sorted, return_inverse=True)
+    return out, inv if return_inverse else _T(array_module(input._data).zeros(0, np.int64))
+
+
 def _unique_consecutive_np(x, dim):
     if dim is None:
         shape, x = x.shape, x.reshape(-1)
