@@ -235,6 +235,9 @@ def tensor_repr(t, tensor_contents=None):
         suffixes.append(f"grad_fn=<{type(t.grad_fn).__name__.rsplit('::', 1)[-1]}>")
     elif t.requires_grad:
         suffixes.append("requires_grad=True")
+    tangent = getattr(t, "_fw_grad", None)      # forward AD: a dual tensor shows its tangent
+    if tangent is not None:
+        suffixes.append(f"tangent={tangent}")
     s = _add_suffixes(prefix + tensor_contents, suffixes, indent)
     wrap = getattr(t, "_repr_wrap", None)       # a subclass of nn.Parameter: Parameter(Name(...))
     return f"{wrap}({s})" if wrap is not None and not plain else s

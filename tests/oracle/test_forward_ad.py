@@ -343,3 +343,36 @@ def test_gradgradcheck_fwd_over_rev():
                                         check_fwd_over_rev=True)
     t, h = both(f)
     assert t is True and h is True, (t, h)
+
+
+def test_print():
+    def f(L):
+        fw = L.autograd.forward_ad
+        with fw.dual_level():
+            a = L.tensor([1.0, 2.0])
+            b = fw.make_dual(a, L.tensor([3.0, 4.0], dtype=L.float64))
+            p, t = fw.unpack_dual(b)
+            return repr(a), repr(b), str(b * 2), repr(p), repr(t)
+    t, h = both(f)
+    assert t == h
+
+
+def test_not_implemented_message():
+    """An op with neither a jvp nor a backward formula: PyTorch's NotImplementedError."""
+    same_error(lambda L: _igamma(L))
+
+
+def _igamma(L):
+    fw = L.autograd.forward_ad
+    with fw.dual_level():
+        x = fw.make_dual(L.tensor([1.0, 2.0]), L.tensor([1.0, 1.0]))
+        L.igamma(x, L.tensor([1.0, 2.0]))
+
+
+def test_out_variant_refused():
+    def f(L):
+        fw = L.autograd.forward_ad
+        with fw.dual_level():
+            foo = fw.make_dual(L.rand(2), L.rand(2))
+            L.add(L.rand(2), L.rand(2), out=foo)
+    same_error(f)

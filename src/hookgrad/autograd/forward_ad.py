@@ -356,7 +356,13 @@ def _fallback(node, douts, nrs, tans):
         for n, u in zip(nrs, us):
             if u is not None:
                 grads[n] = u
-        gs = node._run_backward(grads, TENSORS)
+        try:
+            gs = node._run_backward(grads, TENSORS)
+        except NotImplementedError:     # no backward formula either: PyTorch's error for an op without one
+            raise NotImplementedError(f"Trying to use forward AD with {_OH.aten_name(node)} that does not support "
+                                      "it because it has not been implemented yet.\nPlease file an issue to PyTorch "
+                                      "at https://github.com/pytorch/pytorch/issues/new?template=feature-request.yml "
+                                      "so that we can prioritize its implementation.") from None
         total = None
         for g, t in zip(gs, tans):
             if g is None or t is None:
