@@ -410,3 +410,33 @@ def test_saved_tensors_access():
         log("grad", x.grad)
         _warned(log, lambda: Old.apply(x).sum().backward())
     events(s)
+
+
+def test_creation_meta_errors():
+    """PyTorch's CreationMeta texts: views made under no_grad / inference_mode or by a multi-output op, then
+    modified in place (directly, through a view of the view, or through their base)."""
+    def s(lib, log):
+        for mode in (lib.no_grad, lib.inference_mode):
+            x = lib.zeros(2)
+            with mode():
+                y = x.view(2)
+            y.requires_grad_(True)
+            z = y.view(2)
+            attempt(log, lambda: z.div_(2))
+            attempt(log, lambda: y.div_(2))
+            a = lib.ones(3, requires_grad=True)
+            b = a * 1
+            with mode():
+                v = b[:2]
+            attempt(log, lambda: v.mul_(2))
+            b.mul_(2)
+            attempt(log, lambda: v.grad_fn)
+        a = lib.ones(3, requires_grad=True)
+        b = a * 1
+        u = b.unbind(0)[0]
+        attempt(log, lambda: u.mul_(2))
+        w = b.split(1)[1].view(1)
+        attempt(log, lambda: w.mul_(2))
+        b.mul_(2)
+        attempt(log, lambda: u.grad_fn)
+    events(s)

@@ -46,7 +46,8 @@ def _view_error(view, how):
         return RuntimeError(f"{where} is a view and {how} modified inplace." + _MULTI_VIEW)
     prefix = f"{where} is a view of a view which was created in" if where is not None else "A view was created in"
     if c == "inference":
-        return RuntimeError(f"{prefix} inference mode and {how} modified inplace in normal mode.")
+        return RuntimeError(f"{prefix} inference mode and {how} modified inplace in normal mode."
+                            + _NO_GRAD_VIEW[_NO_GRAD_VIEW.index(" Given"):].replace("no_grad", "inference_mode"))
     msg = f"{prefix} no_grad mode and {how} modified inplace with grad mode enabled."
     if c == "multi":
         return RuntimeError(msg + _MULTI_VIEW)
