@@ -20,6 +20,8 @@ from .hookcheck import check_hooks, strict_hooks, HookMisuseWarning
 from .grads_ready import register_full_post_accumulate_grad_hook
 from .saved_bytes import saved_tensor_bytes
 from . import hooknames
+from .gradcam_tokens import TokenGradCAM, tokens_to_grid
+from .view_hooks import register_view_hook
 from ..autograd.graph import OpHook, register_op_hook
 
 __all__ = ["HookRegistry", "HookRecord", "default_registry", "register", "why", "capture", "StopForward",
@@ -28,4 +30,5 @@ __all__ = ["HookRegistry", "HookRecord", "default_registry", "register", "why", 
            "OpPrinter", "MemoryHook", "HookTimeAccount", "account", "GradCAM", "GradCAMPlusPlus", "feature_maps",
            "trace", "grad_fn_graph", "module_paths", "select", "ModuleStack", "OpHook", "register_op_hook",
            "load_capture", "CaptureBudgetError", "per_sample_grads", "check_hooks", "strict_hooks", "HookMisuseWarning",
-           "register_full_post_accumulate_grad_hook", "saved_tensor_bytes", "hooknames"]
+           "register_full_post_accumulate_grad_hook", "saved_tensor_bytes", "hooknames",
+           "TokenGradCAM", "tokens_to_grid", "register_view_hook"]
