@@ -485,6 +485,11 @@ def import_module(module):
 
 
 aten = _OpNamespace("aten")
+# torch.ops.profiler: the record_function entry points PyTorch registers as operators (legacy and new)
+profiler = _OpNamespace("profiler")
+from .autograd.profiler import _record_function_enter, _record_function_exit  # noqa: E402
+profiler._record_function_enter = profiler._record_function_enter_new = _record_function_enter
+profiler._record_function_exit = _record_function_exit
 
 
 def __getattr__(name):

@@ -203,6 +203,19 @@ class record_function(contextlib.ContextDecorator):
         return fut.then(end) if hasattr(fut, "then") else fut
 
 
+
+def _record_function_enter(name, args=None):
+    """torch.ops.profiler._record_function_enter: open a ``record_function`` range; the handle closes it."""
+    handle = record_function(name, args)
+    handle.__enter__()
+    return handle
+
+
+def _record_function_exit(handle):
+    """torch.ops.profiler._record_function_exit: close the range opened by _record_function_enter."""
+    handle.__exit__(None, None, None)
+
+
 class profile:
     """``torch.autograd.profiler.profile``: record the ops, backward nodes and ``record_function`` ranges run
     inside; then ``key_averages().table(...)``, ``function_events``, ``export_chrome_trace(path)``.

@@ -294,6 +294,29 @@ class EventList(list):
     def _build_tree(self):
         self._tree_built = True     # the recorder links parents and children as it records
 
+    def __str__(self):
+        return self.table()
+
+    def _populate_cpu_children(self):
+        """Link parents and children from the time ranges, per thread (an event nests in the innermost open
+        event whose range contains it), for events made outside the recorder (PyTorch's same pass)."""
+        import itertools
+        events = sorted((e for e in self if not e.is_async and e.device_type == DeviceType.CPU),
+                        key=lambda e: e.thread)
+        for _, thread_events in itertools.groupby(events, key=lambda e: (e.thread, e.node_id)):
+            current = []
+            for ev in sorted(thread_events, key=lambda e: [e.time_range.start, -e.time_range.end]):
+                while current:
+                    parent = current[-1]
+                    if ev.time_range.start >= parent.time_range.end or ev.time_range.end > parent.time_range.end:
+                        current.pop()           # it cannot be the parent
+                    else:
+                        parent.append_cpu_child(ev)
+                        ev.set_cpu_parent(parent)
+                        break
+                current.append(ev)
+        self._cpu_children_populated = True
+
     @property
     def self_cpu_time_total(self):
         return sum(e.self_cpu_time_total for e in self)
