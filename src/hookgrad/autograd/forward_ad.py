@@ -309,7 +309,8 @@ def _tangents(cls, node, args, params, tans, outs, nrs):
             d = t._data
         if d.shape != o._data.shape:
             t = t.expand(o._data.shape)
-        if d.dtype != o._data.dtype:
+        if d.dtype != o._data.dtype and (d.dtype.kind != "f" or o._data.dtype.kind != "f"):
+            # (a floating tangent keeps its own precision, as PyTorch: make_dual takes a tangent of another dtype)
             t = t.to(D._NP_TO_DT[o._data.dtype])
         _set_tangent(o, t)
 
