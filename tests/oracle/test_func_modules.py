@@ -201,3 +201,17 @@ def test_vmap_modules(name):
                                                                     "conv_transpose") else None
         return out, g
     both(scen, tol=(1e-7, 1e-9))
+
+
+def test_ensemble_batchnorm_train_updates_stacked_buffers():
+    def scen(lib):
+        models = []
+        for i in range(3):
+            lib.manual_seed(i)
+            models.append(lib.nn.Sequential(lib.nn.Linear(4, 3), lib.nn.BatchNorm1d(3)).double())
+        params, buffers = lib.func.stack_module_state(models)
+        x = lib.tensor(XM)
+        out = lib.func.vmap(lambda p, b, xb: lib.func.functional_call(models[0], (p, b), (xb,)),
+                            in_dims=(0, 0, None))(params, buffers, x)
+        return out, buffers
+    both(scen)

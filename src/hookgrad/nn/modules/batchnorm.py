@@ -91,9 +91,12 @@ class _BatchNorm(_NormBase):
         eaf = 0.0 if self.momentum is None else self.momentum
         if self.training and self.track_running_stats and self.num_batches_tracked is not None:
             nbt = self.num_batches_tracked
-            nbt._data += 1
-            nbt._vc[0] += 1
-            eaf = 1.0 / float(nbt._data) if self.momentum is None else self.momentum
+            if hasattr(nbt, "_data"):
+                nbt._data += 1
+                nbt._vc[0] += 1
+            else:                       # a vmap's BatchedTensor (hookgrad.func: stacked ensembles): PyTorch's add_
+                nbt.add_(1)
+            eaf = 1.0 / float(nbt._data if hasattr(nbt, "_data") else nbt) if self.momentum is None else self.momentum
         bn_training = True if self.training else (self.running_mean is None and self.running_var is None)
         use_buf = not self.training or self.track_running_stats
         return (self.running_mean if use_buf else None, self.running_var if use_buf else None, bn_training, eaf)
