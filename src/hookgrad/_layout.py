@@ -155,6 +155,12 @@ class _SparseStorage:
     def xp(self):
         return _array.array_module(self.values)
 
+    def __getattr__(self, name):
+        # an array method or attribute a sparse storage lacks (an op that reached it): PyTorch's error, not Python's
+        if name.startswith("_"):
+            raise AttributeError(name)
+        raise _not_implemented(f"aten::{name}", self._layout)
+
     def __len__(self):
         if not self.shape:
             raise TypeError("len() of a 0-d tensor")
@@ -228,6 +234,9 @@ class _SparseStorage:
             dense = a.to_dense() if sa else a
             other = b.to_dense() if sb else b
             return ufunc(dense, other)
+        if sa and not sb and _is_scalar(b) and (name == "power" and b > 0 or name in ("maximum", "minimum") and b == 0):
+            a = a.coalesce()         # zero-preserving with this scalar: x ** p (p > 0), relu's maximum(x, 0)
+            return a._with_values(ufunc(a.values, b))
         if name in ("multiply", "true_divide", "divide", "floor_divide"):
             if sa and sb:
                 if name != "multiply":
@@ -308,6 +317,7 @@ class SparseCOO(_SparseStorage):
     whether the entries are known to be sorted and unique (``coalesced``)."""
     __slots__ = ("indices", "coalesced")
     _layout = sparse_coo
+    blocksize = None
 
     def __init__(self, indices, values, shape, coalesced=False):
         self.indices = indices

@@ -406,7 +406,9 @@ def test_hookgrad_storage_is_the_values_module():
     with pytest.raises(NotImplementedError, match="SparseCPU"):
         hookgrad.exp(sp)
     with pytest.raises(NotImplementedError, match="SparseCPU"):
-        sp.numpy()
+        np.asarray(sp._data)
+    with pytest.raises(NotImplementedError, match="aten::mean"):
+        sp._data.mean()
 
 
 def test_embedding_sparse_grad_and_optimizers():
@@ -453,4 +455,29 @@ def test_sparse_mm_reduce_and_index_conversions():
                 lib._convert_indices_from_csr_to_coo(crow, lib.tensor([1, 2, 0, 0, 1, 2])),
                 lib._convert_indices_from_csr_to_coo(crow, lib.tensor([1, 2, 0, 0, 1, 2]), transpose=True)]
         return out
+    both(s)
+
+
+def test_tensor_methods_on_sparse():
+    """Tensor methods on a COO tensor: a result of the same layout/shape/dtype as torch's, or an error of the same
+    type (never Python's AttributeError or NumPy's)."""
+    def s(lib):
+        sp = t(lib, A).float().to_sparse()
+
+        def tr(f):
+            try:
+                r = f()
+            except Exception as e:      # noqa: BLE001
+                return type(e).__name__
+            return (str(r.layout), tuple(r.shape), str(r.dtype)) if _is_t(r) else r
+        cases = [lambda: sp.numpy(), lambda: sp.tolist(), lambda: sp.item(), lambda: len(sp), lambda: str(sp.device),
+                 lambda: sp.to(lib.float64), lambda: sp.to("cpu"), lambda: sp.clone().zero_(), lambda: sp.view(3, 2),
+                 lambda: sp.reshape(3, 2), lambda: lib.exp(sp), lambda: sp.sum(0), lambda: sp.sum(), lambda: sp.mean(),
+                 lambda: sp.abs(), lambda: sp.neg(), lambda: sp.clone().mul_(2), lambda: sp.clone().add_(sp),
+                 lambda: sp.untyped_storage(), lambda: sp.stride(), lambda: sp.is_contiguous(),
+                 lambda: sp @ lib.ones(3, 2), lambda: sp == sp, lambda: lib.sqrt(sp), lambda: sp ** 2,
+                 lambda: lib.relu(sp), lambda: bool(sp), lambda: sp.data_ptr(), lambda: sp.contiguous(),
+                 lambda: sp.detach().requires_grad, lambda: sp.is_sparse, lambda: sp.to_sparse_csr().is_sparse_csr,
+                 lambda: sp.clone().mul_(2).to_dense(), lambda: sp.clone().add_(sp, alpha=2).to_dense()]
+        return [tr(c) for c in cases]
     both(s)

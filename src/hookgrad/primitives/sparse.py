@@ -814,6 +814,54 @@ def _sparse_clone(self, *, memory_format=None):
     return SparseClone.apply(self)
 
 
+def _no_storage(what):
+    def method(self, *args, **kwargs):
+        if what == "storage":
+            raise NotImplementedError("Cannot access storage of SparseTensorImpl")
+        raise RuntimeError("Cannot access data pointer of Tensor that doesn't have storage")
+    return method
+
+
+def _sparse_numpy(self, *, force=False):
+    raise TypeError(f"can't convert {L._NAMES[self.layout._name]} layout tensor to numpy. Use Tensor.to_dense() first.")
+
+
+def _sparse_contiguous(self, memory_format=None):
+    raise RuntimeError("unsupported memory format option Contiguous")
+
+
+def _inplace(op):
+    """An in-place op on a sparse tensor: the result's storage replaces the tensor's (its version moves)."""
+    def method(self, *args, **kwargs):
+        if self.requires_grad and _state.enabled:
+            raise RuntimeError("hookgrad: in-place operations on a sparse tensor that requires grad are not supported")
+        r = op(self, *args, **kwargs)
+        st = r._data if isinstance(r, Tensor) else r
+        if st.dtype != self._data.dtype:
+            st = st.astype(self._data.dtype)
+        self._data._assign(st)
+        self._vc[0] += 1
+        return self
+    return method
+
+
+def _no_reshape(self, *shape):
+    raise RuntimeError("reshape is not implemented for sparse tensors")
+
+
+def _zero(self):
+    return self._data.zeros_like()
+
+
+def _sparse_sum_method(self, dim=None, keepdim=False, *, dtype=None):
+    if keepdim:
+        raise RuntimeError("hookgrad: sum(keepdim=True) of a sparse tensor is not supported")
+    if dim is None:
+        from . import reduce as _R
+        return _R.Sum.apply(self) if dtype is None else _R.Sum.apply(self.to(dtype))
+    return sum(self, dim, dtype)
+
+
 def _sparse_first(dense_method, sparse_fn):
     """A Tensor method that runs ``sparse_fn`` for a sparse tensor and the dense method otherwise."""
     def method(self, *args, **kwargs):
@@ -849,6 +897,19 @@ def _install():
     Tensor.t = _sparse_first(Tensor.t, lambda self: _sparse_transpose(self))
     Tensor.transpose = _sparse_first(Tensor.transpose, _sparse_transpose)
     Tensor.clone = _sparse_first(Tensor.clone, _sparse_clone)
+    Tensor.numpy = _sparse_first(Tensor.numpy, _sparse_numpy)
+    Tensor.tolist = _sparse_first(Tensor.tolist, _no_storage("tolist"))
+    Tensor.data_ptr = _sparse_first(Tensor.data_ptr, _no_storage("data_ptr"))
+    Tensor.untyped_storage = _sparse_first(Tensor.untyped_storage, _no_storage("storage"))
+    Tensor.is_contiguous = _sparse_first(Tensor.is_contiguous, lambda self, memory_format=None: False)
+    Tensor.contiguous = _sparse_first(Tensor.contiguous, _sparse_contiguous)
+    Tensor.zero_ = _sparse_first(Tensor.zero_, _inplace(lambda self: _zero(self)))
+    Tensor.mul_ = _sparse_first(Tensor.mul_, _inplace(lambda self, other: self * other))
+    Tensor.add_ = _sparse_first(Tensor.add_, _inplace(
+        lambda self, other, *, alpha=1: self + (other if alpha == 1 else other * alpha)))
+    Tensor.sum = _sparse_first(Tensor.sum, _sparse_sum_method)
+    Tensor.stride = _sparse_first(Tensor.stride, lambda self, dim=None: (0,) * self.dim() if dim is None else 0)
+    Tensor.reshape = _sparse_first(Tensor.reshape, _no_reshape)
 
 
 _install()
