@@ -117,6 +117,16 @@ _ZERO_PRESERVING = {"negative", "positive", "absolute", "sin", "sinh", "tan", "t
                     "conjugate", "deg2rad", "rad2deg", "square", "fabs"}
 
 
+# callbacks run when the first sparse storage is made (primitives/sparse.py installs its Tensor method overrides
+# then, so that a program without sparse tensors keeps the dense methods as they are, without a layout check)
+ON_FIRST_SPARSE = []
+
+
+def _first_sparse():
+    while ON_FIRST_SPARSE:
+        ON_FIRST_SPARSE.pop(0)()
+
+
 class _SparseStorage:
     """What the two sparse storages share: metadata read by Tensor, and the array protocol's sparse answers."""
     __slots__ = ("values", "shape", "__weakref__")
@@ -320,6 +330,8 @@ class SparseCOO(_SparseStorage):
     blocksize = None
 
     def __init__(self, indices, values, shape, coalesced=False):
+        if ON_FIRST_SPARSE:
+            _first_sparse()
         self.indices = indices
         self.values = values
         self.shape = tuple(int(s) for s in shape)
@@ -426,6 +438,8 @@ class Compressed(_SparseStorage):
     __slots__ = ("layout", "compressed", "plain", "blocksize")
 
     def __init__(self, layout, compressed, plain, values, shape, blocksize=None):
+        if ON_FIRST_SPARSE:
+            _first_sparse()
         self.layout = layout
         self.compressed = compressed
         self.plain = plain

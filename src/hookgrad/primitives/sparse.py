@@ -894,6 +894,11 @@ def _install():
     }
     for k, f in methods.items():
         setattr(Tensor, k, f)
+    L.ON_FIRST_SPARSE.append(_install_overrides)
+
+
+def _install_overrides():
+    """Tensor methods that need a sparse branch, wrapped when the first sparse tensor is made."""
     Tensor.t = _sparse_first(Tensor.t, lambda self: _sparse_transpose(self))
     Tensor.transpose = _sparse_first(Tensor.transpose, _sparse_transpose)
     Tensor.clone = _sparse_first(Tensor.clone, _sparse_clone)
