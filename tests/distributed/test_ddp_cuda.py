@@ -88,3 +88,35 @@ report(res)
             np.testing.assert_allclose(b, a, rtol=1e-5, atol=1e-6)
     for a, b in zip(res[0]["hookgrad"][0], res[1]["hookgrad"][0]):
         np.testing.assert_array_equal(a, b)      # the ranks agree
+
+
+def test_ddp_unused_parameters_and_buffers_on_the_device(tmp_path):
+    res = _launch(tmp_path, '''
+import numpy as np
+import hookgrad as hg, hookgrad.distributed as hdist
+from backend import cupylike
+hdist.init_process_group("mpi")
+hg.manual_seed(0)
+m = hg.nn.ModuleDict({"a": hg.nn.Linear(4, 3), "b": hg.nn.Linear(4, 3), "bn": hg.nn.BatchNorm1d(3)}).to("cuda")
+class Net(hg.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.m = m
+    def forward(self, x, use_b):
+        return self.m["bn"](self.m["b" if use_b else "a"](x))
+ddp = hg.nn.parallel.DistributedDataParallel(Net(), find_unused_parameters=True)
+implicit = cupylike.IMPLICIT[0]
+x = hg.full((5, 4), float(RANK + 1), device="cuda")
+for step in range(2):
+    ddp.zero_grad()
+    ddp(x, step == 1).sum().backward()
+report({"grads": {k: (None if p.grad is None else (p.grad.is_cuda, p.grad.cpu().tolist()))
+                  for k, p in ddp.named_parameters()},
+        "running_mean": ddp.module.m["bn"].running_mean.cpu().tolist(),
+        "implicit": cupylike.IMPLICIT[0] - implicit})
+''')
+    for r in range(2):
+        assert res[r]["grads"] == res[0]["grads"]                      # averaged over the ranks
+        assert len(res[r]["running_mean"]) == 3        # (buffers: broadcast from rank 0 before each forward)
+        assert all(g is None or g[0] for g in res[r]["grads"].values())
+        assert res[r]["implicit"] == 0, res[r]["implicit"]           # nothing CuPy would read behind the back
