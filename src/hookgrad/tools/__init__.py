@@ -22,6 +22,7 @@ from .saved_bytes import saved_tensor_bytes
 from . import hooknames
 from .gradcam_tokens import TokenGradCAM, tokens_to_grid
 from .view_hooks import register_view_hook
+from .explain import explain_autograd_errors
 from ..autograd.graph import OpHook, register_op_hook
 
 __all__ = ["HookRegistry", "HookRecord", "default_registry", "register", "why", "capture", "StopForward",
@@ -31,4 +32,4 @@ __all__ = ["HookRegistry", "HookRecord", "default_registry", "register", "why", 
            "trace", "grad_fn_graph", "module_paths", "select", "ModuleStack", "OpHook", "register_op_hook",
            "load_capture", "CaptureBudgetError", "per_sample_grads", "check_hooks", "strict_hooks", "HookMisuseWarning",
            "register_full_post_accumulate_grad_hook", "saved_tensor_bytes", "hooknames",
-           "TokenGradCAM", "tokens_to_grid", "register_view_hook"]
+           "TokenGradCAM", "tokens_to_grid", "register_view_hook", "explain_autograd_errors"]
