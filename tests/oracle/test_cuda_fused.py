@@ -309,6 +309,12 @@ def test_tf32_switches_set_cupys_compute_type(monkeypatch):
         assert lin.set[-1] == ("float32", 1) and not hookgrad.backends.cuda.matmul.allow_tf32
         hookgrad.set_float32_matmul_precision("medium")
         assert lin.set[-1] == ("float32", 7)
+        hookgrad.backends.cuda.matmul.fp32_precision = "ieee"      # PyTorch's newer switch
+        assert lin.set[-1] == ("float32", 1)
+        hookgrad.backends.cuda.matmul.fp32_precision = "tf32"
+        assert lin.set[-1] == ("float32", 7)
+        hookgrad.backends.cuda.matmul.fp32_precision = "none"      # back to the legacy switch's "medium"
+        assert lin.set[-1] == ("float32", 7)
         dev.compute_capability = "75"           # no TF32 before Ampere
         hookgrad.backends.cuda.matmul.allow_tf32 = True
         assert lin.set[-1] == ("float32", 1)

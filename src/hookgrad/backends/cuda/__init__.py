@@ -100,6 +100,10 @@ class cuBLASModule:
             return _misc.set_float32_matmul_precision("high" if value else "highest")
         if name in _matmul:
             _matmul[name] = value
+            if name == "fp32_precision":        # PyTorch's newer switch: "tf32", "ieee", or "none" (the legacy one's)
+                from ... import _cuda_kernels, _misc
+                _cuda_kernels.set_matmul_tf32(value == "tf32" or value == "none"
+                                              and _misc.get_float32_matmul_precision() != "highest")
             return
         raise AttributeError("Unknown attribute " + name)
 
