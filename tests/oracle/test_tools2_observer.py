@@ -23,6 +23,7 @@ from hookgrad.tools.capture import capture
 from hookgrad.tools.grads_ready import register_full_post_accumulate_grad_hook
 from hookgrad.tools.hookcheck import strict_hooks
 from hookgrad.tools.per_sample import per_sample_grads
+from hookgrad.tools.explain import explain_autograd_errors
 from hookgrad.tools.saved_bytes import saved_tensor_bytes
 from hookgrad.tools import ophooks, nan, gradmon
 
@@ -142,6 +143,7 @@ MODEL_TOOLS = {
     "MemoryHook": lambda lib, m: ophooks.MemoryHook(m),
     "detect_nonfinite": lambda lib, m: nan.detect_nonfinite(m, raise_=False),
     "GradientMonitor": lambda lib, m: gradmon.GradientMonitor(m),
+    "explain_autograd_errors": lambda lib, m: explain_autograd_errors(m),
 }
 
 
