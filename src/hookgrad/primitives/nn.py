@@ -78,6 +78,11 @@ class Softmax(Node, name="SoftmaxBackward0"):
     saved_names = ("result",)
     saved_attrs = ("dim",)
 
+    def jvp(self, p, t, out):
+        # forward AD: y * (t - sum(y * t)) along dim
+        yt = out * t[0]
+        return yt - out * yt.sum(self.dim, keepdim=True)
+
     def forward(self, x):
         if fast(x) and x.size and self.dim == x.ndim - 1:
             out = np.empty(x.shape, x.dtype)
@@ -108,6 +113,10 @@ class LogSoftmax(Node, name="LogSoftmaxBackward0"):
     save = (-1,)
     saved_names = ("result",)
     saved_attrs = ("dim",)
+
+    def jvp(self, p, t, out):
+        # forward AD: t - sum(exp(y) * t) along dim
+        return t[0] - (out.exp() * t[0]).sum(self.dim, keepdim=True)
 
     def forward(self, x):
         if not x.size:
