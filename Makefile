@@ -64,6 +64,7 @@ demo: $(DEMO_STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python bench/run.py
+	$(BIN)/python bench/ops.py
 	$(BIN)/python bench/ddp.py
 
 # code-line budget per folder, printed so that growth is a decision: every folder that holds .py files

@@ -5,6 +5,7 @@
     python bench/run.py --runs 3   # the table three times, then each workload's range of ratios
     python bench/run.py --threads 1 resnet   # both libraries on 1 thread (torch.set_num_threads)
     python bench/run.py --scaling resnet     # each library's time on 1 thread over its time on all threads
+    python bench/run.py --cpu --threads 1    # CPU time instead of wall time: steadier on a busy machine
 
 Each workload is a function ``setup(lib) -> step`` where ``lib`` is torch or hookgrad; ``step()`` runs
 one iteration. Times are the best of several timed chunks, the libraries taking turns in blocks; the ratio column is what the
@@ -15,7 +16,13 @@ import sys
 import time
 
 import numpy as np
-import torch
+
+# the real torch beside PyPI's torchvision (which transformers imports): the test oracle's start-up shim
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests", "torch_site"))
+import _before_torchvision  # noqa: E402
+
+_before_torchvision.install()
+import torch  # noqa: E402
 
 import hookgrad
 from hookgrad import _jit
@@ -232,6 +239,18 @@ def minilm_infer_32x64(lib):
     return _minilm_infer(lib, 32, 64)
 
 
+@workload("BERT written plainly in the torch API, MiniLM weights, inference 32 x 64", 1.2)
+def plain_bert_infer(lib):
+    import models
+    model = models.plain_bert(lib)
+    ids, mask = _tokens(lib, 32, 64)
+
+    def step():
+        with lib.no_grad():
+            model(ids, mask)
+    return step
+
+
 @workload("MiniLM-L6 inference, batch 1 x 16 tokens", 1.1)
 def minilm_infer_1x16(lib):
     return _minilm_infer(lib, 1, 16)
@@ -272,23 +291,26 @@ def resnet18_train(lib):
 
 
 # ---------------------------------------------------------------- runner
+_clock = time.perf_counter      # --cpu: time.process_time (the CPU time of this process, all its threads)
+
+
 def _calibrate(step, min_time):
     step()
     n = 1
     while True:
-        t0 = time.perf_counter()
+        t0 = _clock()
         for _ in range(n):
             step()
-        if time.perf_counter() - t0 >= min_time:
+        if _clock() - t0 >= min_time:
             return n
         n *= 2
 
 
 def _chunk(step, n):
-    t0 = time.perf_counter()
+    t0 = _clock()
     for _ in range(n):
         step()
-    return (time.perf_counter() - t0) / n
+    return (_clock() - t0) / n
 
 
 def _best(step, n, rounds):
@@ -397,6 +419,9 @@ if __name__ == "__main__":
         i = args.index("--threads")
         set_threads(int(args[i + 1]))
         args = args[:i] + args[i + 2:]
+    if "--cpu" in args:
+        _clock = time.process_time
+        args.remove("--cpu")
     if "--scaling" in args:
         scaling([a for a in args if a != "--scaling"])
     elif "--runs" in args:

@@ -18,7 +18,7 @@ import ctypes
 import os
 import threading
 
-__all__ = ["get_num_threads", "set_num_threads", "parallel_for", "chunks"]
+__all__ = ["get_num_threads", "set_num_threads", "parallel_for", "chunks", "tiles", "ufunc"]
 
 
 def _default_threads():
@@ -197,3 +197,70 @@ def parallel_for(n, fn, grain=1 << 15):
     batch.done.wait()
     if batch.error is not None:
         raise batch.error
+
+
+def tiles(k, fn, reduce=False):
+    """``fn(i)`` for the ``k`` tiles of a tiled op (a convolution's images), spread on the pool with BLAS on one
+    thread meanwhile: each thread runs its tiles' products itself, so that there is one set of threads at a
+    time, never the pool's and BLAS's at once. Returns the results in tile order, or with ``reduce`` their sum
+    (each chunk of tiles summed in order by the thread that ran it, then the chunks in order)."""
+    res = [None] * k
+
+    def run(lo, hi):
+        acc = fn(lo)
+        for i in range(lo + 1, hi):
+            r = fn(i)
+            if reduce:
+                acc += r
+            else:
+                res[i] = r
+        res[lo] = acc
+
+    one = _threads > 1 and not getattr(_local, "in_pool", False)
+    if one:
+        _blas_set(1)
+    try:
+        parallel_for(k, run, max(1, k // _threads) if reduce else 1)
+    finally:
+        if one:
+            _blas_set(_threads)
+    if not reduce:
+        return res
+    parts = [r for r in res if r is not None]
+    acc = parts[0]
+    for r in parts[1:]:
+        acc += r
+    return acc
+
+
+_UFUNC_GRAIN = 1 << 17      # elements of a chunk of a large elementwise op: ~50-100 us of streaming
+
+
+def ufunc(f, *args):
+    """``f(*args)`` for a NumPy ufunc, split over the pool when it is large: when every array argument is a
+    C-contiguous NumPy ndarray of one shape (the others Python numbers or 0-d arrays), the chunks of the flat
+    range run on the pool's threads (NumPy releases the GIL in its loops) into one new result. Otherwise f
+    itself."""
+    import numpy as np
+    shape, big = None, None
+    for a in args:
+        if type(a) is np.ndarray and a.ndim:
+            if shape is None:
+                shape, big = a.shape, a
+            elif a.shape != shape:
+                return f(*args)
+            if not a.flags.c_contiguous:
+                return f(*args)
+        elif not (isinstance(a, (int, float, np.generic)) or (type(a) is np.ndarray and a.ndim == 0)):
+            return f(*args)
+    if big is None or chunks(big.size, _UFUNC_GRAIN) == 1:
+        return f(*args)
+    flat = [a.reshape(-1) if type(a) is np.ndarray and a.ndim else a for a in args]
+
+    def part(lo, hi, out=None):
+        return f(*[a[lo:hi] if type(a) is np.ndarray and a.ndim else a for a in flat], out=out)
+
+    out = np.empty(shape, part(0, 1).dtype)         # the result's dtype: NumPy's, from one element
+    of = out.reshape(-1)
+    parallel_for(of.size, lambda lo, hi: part(lo, hi, of[lo:hi]), _UFUNC_GRAIN)
+    return out

@@ -92,6 +92,26 @@ def test_conv2d_without_grad_in_image_blocks(path, case, monkeypatch):
         _close(out, ref, 2e-4, f"block {block}")
 
 
+@pytest.mark.parametrize("threads", [1, 3])
+@pytest.mark.parametrize("case", [CONVS[3], CONVS[7], CONVS[9], CONVS[11]], ids=str)
+def test_conv2d_tiles_of_images(path, case, threads, monkeypatch):
+    """Training: the batch in tiles (one image per tile with a 1-byte block, else one tile per thread), each
+    tile's columns kept for its part of the weight gradient, the parts summed; the input gradient per tile."""
+    n, c, h, w, o, k, s, p, d, g = case
+    k2 = k if isinstance(k, tuple) else (k, k)
+    x, wt, b = _rng(n, c, h, w), _rng(o, c // g, *k2, seed=1) * 0.3, _rng(o, seed=2)
+    was = hookgrad.get_num_threads()
+    hookgrad.set_num_threads(threads)
+    try:
+        for block in (1, 1 << 30):
+            monkeypatch.setattr(N, "_BLOCK_BYTES", block)
+            _check(_run(lambda L, x, w, b: L.nn.functional.conv2d(x, w, b, s, p, d, g), [x, wt, b]), tol=2e-4)
+            _check(_run(lambda L, x, w: L.nn.functional.conv_transpose2d(x, w, None, s, p, groups=g),
+                        [_rng(n, o, h // 2 + 1, w // 2 + 1), _rng(o, c // g, *k2, seed=3)]), tol=2e-4)
+    finally:
+        hookgrad.set_num_threads(was)
+
+
 def test_conv2d_non_contiguous_and_empty(path):
     x, wt = _rng(3, 5, 12, 10), _rng(4, 5, 3, 3, seed=1)
     _check(_run(lambda L, x, w: L.nn.functional.conv2d(x, w, None, 1, 1), [x, wt],

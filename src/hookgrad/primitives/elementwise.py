@@ -12,7 +12,7 @@ from .._array import array_module, module_of, default_module
 from ..autograd.graph import Node
 from ..autograd.formulas import TENSORS, zero_like
 from ._dispatch import binary, apply_inplace, broadcast_error
-from .. import _dtype as D
+from .. import _dtype as D, _parallel
 from .._jit import fast, elementwise
 from ._kernels import kernel, exp32, erf32_as, erf_as, _f32
 from .._errors import not_tensor, not_number, is_number, not_implemented_for, float_kernel
@@ -48,7 +48,7 @@ class Add(Node, name="AddBackward0"):
         if self.alpha != 1:
             y = y * _alpha(self)
         dt = self.dt
-        return np.add(x, y) if dt is None else np.add(x, y, dtype=dt)
+        return _parallel.ufunc(np.add, x, y) if dt is None else np.add(x, y, dtype=dt)
 
     def backward(self, g, F=TENSORS):
         return g, (g if self.alpha == 1 else g * self.alpha)
@@ -642,7 +642,7 @@ class Threshold(Unary, name="ThresholdBackward0"):
 
     def backward(self, g):
         (x,) = self.saved_values
-        return scale(g, x._data > self.threshold, x)
+        return scale(g, ~(x._data <= self.threshold), x)       # PyTorch's: a NaN passes g on
 
 
 class ThresholdInplace(Threshold, name="ThresholdBackward1"):
@@ -658,7 +658,7 @@ class Relu(Node, name="ReluBackward0"):
 
     def forward(self, x):
         self.z = z = zero_like(x)
-        return np.maximum(x, z)
+        return _parallel.ufunc(np.maximum, x, z)
 
     def backward(self, g, F=TENSORS):
         (out,) = F.saved(self)

@@ -307,28 +307,32 @@ def _batched(y, grid):
     return yb.reshape(o, -1)
 
 
-def _col2im(cols, shape, k, s, p, d, o, batch=False):
+def _col2im(cols, shape, k, s, p, d, o, batch=False, out=None):
     """Adjoint of im2col: sum the columns back into an (N, C, *S) image, one slice-add per kernel offset, on the
     pool by blocks of images or channels. ``cols``: (N, C*prod(k), prod(o)) (unfold's layout), or with
-    ``batch`` (C*prod(k), N*prod(o)) (_columns' layout, no junk)."""
+    ``batch`` (C*prod(k), N*prod(o)) (_columns' layout, no junk). Written into ``out`` when given."""
     n, c, sp = shape[0], shape[1], tuple(shape[2:])
     nd = len(k)
     xp = array_module(cols)
-    out = xp.zeros((n, c) + tuple(sp[i] + p[2 * i] + p[2 * i + 1] for i in range(nd)), cols.dtype)
+    if out is not None and not any(p):
+        out[...] = 0
+        acc = out
+    else:
+        acc = xp.zeros((n, c) + tuple(sp[i] + p[2 * i] + p[2 * i + 1] for i in range(nd)), cols.dtype)
     cv = cols.reshape(((c,) + tuple(k) + (n,) if batch else (n, c) + tuple(k)) + tuple(o))
     ext = tuple(s[i] * (o[i] - 1) + 1 for i in range(nd))
-    res = xp.empty((n, c) + sp, cols.dtype) if any(p) else out
+    res = out if out is not None else (xp.empty((n, c) + sp, cols.dtype) if any(p) else acc)
     inner = (Ellipsis,) + tuple(slice(p[2 * i], p[2 * i] + sp[i]) for i in range(nd))
 
     def part(n0, n1, c0, c1):
-        blk = out[n0:n1, c0:c1]
+        blk = acc[n0:n1, c0:c1]
         for off in np.ndindex(*k):
             if batch:
                 src = cv[(slice(c0, c1),) + off + (slice(n0, n1),)].swapaxes(0, 1)
             else:
                 src = cv[(slice(n0, n1), slice(c0, c1)) + off]
             blk[(Ellipsis,) + tuple(slice(off[i] * d[i], off[i] * d[i] + ext[i], s[i]) for i in range(nd))] += src
-        if res is not out:
+        if res is not acc:
             res[n0:n1, c0:c1] = blk[inner]
 
     _blocks(n, c, _prod(k) * _prod(o), part)
@@ -340,46 +344,88 @@ def _crop(o):
     return (Ellipsis,) + tuple(slice(0, v) for v in o[1:])
 
 
-_BLOCK_BYTES = 8 << 20       # the columns of one block of images, when they need not be kept: cache-sized
+_BLOCK_BYTES = 8 << 20       # the columns of one tile of images: cache-sized
+
+
+def _tiles(x, per):
+    """The batch of x split into tiles of images, ``per`` bytes of columns each: cache-sized, and on the CPU at
+    least as many as threads (a multiple of them), so that each thread runs its own im2col and its own
+    single-threaded GEMM on its tile (``_parallel.tiles``) and the copies scale with the products, as oneDNN
+    does. One tile on other devices, or when the batch has one image. Returns the tiles' bounds."""
+    n = x.shape[0]
+    t = _parallel.get_num_threads() if array_module(x) is np else 1
+    k = min(max(n, 1), max(-(-n * per // _BLOCK_BYTES), min(n, t), 1))
+    if t > 1 and k > 1:
+        k = min(n, -(-k // t) * t)
+    return [n * i // k for i in range(k + 1)]
+
+
+def _gemm(w, cols, g):
+    """The weight (O, C/g, *k) against columns (C*prod(k), M): (O, M), one product per group."""
+    o = w.shape[0]
+    if g == 1:
+        return np.matmul(w.reshape(o, -1), cols)
+    return np.matmul(w.reshape(g, o // g, -1), cols.reshape(g, -1, cols.shape[-1])).reshape(o, -1)
 
 
 def _conv(x, w, b, s, p, d, g, keep=True):
-    """Convolution of arrays (N, C, *S) * (O, C/g, *k): one GEMM (per group) over the batch's columns.
-    Returns (out, cols, grid): the columns and their grid, which the weight gradient reuses. Unless ``keep``,
-    the images go through in blocks whose columns stay in the cache (cols and grid are then None)."""
+    """Convolution of arrays (N, C, *S) * (O, C/g, *k): per tile of images (_tiles), the tile's columns and one
+    GEMM (per group), written into the output. Returns (out, tiles): with ``keep``, the tiles' bounds, columns
+    and grid, which the weight gradient reuses; else None."""
     n, o, k = x.shape[0], w.shape[0], w.shape[2:]
-    nb = max(n, 1) if keep else max(1, _BLOCK_BYTES // max(1, x.itemsize * x.shape[1] * _prod(k) * _prod(x.shape[2:])))
-    out = None
-    for n0 in range(0, max(n, 1), nb):
-        cols, osz, grid = _columns(x[n0:n0 + nb], k, s, p, d, o)
-        if g == 1:
-            y = np.matmul(w.reshape(o, -1), cols)
-        else:
-            y = np.matmul(w.reshape(g, o // g, -1), cols.reshape(g, -1, cols.shape[-1]))
-        y = y.reshape((o, -1) + grid)
-        if nb >= n:
-            return _images(y, osz, b), (cols if keep else None), (grid if keep else None)
-        if out is None:
-            out = array_module(x).empty((n, o) + osz, x.dtype)
-        _images(y, osz, b, out[n0:n0 + nb])
-    return out, None, None
+    bounds = _tiles(x, x.itemsize * x.shape[1] * _prod(k) * _prod(x.shape[2:]))
+    nt = len(bounds) - 1
+    cols_of, grid_of = [None] * nt, [None]
+    out = None if nt == 1 else array_module(x).empty(
+        (n, o) + _conv_size(x.shape[2:], k, s, p, d), x.dtype)
 
+    def tile(i):
+        n0, n1 = bounds[i], bounds[i + 1]
+        cols, osz, grid = _columns(x[n0:n1], k, s, p, d, o)
+        y = _gemm(w, cols, g).reshape((o, -1) + grid)
+        if keep:
+            cols_of[i], grid_of[0] = cols, grid
+        return _images(y, osz, b, None if out is None else out[n0:n1])
 
-def _conv_weight(x, y, ws, s, p, d, g, cols=None, grid=None):
-    """d<y, conv(x, w)>/dw: the columns of x (reused from the forward when given) against y, one GEMM (per
-    group) whose inner dimension runs over every image's output positions."""
-    if cols is None:
-        cols, _, grid = _columns(x, ws[2:], s, p, d, ws[0])
-    o, osz = y.shape[1], tuple(y.shape[2:])
-    if tuple(grid) != osz:  # NOTE: junk columns hold image values (inf, NaN): zeroed, or 0 * inf makes NaN
-        cv, nd = cols.reshape(cols.shape[:1] + (-1,) + tuple(grid)), len(osz)
-        for i in range(1, nd):
-            cv[(Ellipsis, slice(osz[i], None)) + (slice(None),) * (nd - 1 - i)] = 0
-    yb = _batched(y, grid)
-    if g == 1:
-        gw = np.matmul(yb, cols.T)
+    if nt == 1:
+        out = tile(0)
     else:
-        gw = np.matmul(yb.reshape(g, o // g, -1), cols.reshape(g, -1, cols.shape[-1]).swapaxes(1, 2))
+        _parallel.tiles(nt, tile)
+    return out, ((bounds, cols_of, grid_of[0]) if keep else None)
+
+
+def _conv_size(sp, k, s, p, d):
+    return tuple((sp[i] + p[2 * i] + p[2 * i + 1] - d[i] * (k[i] - 1) - 1) // s[i] + 1 for i in range(len(k)))
+
+
+def _conv_weight(x, y, ws, s, p, d, g, tiles=None):
+    """d<y, conv(x, w)>/dw: per tile of images, the tile's columns (kept by the forward when given) against
+    its part of y, one GEMM (per group) whose inner dimension runs over the tile's output positions; the
+    tiles' products summed."""
+    o, osz, nd = y.shape[1], tuple(y.shape[2:]), len(ws) - 2
+    if tiles is None:
+        bounds = _tiles(x, x.itemsize * x.shape[1] * _prod(ws[2:]) * _prod(x.shape[2:]))
+        kept, grid = [None] * (len(bounds) - 1), None
+    else:
+        bounds, kept, grid = tiles
+
+    def tile(i):
+        cols, gr = kept[i], grid
+        kept[i] = None                 # each tile's columns are used once
+        if cols is None:
+            cols, _, gr = _columns(x[bounds[i]:bounds[i + 1]], ws[2:], s, p, d, ws[0])
+        if tuple(gr) != osz:  # NOTE: junk columns hold image values (inf, NaN): zeroed, or 0 * inf makes NaN
+            cv = cols.reshape(cols.shape[:1] + (-1,) + tuple(gr))
+            for j in range(1, nd):
+                cv[(Ellipsis, slice(osz[j], None)) + (slice(None),) * (nd - 1 - j)] = 0
+        yb = _batched(y[bounds[i]:bounds[i + 1]], gr)
+        # (cols y^T)^T: OpenBLAS is 5-45% faster with the long inner dimension in this orientation
+        if g == 1:
+            return np.matmul(cols, yb.T).T
+        return np.matmul(cols.reshape(g, -1, cols.shape[-1]), yb.reshape(g, o // g, -1).swapaxes(1, 2)).swapaxes(1, 2)
+
+    nt = len(bounds) - 1
+    gw = tile(0) if nt == 1 else _parallel.tiles(nt, tile, reduce=True)
     return gw.reshape(ws)
 
 
@@ -398,12 +444,24 @@ def _conv_transpose(y, w, out_sz, s, p, d, g):
         if min(pads) >= 0:
             wt = w.reshape((g, o // g, cg) + k).swapaxes(1, 2).reshape((g * cg, o // g) + k)
             return _conv(y, wt[(Ellipsis,) + (slice(None, None, -1),) * nd], None, s, tuple(pads), d, g, False)[0]
-    yb = _batched(y, tuple(osz))
-    if g == 1:
-        cols = np.matmul(w.reshape(o, -1).T, yb)
-    else:
-        cols = np.matmul(w.reshape(g, o // g, -1).swapaxes(1, 2), yb.reshape(g, o // g, -1))
-    return _col2im(cols, (n, cg * g) + tuple(out_sz), k, s, p, d, osz, batch=True)
+    bounds = _tiles(y, y.itemsize * cg * g * _prod(k) * _prod(osz))
+    nt = len(bounds) - 1
+    out = None if nt == 1 else array_module(y).empty((n, cg * g) + tuple(out_sz), y.dtype)
+
+    def tile(i):
+        n0, n1 = bounds[i], bounds[i + 1]
+        yb = _batched(y[n0:n1], tuple(osz))
+        if g == 1:
+            cols = np.matmul(w.reshape(o, -1).T, yb)
+        else:
+            cols = np.matmul(w.reshape(g, o // g, -1).swapaxes(1, 2), yb.reshape(g, o // g, -1))
+        return _col2im(cols, (n1 - n0, cg * g) + tuple(out_sz), k, s, p, d, osz, batch=True,
+                       out=None if out is None else out[n0:n1])
+
+    if nt == 1:
+        return tile(0)
+    _parallel.tiles(nt, tile)
+    return out
 
 
 # --------------------------------------------------------------------------- convolution
@@ -446,9 +504,9 @@ class Conv(_ConvBase, name="ConvolutionBackward0"):
 
     def forward(self, x, w, b=None):
         keep = _state.enabled           # the columns, for the weight gradient (none without grad mode)
-        out, cols, grid = _conv(x, w, b, *self._args(), keep)
+        out, tiles = _conv(x, w, b, *self._args(), keep)
         if keep:
-            self._cols_cache = (x, cols, grid)
+            self._cols_cache = (x, tiles)
         return out
 
     def backward(self, gy):
@@ -458,8 +516,8 @@ class Conv(_ConvBase, name="ConvolutionBackward0"):
         gx = ConvTrGrad.apply(gy, w, out_hw=x.shape[2:], **geo) if _need(self, 0) else None
         gw = None
         if _need(self, 1):
-            cols = cache[1:] if cache is not None and cache[0] is x._data else None
-            gw = ConvW.apply(x, gy, wshape=w.shape, cols=cols, **geo)
+            tiles = cache[1] if cache is not None and cache[0] is x._data else None
+            gw = ConvW.apply(x, gy, wshape=w.shape, tiles=tiles, **geo)
         return gx, gw, _bias_grad(self, gy)
 
 
@@ -496,11 +554,11 @@ class ConvW(_ConvBase, name="ConvolutionBackwardBackward0"):
     """d<y, conv(x, w)>/dw for x (N, C, *S), y (N, O, *OS)."""
     save = (0, 1)
     saved_names = ("input", "grad_output")
-    cols = None
+    tiles = None
 
     def forward(self, x, y):
-        cached, self.cols = self.cols, None      # (columns, grid) kept by Conv's forward, once
-        return _conv_weight(x, y, tuple(self.wshape), *self._args(), *(cached or ()))
+        cached, self.tiles = self.tiles, None    # the columns kept by Conv's forward, used once
+        return _conv_weight(x, y, tuple(self.wshape), *self._args(), cached)
 
     def backward(self, gw):
         x, y = self.saved_values
@@ -648,12 +706,20 @@ class MaxPool(_PoolGeo, name="MaxPool2DWithIndicesBackward0"):
 
     def _max(self, x):
         """_separable by blocks of the first dim on the pool, each block padding its own part; (None, None)
-        when a block meets a NaN."""
+        when a block meets a NaN. Compiled: _max_pool2d_kernel on the planes of each block."""
         nd, xp = len(self.kernel), array_module(x)
         lead = x.shape[:x.ndim - nd]
         out = xp.empty(lead + tuple(self.osz), x.dtype)
         arg = xp.empty(out.shape, _index_dtype(_prod(self.kernel)))   # the blocks' index dtypes fit in it
         nan = []
+        if nd == 2 and fast(x):
+            k, s, d, p = self.kernel, self.stride, self.dilation, self.pads
+            x3, o3, a3 = np.ascontiguousarray(x).reshape((-1,) + x.shape[-2:]), out.reshape((-1,) + out.shape[-2:]), \
+                arg.reshape((-1,) + out.shape[-2:])
+            _parallel.parallel_for(x3.shape[0], lambda lo, hi: _max_pool2d_kernel(
+                x3[lo:hi], k[0], k[1], s[0], s[1], p[0], p[2], d[0], d[1], o3[lo:hi], a3[lo:hi]),
+                max(1, _GRAIN // max(1, _prod(x.shape[-2:]))))
+            return arg, out
 
         def part(lo, hi):
             a, m = self._separable(self._padded(x[lo:hi], -np.inf))
@@ -712,6 +778,33 @@ class MaxPool(_PoolGeo, name="MaxPool2DWithIndicesBackward0"):
     def backward(self, g):
         (x,) = self.saved_values
         return self._grad.apply(g, x, arg=self.arg, **self._geo())
+
+
+@kernel
+def _max_pool2d_kernel(x, kh, kw, sh, sw, ph, pw, dh, dw, out, arg):
+    """Planes x (P, H, W) -> out, arg (P, OH, OW): each window's max over its positions inside the input, and
+    the row-major offset of the first one attaining it, or of its last NaN (PyTorch's kernel takes every NaN
+    it meets)."""
+    hh, ww = x.shape[1], x.shape[2]
+    for c in range(x.shape[0]):
+        for r in range(out.shape[1]):
+            h0 = r * sh - ph
+            for q in range(out.shape[2]):
+                w0 = q * sw - pw
+                best = x[c, 0, 0]
+                at = -1
+                for i in range(kh):
+                    h = h0 + i * dh
+                    if h >= 0 and h < hh:
+                        for j in range(kw):
+                            w = w0 + j * dw
+                            if w >= 0 and w < ww:
+                                v = x[c, h, w]
+                                if at < 0 or v > best or v != v:
+                                    best = v
+                                    at = i * kw + j
+                out[c, r, q] = best if at >= 0 else -np.inf
+                arg[c, r, q] = max(at, 0)
 
 
 @kernel
