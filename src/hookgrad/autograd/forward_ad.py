@@ -18,6 +18,8 @@ tensor([2.7183, 0.0000])
 """
 import threading
 import weakref
+
+import numpy as np
 from typing import NamedTuple, Optional
 
 from .._tensor import Tensor
@@ -33,6 +35,7 @@ from .views import make_view
 __all__ = ["UnpackedDualTensor", "enter_dual_level", "exit_dual_level", "make_dual", "unpack_dual", "dual_level"]
 
 _current_level = -1
+_ndarray = np.ndarray
 
 Tensor._fw_grad = None          # a tensor's tangent at the current level (set in its __dict__ while it has one)
 
@@ -184,8 +187,33 @@ def make_dual(tensor, tangent, *, level=None):
                            f"Tensor, this is not supported. Tensor is of size {list(tensor._data.shape)} while the "
                            f"given forward gradient is of size {list(tangent._data.shape)}.")
     out = _alias(tensor)
-    _set_tangent(out, tangent)
+    _set_tangent(out, _laid_out_like(tangent, tensor))
     return out
+
+
+def _laid_out_like(tangent, tensor):
+    """The tangent as it is when it has the primal's layout (strides, and a storage of the primal's size), else a
+    copy laid out like the primal within a storage like the primal's (PyTorch's make_dual: as_strided on the dual
+    then works on the tangent too)."""
+    d, g = tensor._data, tangent._data
+    root = d
+    while getattr(root, "base", None) is not None:
+        root = root.base
+    groot = g
+    while getattr(groot, "base", None) is not None:
+        groot = groot.base
+    if type(d) is not _ndarray or type(root) is not _ndarray or g.dtype != d.dtype or (
+            g.strides == d.strides and groot.nbytes == root.nbytes):
+        return tangent
+    off = d.__array_interface__["data"][0] - root.__array_interface__["data"][0]
+    if off < 0 or root.nbytes % d.itemsize or not root.flags.c_contiguous:
+        return tangent
+    buf = np.zeros(root.nbytes // d.itemsize, g.dtype)
+    view = np.ndarray(d.shape, g.dtype, buffer=buf, offset=off, strides=d.strides)
+    view[...] = g
+    t = Tensor._make(view)
+    t._base = Tensor._make(buf)
+    return t
 
 
 def unpack_dual(tensor, *, level=None):
