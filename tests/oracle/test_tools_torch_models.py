@@ -390,3 +390,29 @@ def test_tools_on_a_transformers_bert_in_torch(monkeypatch):
                             "encoder.layer.1.attention.output", "encoder.layer.1.output"]
     np.testing.assert_allclose(acts["encoder.layer.1.output"].numpy(),
                                m(input_ids=ids).last_hidden_state.detach().numpy(), atol=1e-6)
+
+
+def global_optimizer_rows(lib):
+    reg = HookRegistry(lib=lib)
+    p = lib.nn.Parameter(lib.ones(2))
+    opt = lib.optim.SGD([p], lr=0.1)
+    h1 = reg.register("global", "step_pre", lambda o, a, k: None, tag="pre")
+    import importlib
+    optimizer_mod = importlib.import_module(lib.__name__ + ".optim.optimizer")
+    h2 = optimizer_mod.register_optimizer_step_post_hook(lambda o, a, k: None)          # direct
+    try:
+        p.sum().backward()
+        opt.step()
+        rows = [(r.kind, r.path, r.tag, r.fired) for r in reg.hooks(owner="global")]
+    finally:
+        h1.remove()
+        h2.remove()
+    return rows, [(r.kind, r.state) for r in reg.hooks(removed=True)]
+
+
+def test_registry_global_optimizer_hooks_equal():
+    got, want = global_optimizer_rows(torch), global_optimizer_rows(hookgrad)
+    assert got == want
+    assert got[0] == [("step_pre", "<global>", "pre", 1), ("step_post", "<global>", None, None)]
+    import torch.optim.optimizer as topt
+    assert not topt._global_optimizer_pre_hooks and not topt._global_optimizer_post_hooks

@@ -14,7 +14,7 @@ import types
 from ..utils.hooks import HookInfo
 from ..nn.modules.module import HOOK_KINDS
 
-__all__ = ["Lib", "lib_of", "library_of", "OPTIMIZER_KINDS", "hookgrad_lib", "is_tensor", "tensor_types", "TORCH_NAMES", "torch_attr"]
+__all__ = ["Lib", "lib_of", "library_of", "OPTIMIZER_KINDS", "GLOBAL_OPTIMIZER_KINDS", "hookgrad_lib", "is_tensor", "tensor_types", "TORCH_NAMES", "torch_attr"]
 
 # The PyTorch attributes the tools read on torch objects, all in this one table. PyTorch has no public
 # listing of hooks (what hookgrad offers as Module.hooks(), Tensor.hooks(), ddp.comm_hooks()), nor a
@@ -43,6 +43,9 @@ OPTIMIZER_KINDS = (("step_pre", "_optimizer_step_pre_hooks"), ("step_post", "_op
                    ("state_dict", "_optimizer_state_dict_post_hooks"),
                    ("load_state_dict_pre", "_optimizer_load_state_dict_pre_hooks"),
                    ("load_state_dict_post", "_optimizer_load_state_dict_post_hooks"))
+# the global optimizer hooks (register_optimizer_step_pre_hook...): kind, register function, dict, in optim.optimizer
+GLOBAL_OPTIMIZER_KINDS = (("step_pre", "register_optimizer_step_pre_hook", "_global_optimizer_pre_hooks"),
+                          ("step_post", "register_optimizer_step_post_hook", "_global_optimizer_post_hooks"))
 
 
 def _dict_listing(kind, d, flag_dicts=None):
@@ -110,6 +113,20 @@ class Lib:
             out += _dict_listing(kind, d.get(k.attr), {f: d.get(a) for f, a in k.flags.items()})
         return out
 
+    def optimizer_module(self):
+        """``<lib>.optim.optimizer`` when the user loaded it, else None (no optimizer hook can exist then)."""
+        return sys.modules.get(self.name + ".optim.optimizer")
+
+    def global_optimizer_hooks(self):
+        """The global optimizer step hooks (``register_optimizer_step_pre_hook`` / ``_post_hook``)."""
+        mod = self.optimizer_module()
+        if mod is None:
+            return []
+        out = []
+        for kind, _, attr in GLOBAL_OPTIMIZER_KINDS:
+            out += _dict_listing(kind, getattr(mod, attr, None))
+        return out
+
     def global_module_hooks(self):
         if not self.is_torch:
             return self.module_mod.global_module_hooks()
@@ -140,7 +157,7 @@ class Lib:
         """The hooks on ``owner`` (``"global"``, a module, a tensor, a node where the library lists
         them, an optimizer), or None when it has no listing."""
         if isinstance(owner, str) and owner == "global":
-            return self.global_module_hooks()
+            return self.global_module_hooks() + self.global_optimizer_hooks()
         if isinstance(owner, self.Module):
             return self.module_hooks(owner)
         if isinstance(owner, self.Tensor):

@@ -17,7 +17,8 @@ PyTorch has no public listing; a node's hooks only when registered through the r
 in C++). ``"global"`` is the global module hooks of the registry's model's library.
 
 Optimizers: kinds ``step_pre``, ``step_post``, ``state_dict_pre``, ``state_dict``, ``load_state_dict_pre`` and
-``load_state_dict_post`` on an ``Optimizer`` target (both libraries).
+``load_state_dict_post`` on an ``Optimizer`` target, ``step_pre`` / ``step_post`` on ``"global"`` (the
+``register_optimizer_step_*_hook`` hooks), in both libraries.
 
 DistributedDataParallel: the comm hook (kind ``"comm"``) and DDP's own gradient-ready hooks on its parameters
 (kind ``"post_accumulate_grad"``, ``by="DistributedDataParallel"``; hooks whose ``__self__`` is
@@ -25,12 +26,13 @@ DistributedDataParallel: the comm hook (kind ``"comm"``) and DDP's own gradient-
 """
 import contextlib
 import functools
+import importlib
 import os
 import sys
 import weakref
 
 from ..utils.hooks import hook_name
-from .lib import lib_of
+from .lib import GLOBAL_OPTIMIZER_KINDS, lib_of
 from .paths import module_paths
 
 __all__ = ["HookRecord", "HookRegistry", "default_registry", "register", "handle_ids", "is_global", "listing",
@@ -297,8 +299,9 @@ class HookRegistry:
         ``RemovableHandle``. ``target``: a Module (kinds forward_pre, forward, full_backward_pre,
         full_backward, backward, state_dict_pre, state_dict, load_state_dict_pre, load_state_dict_post),
         ``"global"`` (forward_pre, forward, full_backward_pre, full_backward, backward,
-        buffer/module/parameter_registration), a Tensor (grad, post_accumulate_grad), a grad_fn Node
-        (node, node_pre) or a list of tensors (multi_grad). ``options`` (prepend, with_kwargs, always_call,
+        buffer/module/parameter_registration, and the optimizers' step_pre, step_post), a Tensor (grad,
+        post_accumulate_grad), a grad_fn Node (node, node_pre), a list of tensors (multi_grad) or an
+        Optimizer (step_pre, step_post, state_dict_pre, state_dict, load_state_dict_pre, load_state_dict_post). ``options`` (prepend, with_kwargs, always_call,
         mode) go to the underlying ``register_*`` unchanged.
 
         A DistributedDataParallel target also takes the kind ``"comm"``: ``register(ddp, "comm", hook,
@@ -315,7 +318,12 @@ class HookRegistry:
             raise TypeError(f"hook must be callable, got {type(hook).__name__}")
         lib = self.lib if is_global(target) else lib_of(target, self.lib)
         if is_global(target):
-            kinds, reg = _GLOBAL_KINDS, lambda name: getattr(lib.module_mod, name)
+            kinds = dict(_GLOBAL_KINDS, **{k: f for k, f, _ in GLOBAL_OPTIMIZER_KINDS})
+
+            def reg(name):
+                if name.startswith("register_optimizer_"):
+                    return getattr(importlib.import_module(lib.name + ".optim.optimizer"), name)
+                return getattr(lib.module_mod, name)
         elif lib.is_ddp(target):
             kinds = dict(_MODULE_KINDS, comm="register_comm_hook")
             state = options.pop("state", None) if kind == "comm" else None
