@@ -17,6 +17,7 @@ import warnings
 import numpy as np
 
 from .._tensor import Tensor
+from ..autograd import forward_ad as _fwad
 
 _RESIZE_WARNING = ("An output with one or more elements was resized since it had shape {}, which does not match the "
                    "required output shape {}. This behavior is deprecated, and in a future PyTorch release outputs "
@@ -68,7 +69,6 @@ def write_out(result, out, name, warn=True):
     for o in outs:
         if not isinstance(o, Tensor):
             raise TypeError(f"{name}(): argument 'out' must be Tensor, not {type(o).__name__}")
-    from ..autograd import forward_ad as _fwad
     if _fwad._current_level >= 0 and any(t._fw_grad is not None for t in results + tuple(outs)):
         raise NotImplementedError(f"Trying to use forward AD with {name}_out that does not support it because it is "
                                   "an out= function")
