@@ -186,6 +186,14 @@ class OpOverload:
     def __call__(self, *args, **kwargs):
         return self._overloadpacket._call("." + self._overloadname, args, kwargs or {})
 
+    # an operator is its qualified name: the overload a dispatch mode is handed (utils._python_dispatch) equals,
+    # and hashes as, torch.ops.<ns>.<op>.<overload> (policies compare ops; selective checkpointing keys on them)
+    def __eq__(self, other):
+        return isinstance(other, OpOverload) and other._name == self._name
+
+    def __hash__(self):
+        return hash(self._name)
+
     def __repr__(self):
         return f"<OpOverload(op='{self._namespace}.{self._opname}', overload='{self._overloadname}')>"
 

@@ -449,3 +449,158 @@ def checkpoint_sequential(functions, segments, input, use_reentrant=None, **kwar
         input = checkpoint(run_function(start, end, functions), input, use_reentrant=use_reentrant,
                            preserve_rng_state=preserve)
     return run_function(end + 1, len(functions) - 1, functions)(input)
+
+
+# ------------------------------------------------------------------------- selective checkpointing
+# The policy of each op run inside a non-reentrant checkpoint decides whether its output is kept from the
+# forward (MUST_SAVE / PREFER_SAVE) or recomputed. hookgrad's dispatch modes observe ops after they ran
+# (utils._python_dispatch): the recomputation computes every op again (the same values), and the modes keep
+# PyTorch's bookkeeping on top: the policy calls (``ctx.is_recompute``), the cached outputs per op (detached,
+# with their version), and the errors of a second recomputation or of a cached output mutated in place.
+
+import enum  # noqa: E402
+import importlib  # noqa: E402
+
+
+class CheckpointPolicy(enum.Enum):
+    """What selective checkpointing does with an op's output: save it or recompute it."""
+    MUST_SAVE = 0
+    PREFER_SAVE = 1
+    MUST_RECOMPUTE = 2
+    PREFER_RECOMPUTE = 3
+
+
+class SelectiveCheckpointContext:
+    """The first argument of a policy function: ``is_recompute`` says which pass is running."""
+
+    def __init__(self, *, is_recompute):
+        self.is_recompute = is_recompute
+
+
+class _VersionWrapper:
+    """A cached output: the (detached) value and its version when cached."""
+
+    def __init__(self, val):
+        self.val = val
+        self.version = val._version if isinstance(val, Tensor) else None
+
+    def get_val(self, allow_cache_entry_mutation):
+        if self.version is not None and not allow_cache_entry_mutation and self.val._version != self.version:
+            raise RuntimeError("Tensor cached during selective activation checkpoint has been mutated")
+        return self.val
+
+
+def _policy_from_bool(b):
+    return CheckpointPolicy.MUST_SAVE if b else CheckpointPolicy.PREFER_RECOMPUTE
+
+
+def _ignored(func):
+    name = getattr(func, "_opname", "")
+    return name in ("sym_size", "sym_stride", "sym_numel", "sym_storage_offset", "detach")
+
+
+def _detached(x):
+    if isinstance(x, Tensor):
+        return x.detach()
+    if isinstance(x, (tuple, list)):
+        return type(x)(_detached(v) for v in x)
+    return x
+
+
+_MODES = {}
+
+
+def _modes():
+    """The two dispatch modes, built on first use: TorchDispatchMode lives above this layer (with torch.ops), so
+    it is looked up when selective checkpointing is first asked for, not imported with this module."""
+    if not _MODES:
+        _TDM = importlib.import_module(__package__ + "._python_dispatch").TorchDispatchMode
+
+        class _CachingTorchDispatchMode(_TDM):
+            """The forward's mode: asks the policy about each op and caches the outputs it saves."""
+
+            def __init__(self, policy_fn, storage):
+                super().__init__()
+                self.policy_fn = policy_fn
+                self.storage = storage
+
+            def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+                kwargs = kwargs or {}
+                out = func(*args, **kwargs)
+                if _ignored(func):
+                    return out
+                policy = self.policy_fn(SelectiveCheckpointContext(is_recompute=False), func, *args, **kwargs)
+                if isinstance(policy, bool):
+                    policy = _policy_from_bool(policy)
+                if policy in (CheckpointPolicy.MUST_SAVE, CheckpointPolicy.PREFER_SAVE):
+                    self.storage[func].append(_VersionWrapper(_detached(out)))
+                return out
+
+
+        class _CachedTorchDispatchMode(_TDM):
+            """The recomputation's mode: asks the policy again and takes the cached outputs (once each)."""
+
+            def __init__(self, policy_fn, storage, allow_cache_entry_mutation):
+                super().__init__()
+                self.policy_fn = policy_fn
+                self.storage = storage
+                self.allow_cache_entry_mutation = allow_cache_entry_mutation
+
+            def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+                kwargs = kwargs or {}
+                out = func(*args, **kwargs)
+                if _ignored(func):
+                    return out
+                policy = self.policy_fn(SelectiveCheckpointContext(is_recompute=True), func, *args, **kwargs)
+                if isinstance(policy, bool):
+                    policy = _policy_from_bool(policy)
+                if policy in (CheckpointPolicy.MUST_SAVE, CheckpointPolicy.PREFER_SAVE):
+                    storage = self.storage.get(func)
+                    if storage is None:
+                        raise RuntimeError(f"{func} encountered during backward, but not found in storage")
+                    if len(storage) == 0:
+                        raise RuntimeError("Trying to backward an extra time. You are only allowed to backward once on any "
+                                           "region computed under selective activation checkpoint.")
+                    storage.pop(0).get_val(self.allow_cache_entry_mutation)
+                return out
+
+
+        _MODES["caching"], _MODES["cached"] = _CachingTorchDispatchMode, _CachedTorchDispatchMode
+    return _MODES["caching"], _MODES["cached"]
+
+
+def __getattr__(name):
+    if name == "_CachingTorchDispatchMode":
+        return _modes()[0]
+    if name == "_CachedTorchDispatchMode":
+        return _modes()[1]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def create_selective_checkpoint_contexts(policy_fn_or_list, allow_cache_entry_mutation=False):
+    """``context_fn`` for ``checkpoint(..., use_reentrant=False)``: a policy function
+    ``policy_fn(ctx, op, *args, **kwargs) -> CheckpointPolicy | bool``, or a list of ops whose outputs are saved.
+    Returns (forward context, recompute context)."""
+    if isinstance(policy_fn_or_list, list):
+        for op in policy_fn_or_list:
+            kind = type(op).__name__        # (torch.ops' classes, named: they live above this layer)
+            if kind not in ("OpOverload", "_Ran"):
+                _extra_msg = ("Please update the OpOverloadPacket to a specific OpOverload."
+                              "For example, if you have `torch.ops.aten.mm`, change it to `torch.ops.aten.mm.default`."
+                              ) if kind == "OpOverloadPacket" else ""
+                raise ValueError(f"Expected op in `op_list` to be an OpOverload but got: {op} of type {type(op)}. "
+                                 f"{_extra_msg}")
+        ops = policy_fn_or_list
+
+        def policy_fn(ctx, op, *args, **kwargs):
+            return CheckpointPolicy.MUST_SAVE if op in ops else CheckpointPolicy.PREFER_RECOMPUTE
+    elif callable(policy_fn_or_list):
+        policy_fn = policy_fn_or_list
+    else:
+        raise TypeError("policy_fn_or_list must be either a function or a list of ops.")
+    storage = defaultdict(list)
+    caching, cached = _modes()
+    return caching(policy_fn, storage), cached(policy_fn, storage, allow_cache_entry_mutation)
+
+
+__all__ += ["CheckpointPolicy", "SelectiveCheckpointContext", "create_selective_checkpoint_contexts"]
