@@ -548,7 +548,7 @@ def scaled(t, k):
 
 # ---------------------------------------------------------------------------------------------- custom Functions
 
-def _function_jvp(cls, ctx, args, result, raw, dirty_tensors, non_differentiable):
+def _function_jvp(cls, ctx, args, result, raw=None, dirty_tensors=None, non_differentiable=None):
     """After a custom Function's forward: if an input is dual, its ``jvp(ctx, *tangents)`` gives the outputs'
     tangents (a zero tangent for a floating tensor input without one, None for other arguments; ``ctx.saved_tensors``
     reads what ``save_for_forward`` kept), with PyTorch's checks (_process_forward_mode_AD): none for a
@@ -580,6 +580,9 @@ def _function_jvp(cls, ctx, args, result, raw, dirty_tensors, non_differentiable
     if len(res) != len(outs):
         raise RuntimeError(f"Function's jvp returned an invalid number of forward gradients (expected {len(outs)} "
                            f"but got {len(res)})")
+    if raw is None:     # (called without forward's raw outputs: the ctx's lists, where they are still kept)
+        raw, dirty_tensors = result, getattr(ctx, "dirty_tensors", ())
+        non_differentiable = getattr(ctx, "non_differentiable", ())
     nondiff = {id(t) for t in non_differentiable or ()}
     dirty = {id(t) for t in dirty_tensors or ()}
     raw = raw if type(raw) is tuple else (raw,)
