@@ -231,10 +231,15 @@ def tensor_repr(t, tensor_contents=None):
             suffixes.append("dtype=" + str(dt))
     if tensor_contents is None:
         tensor_contents = _tensor_str(arr, indent)
-    if t.grad_fn is not None:
-        suffixes.append(f"grad_fn=<{type(t.grad_fn).__name__.rsplit('::', 1)[-1]}>")
-    elif t.requires_grad:
-        suffixes.append("requires_grad=True")
+    try:
+        gf = t.grad_fn
+    except RuntimeError:    # a view made and modified in place under no_grad: no history can be rebuilt (PyTorch)
+        suffixes.append("grad_fn=<Invalid>")
+    else:
+        if gf is not None:
+            suffixes.append(f"grad_fn=<{type(gf).__name__.rsplit('::', 1)[-1]}>")
+        elif t.requires_grad:
+            suffixes.append("requires_grad=True")
     tangent = getattr(t, "_fw_grad", None)      # forward AD: a dual tensor shows its tangent
     if tangent is not None:
         suffixes.append(f"tangent={tangent}")

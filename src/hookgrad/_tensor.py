@@ -18,6 +18,9 @@ _CPP_NAMES = {"float32": "float", "float64": "double", "int64": "long int", "int
               "int8": "signed char", "uint8": "unsigned char", "bool": "bool", "float16": "c10::Half",
               "bfloat16": "c10::BFloat16", "complex64": "c10::complex<float>", "complex128": "c10::complex<double>"}
 _SAME = object()
+_UNDELETABLE = {"_grad_fn": (RuntimeError, "Deletion of _grad_fn not allowed. Detach tensor instead!"),
+                "_backward_hooks": (RuntimeError, "Deletion of _backwards_hooks not allowed!"),
+                "grad_fn": (AttributeError, "attribute 'grad_fn' of 'torch._C.TensorBase' objects is not writable")}
 _NONLEAF_GRAD_WARNING = (
     "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its .grad attribute won't be "
     "populated during autograd.backward(). If you indeed want the .grad field to be populated for a non-leaf "
@@ -209,6 +212,16 @@ class Tensor:
     def requires_grad(self, value):
         _set_requires_grad(self, value)
 
+    @requires_grad.deleter
+    def requires_grad(self):
+        raise RuntimeError("requires_grad must be a bool")
+
+    def __delattr__(self, name):
+        err = _UNDELETABLE.get(name)
+        if err is not None:
+            raise err[0](err[1])
+        object.__delattr__(self, name)
+
     @staticmethod
     def _make_subclass(cls, data, require_grad=False, **kwargs):
         """torch.Tensor._make_subclass: an instance of ``cls`` (a Tensor subclass, its __init__ not called) over
@@ -380,6 +393,8 @@ class Tensor:
         if value is not None:
             if not isinstance(value, Tensor):
                 raise TypeError(f"assigned grad expected to be a Tensor or None but got grad of type {type(value).__name__}")
+            if value is self:
+                raise RuntimeError("can't assign Variable as its own grad")
             gdt = self._grad_dtype
             if gdt is _SAME:
                 gdt = self.dtype
@@ -427,8 +442,14 @@ class Tensor:
         t = Tensor._make(self._data)
         return t
 
+    @data.deleter
+    def data(self):
+        raise RuntimeError("Deleting tensor data is not allowed. Delete tensor instead!")
+
     @data.setter
     def data(self, value):
+        if value is None or isinstance(value, (bool, int, float, complex, str, list, tuple)):
+            raise TypeError(f"Variable data has to be a tensor, but got {type(value).__name__}")
         if isinstance(value, Tensor):
             if getattr(value._data, "_layout", None) is not getattr(self._data, "_layout", None):
                 raise RuntimeError("Attempted to call `variable.set_data(tensor)`, but `variable` and `tensor` have "

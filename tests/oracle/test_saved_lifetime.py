@@ -161,3 +161,40 @@ def test_grad_assignment_and_grad_dtype():
         z = lib.ones(2, dtype=lib.int64)
         log("int", str(z.grad_dtype))
     events(s)
+
+
+def test_attribute_assignment_and_deletion_errors():
+    def s(lib, log):
+        x = lib.randn(3, 3, requires_grad=True)
+        del x.grad
+        log("grad deleted", x.grad is None)
+        for f in (lambda: setattr(x, "grad", x), lambda: delattr(x, "data"), lambda: setattr(x, "data", None),
+                  lambda: delattr(x, "requires_grad"), lambda: delattr(x, "_grad_fn"),
+                  lambda: delattr(x, "_backward_hooks"), lambda: delattr(x, "grad_fn")):
+            attempt(log, f)
+        log("still usable", x.requires_grad, x.grad_fn, x.shape)
+        x.foo = 1
+        del x.foo
+        log("own attribute", hasattr(x, "foo"))
+    events(s)
+
+
+def test_repr_of_a_view_modified_in_no_grad():
+    def s(lib, log):
+        a = lib.ones(1, requires_grad=True)
+        with lib.no_grad():
+            b = a[:]
+            b *= 2
+        log("repr", repr(b), repr(a), repr(a.clone()))
+
+        class Func(lib.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                return x
+
+            @staticmethod
+            def backward(ctx, g):
+                return g
+        log("custom", repr(Func.apply(a)))
+        attempt(log, lambda: b.grad_fn)
+    events(s)
