@@ -108,3 +108,77 @@ def test_grid_errors(lib):
     m = pair()[0] if lib is torch else pair()[1]
     with pytest.raises(ValueError, match="must output .N, tokens, channels. tokens, got \\(2, 8, 2, 3\\)"):
         TokenGradCAM(m, "patch")(lib.tensor(IMG))
+
+
+def eager_vit(lib):
+    """Attention written out (a visible softmax), keeping each pattern for the by-hand check."""
+    nn = lib.nn
+
+    class Attn(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.qkv, self.proj = nn.Linear(D, 3 * D), nn.Linear(D, D)
+
+        def forward(self, x):
+            b, t, _ = x.shape
+            q, k, v = [z.reshape(b, t, 2, D // 2).transpose(1, 2) for z in self.qkv(x).split(D, -1)]
+            self.p = (q @ k.transpose(2, 3) / 2).softmax(-1)
+            return self.proj((self.p @ v).transpose(1, 2).reshape(b, t, D))
+
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.n1, self.attn = nn.LayerNorm(D), Attn()
+            self.mlp = nn.Sequential(nn.LayerNorm(D), nn.Linear(D, D), nn.GELU())
+
+        def forward(self, x):
+            x = x + self.attn(self.n1(x))
+            return x + self.mlp(x)
+
+    class ViT(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.patch = nn.Conv2d(3, D, P, stride=P)
+            self.cls = nn.Parameter(lib.randn(1, 1, D))
+            self.blocks = nn.Sequential(Block(), Block())
+            self.head = nn.Linear(D, 5)
+
+        def forward(self, img):
+            t = self.patch(img).flatten(2).transpose(1, 2)
+            return self.head(self.blocks(lib.cat([self.cls.expand(len(t), -1, -1), t], 1))[:, 0])
+    return ViT().eval()
+
+
+def test_attention_gradient_rollout_on_both_libraries():
+    from hookgrad.tools.gradcam_tokens import AttentionGradCAM
+    torch.manual_seed(0)
+    t, h = eager_vit(torch), eager_vit(hookgrad)
+    h.load_state_dict({k: hookgrad.tensor(v.detach().numpy().copy()) for k, v in t.state_dict().items()})
+    res = []
+    for lib, m in ((torch, t), (hookgrad, h)):
+        cam = AttentionGradCAM(m, prefix_tokens=1, patch_size=P)
+        maps, classes = cam(lib.tensor(IMG))
+        assert len(cam.patterns) == 2 and tuple(cam.patterns[0].shape) == (2, 2, 7, 7)
+        assert all(p.grad is None for p in m.parameters())
+        # by hand: the patterns the modules kept, their gradients, the rollout
+        out = m(lib.tensor(IMG))
+        ps = [b.attn.p for b in m.blocks]
+        gs = lib.autograd.grad(out[[0, 1], classes].sum(), ps)
+        R = np.broadcast_to(np.eye(7, dtype=np.float32), (2, 7, 7)).copy()
+        for p, g in zip(ps, gs):
+            R = R + np.maximum(g.numpy() * p.detach().numpy(), 0).mean(1) @ R
+        rel = R[:, 0, 1:].reshape(2, 2, 3)
+        small = np.maximum(cam.patterns[0].numpy(), 0)       # the kept pattern is the softmax output
+        assert np.allclose(small.sum(-1), 1, atol=1e-5)
+        np.testing.assert_allclose(cam.relevance.numpy(), rel, rtol=1e-5, atol=1e-6)
+        res.append((maps.numpy(), classes))
+    assert res[0][1] == res[1][1]
+    np.testing.assert_allclose(res[1][0], res[0][0], rtol=1e-4, atol=1e-5)
+
+
+@LIBS
+def test_attention_gradient_needs_a_visible_softmax(lib):
+    from hookgrad.tools.gradcam_tokens import AttentionGradCAM
+    m = lib.nn.Sequential(lib.nn.Flatten(), lib.nn.Linear(3 * 8 * 12, 5))
+    with pytest.raises(RuntimeError, match="no attention softmax"):
+        AttentionGradCAM(m, patch_size=P)(lib.tensor(IMG))

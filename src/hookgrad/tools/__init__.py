@@ -20,7 +20,7 @@ from .hookcheck import check_hooks, strict_hooks, HookMisuseWarning
 from .grads_ready import register_full_post_accumulate_grad_hook
 from .saved_bytes import saved_tensor_bytes
 from . import hooknames
-from .gradcam_tokens import TokenGradCAM, tokens_to_grid
+from .gradcam_tokens import TokenGradCAM, AttentionGradCAM, tokens_to_grid
 from .view_hooks import register_view_hook
 from .explain import explain_autograd_errors
 from ..autograd.graph import OpHook, register_op_hook
@@ -32,4 +32,4 @@ __all__ = ["HookRegistry", "HookRecord", "default_registry", "register", "why", 
            "trace", "grad_fn_graph", "module_paths", "select", "ModuleStack", "OpHook", "register_op_hook",
            "load_capture", "CaptureBudgetError", "per_sample_grads", "check_hooks", "strict_hooks", "HookMisuseWarning",
            "register_full_post_accumulate_grad_hook", "saved_tensor_bytes", "hooknames",
-           "TokenGradCAM", "tokens_to_grid", "register_view_hook", "explain_autograd_errors"]
+           "TokenGradCAM", "AttentionGradCAM", "tokens_to_grid", "register_view_hook", "explain_autograd_errors"]

@@ -13,7 +13,7 @@ import math
 
 from .gradcam import GradCAM, GradCAMPlusPlus
 
-__all__ = ["TokenGradCAM", "tokens_to_grid"]
+__all__ = ["TokenGradCAM", "AttentionGradCAM", "tokens_to_grid"]
 
 
 def tokens_to_grid(tokens, prefix_tokens=1, grid=None):
@@ -80,3 +80,72 @@ class TokenGradCAM(GradCAM):
         return super().cam(x, target)
 
     __call__ = cam
+
+
+class AttentionGradCAM:
+    """The attention-gradient method (Chefer et al., 2021, "Generic attention-model explainability"), on
+    op-level hooks: every softmax of the forward whose output is an attention pattern (N, heads, T, T) is
+    kept (an :class:`~hookgrad.tools.ophooks.OpTool`: op hooks on hookgrad, ``TorchDispatchMode`` on
+    torch), its gradient A' w.r.t. the class score is taken with ``autograd.grad`` (``.grad`` untouched),
+    and the relevance is rolled out layer by layer: ``R = I; R += mean_heads(relu(A' * A)) @ R``. The map
+    is row 0 (the CLS token's) of ``R`` over the patch tokens, on the grid (kept as ``relevance``, N x h x w),
+    upsampled and normalised as :class:`TokenGradCAM`'s.
+
+    The attention must run as a visible softmax (eager attention): a fused kernel
+    (``scaled_dot_product_attention`` on torch, e.g. ``nn.MultiheadAttention(need_weights=False)``) keeps
+    the pattern to itself, and a call that finds no pattern raises ``RuntimeError`` saying so.
+    """
+
+    def __init__(self, model, prefix_tokens=1, grid=None, patch_size=None):
+        from .lib import lib_of
+        self.model, self.lib = model, lib_of(model)
+        self.prefix_tokens, self.grid, self.patch_size = prefix_tokens, grid, patch_size
+        self.patterns = []
+        self.gradients = []
+
+    def _keeper(self):
+        from .ophooks import OpTool
+        kept = self.patterns
+
+        class KeepAttention(OpTool):
+            def forward_post(self, name, inputs, output, node):
+                if name == "Softmax" and output.dim() == 4 and output.shape[-1] == output.shape[-2]:
+                    kept.append(output)
+        return KeepAttention(lib=self.lib)
+
+    def __call__(self, x, target=None):
+        L = self.lib
+        self.patterns, self.gradients = [], []
+        with L.enable_grad():
+            with self._keeper():
+                out = self.model(x)
+        if not self.patterns:
+            raise RuntimeError("AttentionGradCAM: no attention softmax (N, heads, T, T) ran in the forward: a fused "
+                               "attention kernel hides it (use eager attention, e.g. need_weights=True)")
+        n = out.shape[0]
+        classes = ([int(c) for c in out.detach().argmax(1).tolist()] if target is None else
+                   [target] * n if isinstance(target, int) else [int(c) for c in target])
+        score = out[list(range(n)), classes].sum()
+        grads = L.autograd.grad(score, self.patterns, allow_unused=True)
+        with L.no_grad():
+            t = self.patterns[0].shape[-1]
+            R = L.root.eye(t, dtype=out.dtype).expand(n, t, t).clone()
+            for A, g in zip(self.patterns, grads):
+                if g is None:
+                    continue
+                self.gradients.append(g)
+                a = (g * A).clamp(min=0).mean(1)                       # N, T, T
+                R = R + a @ R
+            rel = R[:, 0, self.prefix_tokens:]                          # the CLS row over the patches
+            grid = self.grid
+            if grid is None and self.patch_size is not None:
+                ph, pw = (self.patch_size,) * 2 if isinstance(self.patch_size, int) else self.patch_size
+                grid = (x.shape[-2] // ph, x.shape[-1] // pw)
+            m = tokens_to_grid(rel[:, :, None], 0, grid)                # N, 1, h, w
+            self.relevance = m[:, 0]
+            m = L.nn.functional.interpolate(m, size=tuple(x.shape[-2:]), mode="bilinear", align_corners=False)[:, 0]
+            lo = m.amin((1, 2), keepdim=True)
+            span = m.amax((1, 2), keepdim=True) - lo
+            maps = (m - lo) / span.masked_fill(span == 0, 1.0) * (span != 0)
+        self.patterns = [p.detach() for p in self.patterns]
+        return maps, classes
