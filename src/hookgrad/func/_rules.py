@@ -193,8 +193,8 @@ def call_bound(func, b):
 _REDUCE_ALL = "sum mean nansum nanmean amax amin std var std_mean var_mean count_nonzero logsumexp norm".split()
 _REDUCE_FLAT = "argmax argmin prod all any max min median nanmedian".split()
 _DIM_OPS = """softmax log_softmax cumsum cumprod logcumsumexp cummax cummin sort argsort topk kthvalue mode
-narrow select unbind split chunk tensor_split cross diff glu repeat_interleave unflatten msort
-F.softmax F.log_softmax F.softmin F.normalize F.glu F.cosine_similarity cosine_similarity F.pairwise_distance""".split()
+narrow select unbind split chunk tensor_split cross diff glu repeat_interleave unflatten
+F.softmax F.log_softmax F.softmin F.normalize F.glu F.cosine_similarity cosine_similarity F.pairwise_distance pairwise_distance""".split()
 
 
 def _first_batched(args, level):
@@ -250,7 +250,8 @@ for _n in _REDUCE_FLAT:
 
 
 def _dims(level, func, args, kwargs, key, extra=0, names=("dim", "dims", "dim0", "dim1", "dim2", "start_dim",
-                                                              "end_dim", "source", "destination", "axis")):
+                                                              "end_dim", "source", "destination", "axis", "axis0",
+                                                              "axis1")):
     """An op whose dims are named parameters: every tensor argument batched (expanded where it is not), each
     dim shifted past the batch dim. ``extra``: the output's rank minus the input's (``unsqueeze``: 1)."""
     b = bind(key, func, args, kwargs)
@@ -266,7 +267,7 @@ def _dims(level, func, args, kwargs, key, extra=0, names=("dim", "dims", "dim0",
     b.apply_defaults()
     for n in names:
         d = b.arguments.get(n)
-        if d is not None and n in b.signature.parameters and not isinstance(d, str):
+        if d is not None and n in b.signature.parameters and not isinstance(d, str) and not _is_tensor(d):
             b.arguments[n] = shift(d, r)
     for n, v in list(b.arguments.items()):
         if _is_tensor(v):
@@ -289,8 +290,29 @@ for _n in ("F.softmax", "F.log_softmax", "F.softmin"):
                            or bind(n, func, args, kwargs).arguments.get("dim") is None)
         else _dims(level, func, args, kwargs, n)))(_n)
 for _n in ("transpose", "swapaxes", "swapdims", "movedim", "moveaxis", "diagonal", "gather", "scatter",
-           "scatter_add", "scatter_reduce", "index_add", "index_copy", "index_fill", "take_along_dim"):
+           "scatter_add", "scatter_reduce", "take_along_dim"):
     RULES[_n] = _dims_rule(_n)
+
+
+def _index_op(level, func, args, kwargs, key):
+    """index_add/index_copy/index_fill: an unbatched 1-D index stays as it is; the rest is batched."""
+    b = bind(key, func, args, kwargs)
+    if b is None or at(b.arguments.get("index"), level):
+        return NotImplemented
+    b.apply_defaults()
+    x = b.arguments["input"]
+    r = lrank(x, level)
+    if r == 0:
+        return NotImplemented
+    b.arguments["dim"] = shift(b.arguments["dim"], r)
+    for n, v in list(b.arguments.items()):
+        if _is_tensor(v) and n != "index":
+            b.arguments[n] = value(v, level)
+    return wrap(call_bound(func, b), level)
+
+
+for _n in ("index_add", "index_copy", "index_fill"):
+    RULES[_n] = (lambda n: lambda level, func, args, kwargs: _index_op(level, func, args, kwargs, n))(_n)
 RULES["unsqueeze"] = _dims_rule("unsqueeze", extra=1)
 RULES["diag_embed"] = _dims_rule("diag_embed", extra=1)
 
@@ -372,6 +394,7 @@ def _flip(level, func, args, kwargs):
     return wrap(x._value.flip(shift(tuple(dims), lrank(x, level))), level)
 
 
+RULES["msort"] = lambda level, func, args, kwargs: args[0].sort(0).values
 RULES["fliplr"] = lambda level, func, args, kwargs: args[0].flip(1)
 RULES["flipud"] = lambda level, func, args, kwargs: args[0].flip(0)
 
