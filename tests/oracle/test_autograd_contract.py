@@ -440,3 +440,15 @@ def test_creation_meta_errors():
         b.mul_(2)
         attempt(log, lambda: u.grad_fn)
     events(s)
+
+
+def test_grad_fn_call_checks_the_number_of_grads():
+    def s(lib, log):
+        x = lib.ones(1, requires_grad=True)
+        y = x ** 2
+        attempt(log, lambda: y.grad_fn(x.detach(), x.detach()))
+        attempt(log, lambda: y.grad_fn())
+        log("one", [float(g.detach().sum()) for g in y.grad_fn(x.detach())])
+        a, b = lib.ones(2, requires_grad=True).unbind()
+        attempt(log, lambda: a.grad_fn(x.detach()))
+    events(s)

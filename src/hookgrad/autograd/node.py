@@ -585,6 +585,10 @@ class Node:
         return s.unpack()
 
     def __call__(self, *grads):
+        m = self._out_meta
+        n = 1 if m is None else len(m)
+        if len(grads) != n:
+            raise TypeError(f"expected {n} arguments, got {len(grads)} instead")
         return tuple(self._run_backward(list(grads)))
 
     # a node class written in Python in PyTorch (a custom Function's node) prints with its module, as
