@@ -69,7 +69,7 @@ UNARY = [
     ("nansum var_mean std_mean", lambda lib, x: (x.nansum(1), lib.var_mean(x, 1), lib.std_mean(x))),
     ("count_nonzero aminmax", lambda lib, x: (lib.count_nonzero(x > 0, 1), x.amin((0, 1)))),
     ("argsort msort", lambda lib, x: (x.argsort(0), lib.msort(x))),
-    ("tensor_split repeat_interleave", lambda lib, x: (x.tensor_split(2, 1), x.repeat_interleave(2, 0))),
+    ("tensor_split repeat_interleave", lambda lib, x: (x.tensor_split(2, 1), x.repeat_interleave(2, 0), x.repeat_interleave(2))),
     ("diff cross", lambda lib, x: (lib.diff(x, dim=1), lib.cross(x[:, :3], x[:, 1:4].flip(0), dim=1))),
     ("scatter index_add", lambda lib, x: (x.scatter(1, lib.tensor([[0], [2], [4]]), -1.0),
                                           x.scatter_add(0, lib.tensor([[0, 1, 2, 0, 1]]), x[:1]),

@@ -193,7 +193,7 @@ def call_bound(func, b):
 _REDUCE_ALL = "sum mean nansum nanmean amax amin std var std_mean var_mean count_nonzero logsumexp norm".split()
 _REDUCE_FLAT = "argmax argmin prod all any max min median nanmedian".split()
 _DIM_OPS = """softmax log_softmax cumsum cumprod logcumsumexp cummax cummin sort argsort topk kthvalue mode
-narrow select unbind split chunk tensor_split cross diff glu repeat_interleave unflatten
+narrow select unbind split chunk tensor_split diff glu unflatten
 F.softmax F.log_softmax F.softmin F.normalize F.glu F.cosine_similarity cosine_similarity F.pairwise_distance pairwise_distance""".split()
 
 
@@ -392,6 +392,31 @@ def _flip(level, func, args, kwargs):
         return NotImplemented
     dims = _shape_args(args, kwargs, "dims")
     return wrap(x._value.flip(shift(tuple(dims), lrank(x, level))), level)
+
+
+@register("repeat_interleave")
+def _repeat_interleave(level, func, args, kwargs):
+    b = bind("repeat_interleave", func, args, kwargs)
+    if b is None or not at(b.arguments.get("input"), level) or at(b.arguments.get("repeats"), level):
+        return NotImplemented
+    b.apply_defaults()
+    if b.arguments.get("dim") is None:                 # the flattened tensor
+        b.arguments["input"] = b.arguments["input"].flatten()
+        b.arguments["dim"] = 0
+        return call_bound(func, b)
+    return _dims(level, func, args, kwargs, "repeat_interleave")
+
+
+@register("cross")
+def _cross(level, func, args, kwargs):
+    b = bind("cross", func, args, kwargs)
+    if b is None:
+        return NotImplemented
+    b.apply_defaults()
+    if b.arguments.get("dim") is None:                 # the first dim of size 3 (PyTorch's legacy default)
+        shape = b.arguments["input"].shape
+        b.arguments["dim"] = next((i for i, n in enumerate(shape) if n == 3), -1)
+    return _dims(level, func, b.args, b.kwargs, "cross")
 
 
 RULES["msort"] = lambda level, func, args, kwargs: args[0].sort(0).values
