@@ -355,3 +355,17 @@ def test_anomaly_warnings_name_the_parents():
                 log(_err(lambda: lib.autograd.grad(d2.sum(), a))[0])
         log(first_lines(w))
     both(scenario)
+
+
+def test_legacy_resize_function_and_gradient_edges_through_it():
+    def scenario(lib, log):
+        import importlib
+        fns = importlib.import_module(lib.__name__ + ".autograd._functions")
+        x = lib.tensor([1.0, 2.0, 3.0, 4.0], requires_grad=True)
+        y = fns.Resize.apply(x, (2, 2))
+        out = (y * y).sum()
+        edge = lib.autograd.graph.get_gradient_edge(y)
+        log(type(y.grad_fn).__name__, y, lib.autograd.grad(out, edge, retain_graph=True),
+            lib.autograd.grad(out, x))
+        log(_err(lambda: fns.Resize.apply(x, (3,)))[0])
+    both(scenario)
