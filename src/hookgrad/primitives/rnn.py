@@ -23,6 +23,7 @@ from .._array import array_module
 from ..autograd.formulas import TENSORS, ARRAYS
 from .linalg import addmm, mm, matmul
 from .join import stack, cat, unsafe_chunk
+from .._jit import fast, kernel
 
 _float32 = _D.float32
 
@@ -234,6 +235,22 @@ def _run(mode, x, batch_sizes, hx, params, has_biases, num_layers, dropout, trai
 
 
 # ------------------------------------------------------------------ the float32 LSTM as oneDNN runs it
+@kernel
+def _lstm_grad_step_kernel(gy, dh, dc, a, k, f, da):
+    """One step of the backward recurrence's elementwise part (the array path's, compiled): dh_t = gy + dh,
+    dc += dh_t A, da = K (dc, dc, dc, dh_t), then dc *= f (dc updated in place)."""
+    hh = dc.shape[1]
+    for b in range(dc.shape[0]):
+        for j in range(hh):
+            dht = gy[b, j] + dh[b, j]
+            d = dc[b, j] + dht * a[b, j]
+            da[b, 0, j] = k[b, 0, j] * d
+            da[b, 1, j] = k[b, 1, j] * d
+            da[b, 2, j] = k[b, 2, j] * d
+            da[b, 3, j] = k[b, 3, j] * dht
+            dc[b, j] = d * f[b, j]
+
+
 class MkldnnRnnLayer(Node, name="MkldnnRnnLayerBackward0"):
     """PyTorch's ``mkldnn_rnn_layer``: one LSTM layer and direction over a whole padded, time-major sequence
     (input T x B x I; hx, cx B x H) in one node, as PyTorch's CPU float32 LSTM runs it (oneDNN). Outputs
@@ -316,13 +333,19 @@ class MkldnnRnnLayer(Node, name="MkldnnRnnLayerBackward0"):
         A = o * (1 - tcs * tcs)
         da = array_module(G).empty((T, B, 4, H), G.dtype)
         dh, dc = ghy, gcy
-        for t in (range(T) if self.reverse else range(T - 1, -1, -1)):
-            dht = gy[t] + dh
-            dc = dc + dht * A[t]
-            np.multiply(K[t, :, :3], dc[:, None], out=da[t, :, :3])
-            np.multiply(K[t, :, 3], dht, out=da[t, :, 3])
-            dc = dc * f[t]
-            dh = da[t].reshape(B, 4 * H) @ w_hh
+        if fast(gy, dh, dc, A, K):
+            dc = dc.copy()
+            for t in (range(T) if self.reverse else range(T - 1, -1, -1)):
+                _lstm_grad_step_kernel(gy[t], dh, dc, A[t], K[t], f[t], da[t])
+                dh = da[t].reshape(B, 4 * H) @ w_hh
+        else:
+            for t in (range(T) if self.reverse else range(T - 1, -1, -1)):
+                dht = gy[t] + dh
+                dc = dc + dht * A[t]
+                np.multiply(K[t, :, :3], dc[:, None], out=da[t, :, :3])
+                np.multiply(K[t, :, 3], dht, out=da[t, :, 3])
+                dc = dc * f[t]
+                dh = da[t].reshape(B, 4 * H) @ w_hh
         da2 = da.reshape(T * B, 4 * H)
         nf = self.next_functions
         dx = (da2 @ w_ih).reshape(T, B, I) if nf[0][0] is not None else None
