@@ -197,7 +197,9 @@ def _get_tracing_state():
 
 
 def _are_functorch_transforms_active():
-    return False
+    """True inside a torch.func transform (a vmap, or a grad/vjp/jvp being computed): hookgrad.func's state."""
+    from .func import _batched, _transforms
+    return bool(_batched.state.levels) or _transforms._depth.n > 0
 
 
 def _get_accelerator(check=False):
@@ -299,8 +301,19 @@ def _submodule(name, **attrs):
 
 
 _nn = _submodule("_nn", _parse_to=_parse_to)
-_functorch = _submodule("_functorch", is_legacy_batchedtensor=lambda t: False, is_batchedtensor=lambda t: False,
-                        is_gradtrackingtensor=lambda t: False, is_functionaltensor=lambda t: False)
+def _is_batched(t):
+    from .func._batched import is_batched
+    return is_batched(t)
+
+
+def _set_vmap_fallback_warning_enabled(enabled):
+    from .func._batched import fallback_warning
+    fallback_warning[0] = bool(enabled)
+
+
+_functorch = _submodule("_functorch", is_legacy_batchedtensor=_is_batched, is_batchedtensor=_is_batched,
+                        is_gradtrackingtensor=lambda t: False, is_functionaltensor=lambda t: False,
+                        _set_vmap_fallback_warning_enabled=_set_vmap_fallback_warning_enabled)
 _distributed_rpc = _submodule("_distributed_rpc", _is_current_rpc_agent_set=lambda: False)
 
 

@@ -244,6 +244,19 @@ def test_autograd_through_vmap():
     both(scen)
 
 
+def test_functorch_state_queries():
+    """torch._C's questions libraries ask (kornia skips data-dependent checks under a transform)."""
+    def scen(lib):
+        active = lib._C._are_functorch_transforms_active
+        flags = [active()]
+        lib.func.vmap(lambda a: flags.append((active(), lib._C._functorch.is_batchedtensor(a))) or a)(lib.ones(2))
+        lib.func.grad(lambda a: flags.append(active()) or a.sum())(lib.ones(2))
+        flags.append((active(), lib._C._functorch.is_batchedtensor(lib.ones(2))))
+        return flags
+    t, h = both(scen)
+    assert t == h, (t, h)
+
+
 def test_debug_unwrap_and_functionalize():
     def scen(lib):
         x = T(lib, X)
