@@ -369,3 +369,18 @@ def test_legacy_resize_function_and_gradient_edges_through_it():
             lib.autograd.grad(out, x))
         log(_err(lambda: fns.Resize.apply(x, (3,)))[0])
     both(scenario)
+
+
+def test_materialized_grads_are_graph_leaves_under_create_graph():
+    def scenario(lib, log):
+        x = lib.tensor(0.5, requires_grad=True)
+        a = lib.tensor(1.0, requires_grad=True)
+        y = x * a
+        dydx = lib.autograd.grad(y, x, create_graph=True)
+        d2 = lib.autograd.grad(dydx, x, create_graph=True, allow_unused=True, materialize_grads=True)
+        log(d2[0], d2[0].requires_grad)
+        log(lib.autograd.grad(d2, x, materialize_grads=True))
+        z = (x ** 2)
+        g = lib.autograd.grad(z, (x, a), allow_unused=True, materialize_grads=True)
+        log(g, [t.requires_grad for t in g])
+    both(scenario)

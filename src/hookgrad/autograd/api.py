@@ -253,7 +253,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
                 raise RuntimeError("materialize_grads cannot be used when the given input is a GradientEdge")
             if materialize_grads:
                 from .._creation import zeros_like
-                g = zeros_like(t)
+                g = zeros_like(t, requires_grad=create_graph)   # (PyTorch: a graph leaf under create_graph)
             elif not allow_unused:
                 raise RuntimeError(f"The differentiated Tensor at index {i} appears to not have been used in the graph. "
                                    "Set allow_unused=True if this is the desired behavior.")
