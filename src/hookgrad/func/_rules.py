@@ -630,11 +630,22 @@ def _matmul(level, func, args, kwargs):
     return wrap(_matmul_values(args[0], args[1], level), level)
 
 
-RULES["mm"] = RULES["bmm"] = RULES["mv"] = RULES["dot"] = RULES["inner"] = RULES["vdot"] = \
-    lambda level, func, args, kwargs: NotImplemented if kwargs else (
-        _t().matmul(args[0].conj() if func.__name__ == "vdot" else args[0], args[1])
-        if func.__name__ != "inner" or lrank(args[1], level) <= 1 else
-        _t().matmul(args[0], args[1].transpose(-2, -1)))
+@register("mm", "bmm", "mv", "dot", "inner", "vdot")
+def _products(level, func, args, kwargs):
+    """The fixed-rank products are matmul (inner: against the transposed other; vdot: conjugated)."""
+    if kwargs or len(args) != 2:
+        return NotImplemented
+    a, b = args
+    name = func.__name__
+    if name == "vdot":
+        a = a.conj()
+    if name == "inner" and lrank(b, level) > 1:
+        if lrank(b, level) > 2:
+            return NotImplemented
+        b = b.transpose(-2, -1)
+    return _t().matmul(a, b)
+
+
 RULES["outer"] = RULES["ger"] = lambda level, func, args, kwargs: args[0].unsqueeze(-1) * args[1]
 
 
