@@ -384,3 +384,16 @@ def test_materialized_grads_are_graph_leaves_under_create_graph():
         g = lib.autograd.grad(z, (x, a), allow_unused=True, materialize_grads=True)
         log(g, [t.requires_grad for t in g])
     both(scenario)
+
+
+def test_set_gives_a_leaf_a_new_gradient_node():
+    def scenario(lib, log):
+        x = lib.tensor([1.0, 2.0], requires_grad=True)
+        y = x * 2
+        edge = lib.autograd.graph.get_gradient_edge(x)
+        with lib.no_grad():
+            x.set_(lib.tensor([3.0, 4.0]))
+        log(lib.autograd.grad(y.sum(), edge, allow_unused=True))
+        z = (x * 3).sum()
+        log(lib.autograd.grad(z, x))
+    both(scenario)

@@ -263,6 +263,8 @@ def set_(self, source=None, storage_offset=0, size=None, stride=None):
         raise TypeError(f"set_() received an invalid combination of arguments - got ({type(source).__name__})")
     self._data = arr
     self._vc[0] += 1
+    if self.grad_fn is None and self._grad_acc is not None:
+        self._grad_acc = None   # a leaf given new storage gets a new AccumulateGrad (graphs made before no longer reach it)
     return self
 
 
