@@ -198,3 +198,29 @@ def test_repr_of_a_view_modified_in_no_grad():
         log("custom", repr(Func.apply(a)))
         attempt(log, lambda: b.grad_fn)
     events(s)
+
+
+def test_grad_dtype_casts_incoming_gradients():
+    def s(lib, log):
+        class Mismatched(lib.autograd.Function):
+            @staticmethod
+            def forward(ctx, inp):
+                return inp * 2
+
+            @staticmethod
+            def backward(ctx, g):
+                return g.to(lib.float64)
+        for gdt in ("default", None, lib.float16, lib.float64):
+            x = lib.tensor([1.0, 2.0], requires_grad=True)
+            if gdt != "default":
+                x.grad_dtype = gdt
+            Mismatched.apply(x).sum().backward()
+            log("custom", str(gdt), str(x.grad.dtype), x.grad.to(lib.float32))
+            y = lib.tensor([1.0, 2.0], requires_grad=True)
+            if gdt != "default":
+                y.grad_dtype = gdt
+            (y * 3).sum().backward()
+            log("builtin", str(gdt), str(y.grad.dtype), y.grad.to(lib.float32))
+            (y * 3).sum().backward()
+            log("accumulated", str(y.grad.dtype), y.grad.to(lib.float32))
+    events(s)

@@ -18,6 +18,7 @@ from .formulas import TENSORS
 from .graph import Node, SavedTensor
 from . import forward_ad as _fwad
 from .._dtype import is_floating as _is_floating
+from .._tensor import _SAME
 
 _CLEARED = ("saved_tensors can only be accessed once when clear_saved_tensors_on_access=True is set on the "
             "autograd.Function. Either access saved_tensors only once, or set clear_saved_tensors_on_access=False.")
@@ -181,7 +182,10 @@ class BackwardCFunction(Node, FunctionCtx):
                     raise RuntimeError(f"Function {name} returned an invalid gradient at index {i} - got "
                                        f"{list(gs)} but expected shape compatible with {list(shape)}")
                 g = g.sum_to_size(shape)
-            if g._data.dtype != dt:
+            gdt = getattr(getattr(fn, "variable", None), "_grad_dtype", _SAME)
+            if gdt is not _SAME:    # a leaf's own grad_dtype (Tensor.grad_dtype): that dtype, or None (any)
+                dt = None if gdt is None else gdt.np
+            if dt is not None and g._data.dtype != dt:
                 g = g.to(_g._dt(dt))
             checked.append(g)
         return [space.carry(g) for g in checked]

@@ -16,7 +16,7 @@ import numpy as np
 from sys import getrefcount as _getrefcount
 
 from .. import _dtype as D
-from .._tensor import Tensor
+from .._tensor import Tensor, _SAME as _SAME_DTYPE
 from .._errors import NUMPY_ERRORS as _NUMPY_ERRORS, from_numpy as _from_numpy
 from ..utils.hooks import add_hook, HookDict, hook_name
 from .grad_mode import _state
@@ -778,9 +778,10 @@ def _device_clash(args):
     return None
 
 
-def _laid_out_like(g, d):
-    """Can gradient array ``g`` become the ``.grad`` of a leaf with data ``d`` as it is (PyTorch's steal)?"""
-    return (g.dtype == d.dtype and g.shape == d.shape and g.flags.c_contiguous and _writeable(g)
+def _laid_out_like(g, d, dt):
+    """Can gradient array ``g`` become the ``.grad`` (of dtype ``dt``) of a leaf with data ``d`` as it is (PyTorch's
+    steal)?"""
+    return (g.dtype == dt and g.shape == d.shape and g.flags.c_contiguous and _writeable(g)
             and type(g) is type(d))
 
 
@@ -831,6 +832,8 @@ class AccumulateGrad(Node):
         d = g._data if t else g
         if grad is None:
             vd = var._data
+            gdt = var._grad_dtype       # Tensor.grad_dtype: the leaf's dtype (default), another one, or None (any)
+            tdt = vd.dtype if gdt is _SAME_DTYPE else (d.dtype if gdt is None else gdt.np)
             # PyTorch's rule: take the incoming gradient itself when only the engine holds it (the node's
             # input buffer; here ``g`` in _run_backward and in this frame, ``d``, getrefcount's argument)
             # and it is laid out like the variable. A Tensor gradient lends its version counter, so
@@ -838,10 +841,10 @@ class AccumulateGrad(Node):
             # grad_outputs of AccumulateGrad's post-hooks. A view keeps sharing its base, as a stolen view
             # does in PyTorch.
             if ((_getrefcount(g) == 4 and _getrefcount(d) == 3) if t else _getrefcount(d) == 5) \
-                    and _laid_out_like(d, vd):
+                    and _laid_out_like(d, vd, tdt):
                 var._grad = Tensor._make(d, False, None, 0, g._vc) if t else Tensor._make(d)
             else:
-                var._grad = Tensor._make(d.astype(vd.dtype, order="C", copy=True))
+                var._grad = Tensor._make(d.astype(tdt, order="C", copy=True))
             return
         gd = grad._data
         if type(gd) is not _ndarray and getattr(gd, "_layout", None) is not None and \
