@@ -224,3 +224,27 @@ def test_grad_dtype_casts_incoming_gradients():
             (y * 3).sum().backward()
             log("accumulated", str(y.grad.dtype), y.grad.to(lib.float32))
     events(s)
+
+
+def test_advanced_index_nodes_are_freed():
+    """IndexBackward0 / IndexPutBackward0 save their index tensors in PyTorch: a second pass raises."""
+    def s(lib, log):
+        b = lib.tensor([0.5, 1.5, 2.5], dtype=lib.double, requires_grad=True)
+        c = lib.zeros(3, dtype=lib.double)
+        c[[1, 2]] = b[[1, 1]]
+        c.backward(lib.tensor([1.0, 1.0, 1.0], dtype=lib.double))
+        log("grad", b.grad)
+        attempt(log, lambda: c.backward(lib.tensor([1.0, 1.0, 1.0], dtype=lib.double)))
+        for idx in ([0, 1], slice(1, None), 1, (lib.tensor([True, False, True]),)):
+            x = lib.tensor([1.0, 2.0, 3.0], requires_grad=True)
+            y = x[idx]
+            y.sum().backward(retain_graph=True)
+            y.sum().backward()
+            attempt(log, lambda: y.sum().backward())
+            log("x.grad", x.grad)
+        x = lib.tensor([1.0, 2.0, 3.0], requires_grad=True)
+        y = x.clone()
+        y[[0, 1]] = 2.0
+        y.sum().backward()
+        attempt(log, lambda: y.sum().backward())
+    events(s)

@@ -6,6 +6,7 @@ import numpy as np
 from .._tensor import Tensor
 from ..autograd.forward_ad import linear_jvp, multilinear_jvp, tsum, scaled  # noqa: F401  (forward AD)
 from ..autograd.graph import Node
+from ..autograd.saved import _FREED
 from ..autograd.formulas import TENSORS
 from .._array import array_module
 
@@ -33,6 +34,8 @@ class Index(Node, name="IndexBackward0"):
     def forward(self, x):
         self.in_shape = x.shape
         self.in_dtype = x.dtype
+        if not self.basic:      # PyTorch saves an advanced index's tensors: released after a pass (see backward)
+            self._saved = (None,)
         try:
             return x[self.idx]
         except IndexError as e:
@@ -40,6 +43,8 @@ class Index(Node, name="IndexBackward0"):
             raise IndexError(str(e).replace(" axis ", " dimension ")) from None
 
     def backward(self, g):
+        if self._freed:
+            raise RuntimeError(_FREED)
         return self.grad_node.apply(g, idx=self.idx, shape=self.in_shape, basic=self.basic)
 
 

@@ -11,6 +11,7 @@ from ._dispatch import binary, as_tensor_arg
 from ._inplace import make_view, inplace_apply
 from ._dispatch import wrap_dim, dims_of, broadcast_error
 from .._errors import not_implemented_for
+from ..autograd.saved import _FREED
 from ._index_nodes import (_check_bounds, Index, Select, Slice, IndexGrad, Unsqueeze, Alias,  # noqa: F401
                            zeros_for, IndexSelect, IndexAddGrad)
 from .elementwise import scale, Where, where  # noqa: F401  (where is an elementwise op)
@@ -146,6 +147,7 @@ def select(input, dim, index):
 class IndexPut(Node, name="IndexPutBackward0"):
     """out = x with x[idx] = v (functional form of setitem / index_put)."""
     accumulate = False
+    _saved = (None,)    # PyTorch saves the index tensors: released after a pass, a second one raises (backward)
 
     def forward(self, x, v):
         out = x.copy()
@@ -158,6 +160,8 @@ class IndexPut(Node, name="IndexPutBackward0"):
         return out
 
     def backward(self, g):
+        if self._freed:
+            raise RuntimeError(_FREED)
         nf = self.next_functions
         gx = gv = None
         if nf[0][0] is not None:
