@@ -124,6 +124,7 @@ class BatchedTensor:
     def __iter__(self):
         return iter(self.unbind(0))
 
+    _fw_grad = None             # a BatchedTensor has no forward gradient of its own (forward_ad's check)
     dtype = property(lambda self: self._value.dtype)
     device = property(lambda self: self._value.device)
     layout = property(lambda self: self._value.layout)
