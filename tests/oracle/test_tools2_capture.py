@@ -187,3 +187,23 @@ def test_generation_steps_consistent_with_one_clean_forward(lib):
     # the newest position of each step, stacked, is the clean forward's positions 2..5
     new = np.concatenate([steps[s][0].numpy()[:, -1:] for s in range(4)], 1)
     np.testing.assert_allclose(new, ref[:, 2:6], rtol=1e-5, atol=1e-6)
+
+
+@LIBS
+def test_phases_tell_any_hook_where_it_runs(lib):
+    from hookgrad.tools.capture import phases
+    m = pair()[0] if lib is torch else pair()[1]
+    m.ckpt = True
+    log = []
+    with phases(m) as ph:
+        h1 = m.block[0].register_forward_hook(lambda mod, a, o: log.append(("block.0 forward hook", ph.now())))
+        x = lib.tensor(X)
+        out, h = m(x)
+        out.register_hook(lambda g: log.append(("output grad hook", ph.now())))
+        log.append(("after forward", ph.now()))
+        (out.pow(2).sum() + h.sum()).backward()
+        h1.remove()
+    # the early-stopping recompute: the non-reentrant checkpoint reruns block.0 inside backward
+    assert log == [("block.0 forward hook", "forward"), ("after forward", "forward"),
+                   ("output grad hook", "backward"), ("block.0 forward hook", "recompute")]
+    assert not any(mod._forward_hooks or mod._forward_pre_hooks for mod in m.modules())

@@ -6,7 +6,7 @@ from the objects given, so hookgrad never imports torch.
 """
 from .registry import HookRegistry, HookRecord, default_registry, register
 from . import why
-from .capture import capture, StopForward, load_capture, CaptureBudgetError
+from .capture import capture, StopForward, load_capture, CaptureBudgetError, phases
 from .intervene import intervene, intercept
 from .gradmon import GradientMonitor, GradientWarning
 from .modifiers import scale_grad, clip_grad_value, clip_grad_norm, freeze, gradient_reversal
@@ -30,6 +30,6 @@ __all__ = ["HookRegistry", "HookRecord", "default_registry", "register", "why", 
            "clip_grad_norm", "freeze", "gradient_reversal", "detect_nonfinite", "NonFiniteEvent", "OpTimer",
            "OpPrinter", "MemoryHook", "HookTimeAccount", "account", "GradCAM", "GradCAMPlusPlus", "feature_maps",
            "trace", "grad_fn_graph", "module_paths", "select", "ModuleStack", "OpHook", "register_op_hook",
-           "load_capture", "CaptureBudgetError", "per_sample_grads", "check_hooks", "strict_hooks", "HookMisuseWarning",
+           "load_capture", "CaptureBudgetError", "phases", "per_sample_grads", "check_hooks", "strict_hooks", "HookMisuseWarning",
            "register_full_post_accumulate_grad_hook", "saved_tensor_bytes", "hooknames",
            "TokenGradCAM", "AttentionGradCAM", "tokens_to_grid", "register_view_hook", "explain_autograd_errors"]

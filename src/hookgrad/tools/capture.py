@@ -24,7 +24,7 @@ import numpy as np
 from .lib import lib_of, torch_attr
 from .paths import match
 
-__all__ = ["ActivationCache", "StopForward", "capture", "load_capture", "CaptureBudgetError"]
+__all__ = ["ActivationCache", "StopForward", "capture", "load_capture", "CaptureBudgetError", "phases"]
 
 POLICIES = ("detach", "clone", "numpy", "none")
 RECOMPUTE = ("ignore", "keep")
@@ -472,3 +472,45 @@ def load_capture(directory):
     c.steps, c.phases, c.stopped_at = index["steps"], index["phases"], index["stopped_at"]
     _lazy(c, index, root)
     return c
+
+
+class phases:
+    """Context manager telling any hook which phase it runs in: ``"forward"``, ``"recompute"`` (a module's
+    forward rerun inside backward by activation checkpointing) or ``"backward"``.
+
+    >>> with phases(model) as ph:
+    ...     model.block.register_forward_hook(lambda m, a, o: print(ph.now()))   # forward, then recompute
+    ...     out.register_hook(lambda g: print(ph.now()))                          # backward
+
+    A forward pre/post hook pair on every module of ``model`` keeps a per-thread depth of module calls; a
+    backward pass in progress is told by its id (``_C._current_graph_task_id()``, as checkpointing does).
+    """
+
+    def __init__(self, model):
+        self.model = model
+        self.lib = lib_of(model)
+        self._task_id = torch_attr(self.lib.root, "graph_task_id")
+        self._tls = __import__("threading").local()
+        self._handles = []
+
+    def now(self):
+        if self._task_id() == -1:
+            return "forward"
+        return "recompute" if getattr(self._tls, "depth", 0) else "backward"
+
+    def _pre(self, module, args):
+        self._tls.depth = getattr(self._tls, "depth", 0) + 1
+
+    def _post(self, module, args, output):
+        self._tls.depth = max(0, getattr(self._tls, "depth", 1) - 1)
+
+    def __enter__(self):
+        for _, mod in self.model.named_modules():
+            self._handles.append(mod.register_forward_pre_hook(self._pre, prepend=True))
+            self._handles.append(mod.register_forward_hook(self._post, always_call=True))
+        return self
+
+    def __exit__(self, *exc):
+        for h in self._handles:
+            h.remove()
+        self._handles = []
