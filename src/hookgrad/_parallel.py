@@ -236,12 +236,26 @@ def tiles(k, fn, reduce=False):
 _UFUNC_GRAIN = 1 << 17      # elements of a chunk of a large elementwise op: ~50-100 us of streaming
 
 
-def ufunc(f, *args):
+def ufunc(f, *args, out=None):
     """``f(*args)`` for a NumPy ufunc, split over the pool when it is large: when every array argument is a
     C-contiguous NumPy ndarray of one shape (the others Python numbers or 0-d arrays), the chunks of the flat
     range run on the pool's threads (NumPy releases the GIL in its loops) into one new result. Otherwise f
-    itself."""
+    itself.
+
+    With ``out`` (a C-contiguous ndarray, written in place, e.g. a bias added to a product): chunks of out's rows,
+    each argument of out's shape sliced like them and one that broadcasts along the rows (fewer dims, or a first
+    dim of 1) passed whole."""
     import numpy as np
+    if out is not None:
+        rows = out.shape[0] if out.ndim else 0
+        if type(out) is not np.ndarray or not out.flags.c_contiguous or not rows or \
+                chunks(out.size, _UFUNC_GRAIN) == 1:
+            return f(*args, out=out)
+        cut = [type(a) is np.ndarray and a.ndim == out.ndim and a.shape[0] == rows and a.shape[0] > 1 for a in args]
+        per = out.size // rows
+        parallel_for(rows, lambda lo, hi: f(*[a[lo:hi] if c else a for a, c in zip(args, cut)], out=out[lo:hi]),
+                     max(1, _UFUNC_GRAIN // max(1, per)))
+        return out
     shape, big = None, None
     for a in args:
         if type(a) is np.ndarray and a.ndim:

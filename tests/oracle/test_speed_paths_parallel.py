@@ -35,6 +35,22 @@ def test_ufunc_matches_numpy_on_every_kind_of_argument(threads):
         np.testing.assert_array_equal(got, want)
 
 
+def test_ufunc_in_place_by_rows(threads):
+    """``out=``: a bias added to a large product in place, by chunks of rows; every broadcasting form."""
+    prod = _rng(3000, 300)
+    for other in (_rng(300), _rng(1, 300), _rng(3000, 300, seed=1), _rng(3000, 1, seed=2), np.float32(2.5), 1.5):
+        got, want = prod.copy(), prod.copy()
+        _parallel.ufunc(np.add, got, other, out=got)
+        want += other
+        np.testing.assert_array_equal(got, want)
+
+
+def test_large_linear_with_bias(threads):
+    x, w, b = _rng(2048, 384), _rng(1536, 384, seed=1), _rng(1536, seed=2)
+    res = [lib.nn.functional.linear(lib.tensor(x), lib.tensor(w), lib.tensor(b)).numpy() for lib in (torch, hookgrad)]
+    np.testing.assert_allclose(res[1], res[0], rtol=1e-5, atol=1e-4)
+
+
 def test_large_relu_and_add_forward_backward(threads):
     x, y = _rng(4, 64, 56, 56), _rng(4, 64, 56, 56, seed=1)
     x[0, 0, 0, :4] = [0.0, -0.0, np.nan, np.inf]

@@ -346,7 +346,7 @@ class Addmm(Node, name="AddmmBackward0"):
         if self.alpha != 1:
             out *= self.alpha
         if self.beta == 1:
-            out += bias
+            _parallel.ufunc(np.add, out, bias, out=out)
         elif self.beta != 0:
             out += self.beta * bias
         return out
