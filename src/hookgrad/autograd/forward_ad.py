@@ -39,7 +39,7 @@ _ndarray = np.ndarray
 
 Tensor._fw_grad = None          # a tensor's tangent at the current level (set in its __dict__ while it has one)
 
-_duals = []                     # weak references to every tensor given a tangent at the current level
+_duals = {}                     # id -> weak reference, for every live tensor given a tangent at the current level
 _hook_handle = [None]           # the _op_hooks entry kept while a level is active
 
 
@@ -129,7 +129,7 @@ def exit_dual_level(*, level=None):
     if h is not None:
         h.remove()
         _hook_handle[0] = None
-    for ref in _duals:
+    for ref in list(_duals.values()):
         t = ref()
         if t is not None:
             t.__dict__.pop("_fw_grad", None)
@@ -166,7 +166,9 @@ class UnpackedDualTensor(NamedTuple):
 
 def _set_tangent(t, tangent):
     t.__dict__["_fw_grad"] = tangent
-    _duals.append(weakref.ref(t))
+    k = id(t)
+    if k not in _duals:     # (a dead tensor's entry goes with it: the table stays the size of the live duals)
+        _duals[k] = weakref.ref(t, lambda _, k=k: _duals.pop(k, None))
 
 
 def _alias(tensor):
