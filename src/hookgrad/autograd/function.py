@@ -386,6 +386,9 @@ def _wrap_outputs(ctx, args, outputs, record):
     to_save = ctx.to_save
     if to_save:
         by_id = {id(r): k for k, r in enumerate(result) if isinstance(r, T)}
+        # cleared first: the SavedTensors hold them now (as PyTorch clears ctx.to_save), and a pack hook that
+        # raises (a checkpoint's early stop) leaves no cycle output -> ctx -> to_save behind
+        del ctx.to_save
         orig_ids = {id(o): k for k, o in enumerate(outs) if isinstance(o, T)}
         saved = []
         for i, t in enumerate(to_save):
@@ -409,7 +412,6 @@ def _wrap_outputs(ctx, args, outputs, record):
                 saved.append(SavedTensor(t))
         ctx._saved_vars = saved
         ctx._saved = tuple(saved)
-        del ctx.to_save             # the SavedTensors hold them now (as PyTorch clears ctx.to_save)
     return result[0] if single else tuple(result)
 
 

@@ -139,6 +139,8 @@ class SavedTensor:
             gf = self._grad_fn if ref is None else ref()
             if gf is not None:
                 return Tensor._make(t._data, True, gf, self._output_nr)
+            if not self._requires_grad and not t.requires_grad:
+                return t            # nothing to re-attach: the unpacked tensor itself, as PyTorch (no detach)
             res = Tensor._make(t._data, self._requires_grad)
             if self._grad_acc is not None:
                 res._grad_acc = self._grad_acc

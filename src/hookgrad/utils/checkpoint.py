@@ -23,10 +23,12 @@ from ..autograd import engine as _engine
 from ..autograd.function import Function
 from ..autograd.saved import saved_tensors_hooks, _version_error
 from ..autograd.grad_mode import enable_grad, no_grad, is_grad_enabled
+from ..amp import autocast_mode as _amp
 
 __all__ = ["checkpoint", "checkpoint_sequential", "CheckpointError", "CheckpointFunction",
            "check_backward_validity", "detach_variable", "get_device_states", "set_device_states",
-           "noop_context_fn", "set_checkpoint_early_stop", "DefaultDeviceType", "set_checkpoint_debug_enabled"]
+           "noop_context_fn", "set_checkpoint_early_stop", "DefaultDeviceType", "set_checkpoint_debug_enabled",
+           "GraphExecGroup"]
 
 _DEFAULT_DETERMINISM_MODE = "default"
 _checkpoint_debug_enabled = None
@@ -39,8 +41,8 @@ class CheckpointError(RuntimeError):
 
 @contextlib.contextmanager
 def set_checkpoint_debug_enabled(enabled):
-    """Context manager overriding ``debug=`` of every checkpoint inside it (accepted; hookgrad's
-    checkpoint errors carry no operator logs)."""
+    """Context manager overriding ``debug=`` of every checkpoint inside it (in debug mode a non-determinism
+    error lists where each tensor was saved in the forward and in the recomputation)."""
     global _checkpoint_debug_enabled
     prev, _checkpoint_debug_enabled = _checkpoint_debug_enabled, enabled
     try:
@@ -119,6 +121,13 @@ def _fork_rng(state, enabled):
         _creation.set_rng_state(outer)
 
 
+def _get_autocast_kwargs():
+    """The CPU autocast state of the forward, re-entered for the recomputation (as PyTorch's
+    _get_autocast_kwargs; hookgrad computes on the CPU only)."""
+    return {"enabled": _amp.is_autocast_enabled("cpu"), "dtype": _amp.get_autocast_dtype("cpu"),
+            "cache_enabled": _amp.is_autocast_cache_enabled()}
+
+
 def _is_checkpoint_valid():
     """False inside a backward pass that runs only part of the graph (autograd.grad, backward(inputs=))."""
     tasks = _engine._tls.tasks
@@ -135,6 +144,7 @@ class CheckpointFunction(Function):
         ctx.preserve_rng_state = preserve_rng_state
         if preserve_rng_state:
             ctx.fwd_cpu_state = _creation.get_rng_state()
+        ctx.cpu_autocast_kwargs = _get_autocast_kwargs()
         ctx.had_device_in_fwd = False
         ctx.inputs = []
         ctx.tensor_indices = []
@@ -164,7 +174,7 @@ class CheckpointFunction(Function):
             inputs[idx] = ctx.saved_tensors[i]
         with _fork_rng(getattr(ctx, "fwd_cpu_state", None), ctx.preserve_rng_state):
             detached_inputs = detach_variable(tuple(inputs))
-            with enable_grad():
+            with enable_grad(), _amp.autocast("cpu", **ctx.cpu_autocast_kwargs):
                 outputs = ctx.run_function(*detached_inputs)
         if isinstance(outputs, Tensor):
             outputs = (outputs,)
@@ -211,8 +221,48 @@ enable checkpoint\u2011debug mode globally.
 """
 
 
+def _user_site():
+    """The innermost stack frame outside hookgrad: where the op saving a tensor was called."""
+    import os
+    import traceback
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    for fs in reversed(traceback.extract_stack()[:-1]):
+        if not os.path.abspath(fs.filename).startswith(here):
+            return f"{fs.filename}:{fs.lineno} in {fs.name}: {fs.line or ''}".rstrip()
+    return "<unknown>"
+
+
+def _debug_log(kind, entries):
+    rows = "".join(f"  {i}: {meta} saved at {site}\n" for i, (meta, site) in enumerate(entries))
+    return f"Tensors saved during {kind}:\n" + (rows or "  (none)\n")
+
+
+class GraphExecGroup:
+    """Context manager: the backward calls made inside one ``with GraphExecGroup():`` share the
+    recomputation of each non-reentrant checkpoint (it runs at most once for all of them), so those calls
+    must use disjoint parts of the graph; unpacking a saved activation twice raises."""
+    _current = None
+
+    def __enter__(self):
+        if GraphExecGroup._current is not None:
+            raise RuntimeError(f"GraphExecGroup contexts cannot be nested. Already inside group {GraphExecGroup._current}")
+        GraphExecGroup._current = self
+        return self
+
+    def __exit__(self, *exc):
+        GraphExecGroup._current = None
+        return False
+
+    @classmethod
+    def _get_current_group(cls):
+        return cls._current
+
+
 class _CheckpointFrame:
-    def __init__(self, recompute_fn, early_stop, metadata_fn):
+    def __init__(self, recompute_fn, early_stop, metadata_fn, debug=False):
+        self.debug = debug
+        self.fwd_log = []                   # debug mode: (metadata, call site) of each saved tensor
+        self.recomp_log = defaultdict(list)
         self.recompute_fn = recompute_fn
         self.saved_args = []
         self.weak_holders = []
@@ -241,7 +291,24 @@ class _CheckpointFrame:
             out.append(a)
         return out
 
+    def debug_error(self, gid, err):
+        """Under ``debug=True``: ``err`` (a non-determinism CheckpointError) with the debug explanation."""
+        if not self.debug:
+            return err
+        return CheckpointError(         # (PyTorch's debug error replaces the plain one's text too)
+            "torch.utils.checkpoint: Detected non-determinism while running activation checkpointing.\n"
+            "You are seeing this error because you passed `debug=True` to checkpoint and the tensors saved "
+            "during the original forward differ from those saved during the recomputation. This can happen "
+            "if different operators ran in the original forward and in the recomputation.\n"
+            + _debug_log("the original forward", self.fwd_log) + _debug_log("recomputation", self.recomp_log[gid]))
+
     def check_recomputed_tensors_match(self, gid):
+        try:
+            self._check_recomputed_tensors_match(gid)
+        except CheckpointError as e:
+            raise self.debug_error(gid, e) from None
+
+    def _check_recomputed_tensors_match(self, gid):
         if self.ignore_saved_mismatch:
             return
         if not len(self.weak_holders) == self.recomp_counter[gid]:
@@ -276,13 +343,15 @@ class _recomputation_hook(saved_tensors_hooks):
             frame = target_frame_ref()
             recomp_idx = frame.recomp_counter[gid]
             frame.recomp_counter[gid] += 1
+            if frame.debug:
+                frame.recomp_log[gid].append((_default_meta_extractor(x), _user_site()))
             if recomp_idx >= len(frame.weak_holders):
                 if not frame.forward_completed:
                     frame.ignore_saved_mismatch = True
                     return x
-                raise CheckpointError(
+                raise frame.debug_error(gid, CheckpointError(
                     "torch.utils.checkpoint: trying to save more tensors during "
-                    f"recomputation than during the original forward pass.\n{_debug_tip_msg}")
+                    f"recomputation than during the original forward pass.\n{_debug_tip_msg}"))
             holder = frame.weak_holders[recomp_idx]()
             if holder is not None:
                 holder.handles[gid] = _Handle()
@@ -299,15 +368,19 @@ class _checkpoint_hook(saved_tensors_hooks):
         def pack_hook(x):
             holder = _Holder()
             frame.weak_holders.append(weakref.ref(holder))
+            if frame.debug:
+                frame.fwd_log.append((_default_meta_extractor(x), _user_site()))
             if frame.metadata_fn is not None:
                 with no_grad():
                     frame.x_metadatas.append(frame.metadata_fn(x))
             return holder
 
         def unpack_hook(holder):
-            gid = _engine._current_graph_task_id()
-            if gid == -1:           # unpacked outside backward (grad_fn._saved_self): a fresh recomputation
-                gid = object()
+            gid = GraphExecGroup._current
+            if gid is None:
+                gid = _engine._current_graph_task_id()
+                if gid == -1:       # unpacked outside backward (grad_fn._saved_self): a fresh recomputation
+                    gid = object()
             if not frame.is_recomputed[gid]:
                 args = frame.get_inputs()
                 try:
@@ -318,9 +391,13 @@ class _checkpoint_hook(saved_tensors_hooks):
                 frame.is_recomputed[gid] = True
                 frame.check_recomputed_tensors_match(gid)
             if holder.handles.get(gid) is None:
+                overlap = ("Performing two backward calls that overlap (i.e. require the same saved activation "
+                           "in order to compute gradients) is not allowed while under the "
+                           "torch.utils.checkpoint.GraphExecGroup context. " if isinstance(gid, GraphExecGroup)
+                           else "")
                 raise CheckpointError(
                     "torch.utils.checkpoint: Unpack is being triggered for a tensor that was already "
-                    "unpacked once. If you are calling ctx.saved_tensors in backward, make sure "
+                    f"unpacked once. {overlap}If you are calling ctx.saved_tensors in backward, make sure "
                     "to do so only once. Otherwise please open an issue with details on your use case.")
             ret = frame.recomputed[gid][holder.handles[gid]]
             holder.handles[gid] = None
@@ -332,7 +409,8 @@ class _checkpoint_hook(saved_tensors_hooks):
 def _checkpoint_without_reentrant_generator(fn, preserve_rng_state=True, context_fn=noop_context_fn,
                                             determinism_check=_DEFAULT_DETERMINISM_MODE, debug=False,
                                             early_stop=True, *args, **kwargs):
-    if _checkpoint_debug_enabled if _checkpoint_debug_enabled is not None else debug:
+    debug = _checkpoint_debug_enabled if _checkpoint_debug_enabled is not None else debug
+    if debug:
         if context_fn is not noop_context_fn:
             raise ValueError("debug=True is incompatible with non-default context_fn")
     if determinism_check in _allowed_determinism_checks_to_fns:
@@ -342,14 +420,16 @@ def _checkpoint_without_reentrant_generator(fn, preserve_rng_state=True, context
                          f"but got {determinism_check}")
     forward_context, recompute_context = context_fn()
     fwd_cpu_state = _creation.get_rng_state() if preserve_rng_state else None
+    cpu_autocast_kwargs = _get_autocast_kwargs()
 
     def recompute_fn(*inputs):
-        with _fork_rng(fwd_cpu_state, preserve_rng_state), recompute_context:
+        with _fork_rng(fwd_cpu_state, preserve_rng_state), _amp.autocast("cpu", **cpu_autocast_kwargs), \
+                recompute_context:
             fn(*inputs, **kwargs)
 
     frame = _CheckpointFrame(recompute_fn,
                              _enable_checkpoint_early_stop if _enable_checkpoint_early_stop is not None
-                             else early_stop, metadata_fn)
+                             else early_stop, metadata_fn, debug)
     if not is_grad_enabled():
         yield
         return
