@@ -274,16 +274,17 @@ class Function(metaclass=FunctionMeta):
                     meta.append(m)
             ctx.next_functions = tuple(edges)
             ctx._in_meta = meta
-        with no_grad():
+        with no_grad(), _fwad.fw_off():    # (forward AD: no tangents inside forward, as PyTorch)
             if setup_style:
                 outputs = cls.forward(*args, **kwargs)
             else:
                 outputs = cls.forward(ctx, *args, **kwargs)
         if setup_style:
             cls.setup_context(ctx, args, outputs)
+        fw = _fwad._current_level >= 0 and (outputs, ctx.dirty_tensors, ctx.non_differentiable)
         result = _wrap_outputs(ctx, args, outputs, record)
-        if _fwad._current_level >= 0:       # forward AD: the outputs' tangents from the Function's jvp
-            _fwad._function_jvp(cls, ctx, args, result)
+        if fw:       # forward AD: the outputs' tangents from the Function's jvp
+            _fwad._function_jvp(cls, ctx, args, result, *fw)
         return result
 
 
