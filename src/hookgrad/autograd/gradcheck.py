@@ -268,27 +268,41 @@ def _slow_gradcheck(func, func_out, inputs, outputs, eps, rtol, atol, check_grad
 # ---- forward AD (forward_ad.py): check_forward_ad / check_fwd_over_rev make real jvp calls ----
 
 def _forward_ad_jacobian(func, inputs, outputs):
-    """Per (input, output): array (input.numel(), output.numel()), one column per unit tangent of one input
-    element, through forward_ad's dual tensors."""
+    """Per (input, output): array (input.numel(), output.numel()) through forward_ad's dual tensors, as PyTorch's
+    _get_analytical_jacobians_forward_ad: every differentiable input made dual at once (detached: the function
+    sees no requires_grad) with a zero tangent, then one jvp call per input element with a unit there (a complex
+    input: a real and an imaginary unit, d/dx + 1j d/dy, the numerical Jacobian's conjugate Wirtinger form)."""
     from . import forward_ad as fw
     T = _T()
     diff = [(i, t) for i, t in enumerate(inputs) if _is_t(t) and t.requires_grad]
-    jac = [[np.zeros((t._data.size, o._data.size if isinstance(o, T) else 0), np.float64) for o in outputs]
-           for _, t in diff]
-    for k, (i, inp) in enumerate(diff):
-        d = inp._data
-        for m in range(d.size):
-            tan = array_module(d).zeros(d.size, d.dtype)
-            tan[m] = 1
-            with fw.dual_level():
-                args = list(inputs)
-                args[i] = fw.make_dual(inp.detach().requires_grad_(inp.requires_grad), T._make(tan.reshape(d.shape)))
-                outs = _as_tuple(func(*args))
-                for j, o in enumerate(outs):
-                    if isinstance(o, T):
-                        t = fw.unpack_dual(o).tangent
-                        if t is not None:
-                            jac[k][j][m] = to_numpy(t._data).astype(np.float64).reshape(-1)
+    jac = []
+    with fw.dual_level():
+        duals = list(inputs)
+        grads = []
+        for i, inp in diff:
+            d = inp._data
+            duals[i] = fw.make_dual(inp.detach(), T._make(array_module(d).zeros(d.shape, d.dtype)))
+            grads.append(fw.unpack_dual(duals[i]).tangent)
+        for g in grads:
+            cx = g._data.dtype.kind == "c"
+            cols = [np.zeros((g._data.size, o._data.size if isinstance(o, T) else 0),
+                             np.complex128 if cx or (isinstance(o, T) and o._data.dtype.kind == "c") else np.float64)
+                    for o in outputs]
+            flat = g._data.reshape(-1)
+            for m in range(flat.size):
+                for unit in ((1, 1j) if cx else (1,)):
+                    flat[m] = unit
+                    outs = _as_tuple(func(*duals))
+                    for j, o in enumerate(outs[:len(outputs)]):
+                        if isinstance(o, T):
+                            t = fw.unpack_dual(o).tangent
+                            if t is not None:      # (read before the unit goes: a tangent may alias it)
+                                h = _host(t)
+                                if h.dtype.kind == "c" and cols[j].dtype.kind != "c":
+                                    cols[j] = cols[j].astype(np.complex128)
+                                cols[j][m] += unit * h
+                    flat[m] = 0
+            jac.append(cols)
     return jac
 
 
@@ -493,9 +507,15 @@ def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=
     tupled_go = _as_tuple(grad_outputs)
     n_go = len(tupled_go)
 
+    diff_in_idx = {i for i, x in enumerate(tupled) if _is_t(x) and x.requires_grad}
+    diff_go_idx = {i for i, x in enumerate(tupled_go) if _is_t(x) and x.requires_grad}
+
     def new_func(*args):
-        input_args = args[:-n_go]
-        gos = args[-n_go:]
+        # requires_grad restored, as PyTorch: the forward-AD check (check_fwd_over_rev) passes detached duals
+        input_args = tuple(x.requires_grad_() if i in diff_in_idx and not x.requires_grad else x
+                           for i, x in enumerate(args[:-n_go]))
+        gos = tuple(x.requires_grad_() if i in diff_go_idx and not x.requires_grad else x
+                    for i, x in enumerate(args[-n_go:]))
         outputs = _differentiable_outputs(func(*input_args))
         diff_in = tuple(x for x in input_args if _is_t(x) and x.requires_grad)
         gi = grad(outputs, diff_in, gos, create_graph=True, allow_unused=True)
