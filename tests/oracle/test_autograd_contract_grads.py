@@ -114,3 +114,18 @@ def test_edge_gradients_match_numeric_values():
         (lib.atan2(x, y) * lib.tensor(np.array([1.0, 2.0, 3.0]))).sum().backward()
         log("atan2", x.grad, y.grad)
     events(s)
+
+
+def test_complex_two_norm():
+    def s(lib, log):
+        z = lib.tensor([[3 + 4j, 1j], [0.5 - 0.2j, 2 + 0j]], dtype=lib.complex128, requires_grad=True)
+        for f in (lambda: lib.linalg.vector_norm(z), lambda: lib.norm(z), lambda: z.norm(),
+                  lambda: lib.norm(z, dim=1).sum(), lambda: lib.linalg.vector_norm(z, 2, dim=0, keepdim=True).sum()):
+            z.grad = None
+            n = f()
+            n.backward()
+            log("norm", n, _nan_safe(z.grad))
+        zd = z.detach().clone().requires_grad_()
+        log("gradcheck", lib.autograd.gradcheck(lambda t: 1.0 / lib.norm(t), (zd,)),
+            lib.autograd.gradgradcheck(lambda t: lib.norm(t), (zd,)))
+    events(s)

@@ -193,7 +193,12 @@ def _keep(t, node):
     return _restore(t, node.in_shape, node.dims, node.keepdim)
 
 
-def _float_check(name, input):
+def _float_check(name, input, ord=2):
+    if input._data.dtype.kind == "c":        # the 2-norm of a complex vector (its gradient z / |z| is PyTorch's)
+        if float(ord) != 2:
+            from .._errors import complex_unsupported
+            raise complex_unsupported(f"{name} with ord={ord}")
+        return
     if not D.has_float_kernels(input._data.dtype):
         raise RuntimeError(f"{name}: Expected a floating point or complex tensor as input. Got "
                            f"{_legacy_short(input.dtype).replace('Tensor', '')}")
@@ -817,6 +822,8 @@ class VectorNorm(Node, name="LinalgVectorNormBackward0"):
     def forward(self, x):
         self.in_shape = x.shape
         p, ax, k = self.ord, self.dims, self.keepdim
+        if x.dtype.kind == "c":             # a complex vector's norm is its moduli's (a real result)
+            x = np.abs(x)
         if p == 2 and _order.applies(x):    # NOTE: PyTorch's CPU order of the sum of squares (same bits)
             return _ordered(_order.torch_norm2, x, ax, k)
         a = np.abs(x)
@@ -846,7 +853,7 @@ class NormDim(VectorNorm, name="NormBackward1"):
 
 def norm_dim(x, p, dim, keepdim=False):
     """at::norm(x, p, dim, keepdim): grad_fn NormBackward1 (what PyTorch's composites call)."""
-    _float_check("linalg.vector_norm", x)
+    _float_check("linalg.vector_norm", x, p)
     return NormDim.apply(x, ord=float(p), dims=_dims_arg(x, dim), keepdim=keepdim)
 
 
@@ -873,7 +880,7 @@ def norm_backward(g, x, p, out, dims):
 
 def vector_norm(input, ord=2, dim=None, keepdim=False, *, dtype=None, out=None):
     """The ord-norm of input flattened over dim (all dims by default)."""
-    _float_check("linalg.vector_norm", input)
+    _float_check("linalg.vector_norm", input, ord)
     if dtype is not None:
         input = input.to(dtype)
     return VectorNorm.apply(input, ord=float(ord), dims=_dims_arg(input, dim), keepdim=keepdim)
@@ -888,9 +895,7 @@ def norm(input, p="fro", dim=None, keepdim=False, out=None, dtype=None):
         if p == "nuc":
             raise NotImplementedError("hookgrad: the nuclear norm is not supported")
         raise RuntimeError(f"norm(): invalid norm type {p}")
-    if not D.has_float_kernels(input._data.dtype):
-        raise RuntimeError("linalg.vector_norm: Expected a floating point or complex tensor as input. Got "
-                           f"{_legacy_short(input.dtype)}")
+    _float_check("linalg.vector_norm", input, p)
     return vector_norm(input, p, dim, keepdim, dtype=dtype)
 
 
