@@ -386,10 +386,10 @@ def _wrap_outputs(ctx, args, outputs, record):
     # saved tensors are packed once the outputs are known (an output is saved without a cycle)
     to_save = ctx.to_save
     if to_save:
-        by_id = {id(r): k for k, r in enumerate(result) if isinstance(r, T)}
         # cleared first: the SavedTensors hold them now (as PyTorch clears ctx.to_save), and a pack hook that
         # raises (a checkpoint's early stop) leaves no cycle output -> ctx -> to_save behind
         del ctx.to_save
+        by_id = {id(r): k for k, r in enumerate(result) if isinstance(r, T)}
         orig_ids = {id(o): k for k, o in enumerate(outs) if isinstance(o, T)}
         saved = []
         for i, t in enumerate(to_save):
