@@ -97,10 +97,27 @@ class kernel:
                         g[name] = v.compile()
                 fn = types.FunctionType(self.py.__code__, g, self.py.__name__, self.py.__defaults__,
                                         self.py.__closure__)
-                fn.__qualname__, fn.__module__ = self.py.__qualname__, self.py.__module__
+                # numba's disk cache checks only this function's own source file: the code of the kernels it
+                # calls goes into the cached name, so that editing one of them (another file) compiles anew
+                fn.__qualname__, fn.__module__ = self.py.__qualname__ + self._callees_tag(), self.py.__module__
                 self.compiled = numba.njit(nogil=True, cache=True, error_model="numpy",
                                            fastmath=self.fastmath)(fn)
             return self.compiled
+
+
+    def _callees_tag(self, seen=None):
+        """'' for a kernel that calls no other kernel; else a short hash of the called kernels' code."""
+        import hashlib
+        seen = set() if seen is None else seen
+        h = hashlib.sha1()
+        for name in self.py.__code__.co_names:
+            v = self.py.__globals__.get(name)
+            if isinstance(v, kernel) and name not in seen:
+                seen.add(name)
+                code = v.py.__code__
+                h.update(code.co_code + repr(code.co_consts).encode() + repr(code.co_names).encode())
+                h.update(v._callees_tag(seen).encode())
+        return "" if not seen else "_" + h.hexdigest()[:10]
 
 
 class strict(kernel):
