@@ -103,6 +103,7 @@ def test_coo_constructor_and_coalesce():
         st = lib.sparse_coo_tensor(i, v, (2, 3))
         c = st.coalesce()
         return (st, c, c.indices(), c.values(), st._indices(), st._values(), c.is_coalesced(), st.is_coalesced(),
+                lib.sparse_coo_tensor(lib.tensor([[0.7, 1.2, 0.]]), lib.tensor([1., 2., 3.])),
                 lib.sparse_coo_tensor(i, v), lib.sparse_coo_tensor(size=(2, 3)), c.coalesce() is c,
                 lib.sparse_coo_tensor(i, v.double(), (2, 5)), lib.sparse_coo_tensor(i[:, :1], v[:1], (2, 3)))
     both(s)
@@ -370,6 +371,11 @@ def test_errors():
             lambda: x.to_sparse(5), lambda: t(lib, [1., 2.]).to_sparse_csr(), lambda: x.sparse_mask(x),
             lambda: lib.sparse_coo_tensor(lib.tensor([[0, 5]]), lib.tensor([1., 2.]), (3,), check_invariants=True),
             lambda: lib.sparse_coo_tensor(lib.tensor([[0, -1]]), lib.tensor([1., 2.]), (3,), check_invariants=True),
+            lambda: lib.sparse_csr_tensor(lib.rand(2, 3), lib.rand(2, 3), lib.rand(2, 3)),
+            lambda: lib.sparse_bsr_tensor(lib.rand(2, 3), 1, lib.ones(2, 3, dtype=lib.int64), lib.rand(2, 3)),
+            lambda: lib.sparse_csr_tensor(lib.rand(2, 3), 1, lib.ones(2, 3, dtype=lib.int64)),
+            lambda: lib.sparse_csc_tensor(lib.rand(2, 3), lib.rand(2, 3), 0.5),
+            lambda: x.sparse_mask(1), lambda: x.to_dense(x),
         ]
         out = [raises(c) for c in cases]
         with lib.sparse.check_sparse_tensor_invariants():

@@ -116,6 +116,8 @@ def _to(g, layout, blocksize=None, sparse_dim=None):
 
 def to_dense(self, dtype=None, *, masked_grad=None):
     """``Tensor.to_dense()``: a strided copy of a sparse tensor (a strided tensor itself)."""
+    if dtype is not None and not isinstance(dtype, D.dtype):
+        raise TypeError(f"to_dense(): argument 'dtype' (position 1) must be torch.dtype, not {type(dtype).__name__}")
     if dtype is not None:
         self = self.to(dtype)
     if not _is_sparse(self):
@@ -253,12 +255,18 @@ class _CompressedTensor(Node, name="SparseCompressedTensorBackward0"):
             sparse_mask(gd, _make(self._like)).values()
 
 
-def _index_tensor(i, name):
+def _index_tensor(i, name, fn="sparse_coo_tensor"):
     from .._creation import tensor as _tensor
+    if not isinstance(i, (Tensor, list, tuple)) and not isinstance(i, np.ndarray):
+        raise TypeError(f"{fn}() received an invalid combination of arguments - got ({type(i).__name__}, ...), "
+                        f"but expected one of: (hookgrad: '{name}' must be a Tensor or a sequence)")
     if not isinstance(i, Tensor):
         i = _tensor(i, dtype=D.int64)
     if i._data.dtype.kind not in "iu":
-        raise RuntimeError(f"{name} must be an int64 tensor")
+        if fn != "sparse_coo_tensor":
+            raise NotImplementedError(f'"estimate_sparse_compressed_tensor_size" not implemented for '
+                                      f"'{i.dtype._legacy.replace('Tensor', '')}'")
+        i = _make(i._data.astype(np.int64))       # PyTorch casts a COO tensor's indices to int64
     return i
 
 
@@ -330,12 +338,24 @@ def _sparse_coo_tensor_unsafe(indices, values, size=None, **kw):
 def sparse_compressed_tensor(compressed_indices, plain_indices, values, size=None, *, dtype=None, layout=None,
                              device=None, pin_memory=False, requires_grad=False, check_invariants=None):
     """torch.sparse_compressed_tensor (and its csr/csc/bsr/bsc forms)."""
+    name = "sparse_compressed_tensor" if not isinstance(layout, L.layout) else f"sparse_{layout._name[7:]}_tensor"
+    if size is not None and (isinstance(size, Tensor) or not isinstance(size, (tuple, list, Size))):
+        raise TypeError(f"{name}() received an invalid combination of arguments - got (..., "
+                        f"size={type(size).__name__}), but expected one of: (hookgrad: size must be a tuple of ints)")
     if layout is None:
         raise RuntimeError("sparse_compressed_tensor: expected a sparse compressed layout, got None")
-    c = _index_tensor(compressed_indices, "compressed_indices")
-    p = _index_tensor(plain_indices, "plain_indices")
+    if not isinstance(layout, L.layout):
+        raise TypeError(f"sparse_compressed_tensor(): argument 'layout' must be torch.layout, not "
+                        f"{type(layout).__name__}")
+    from .._creation import tensor as _tensor
+    c, p = (i if isinstance(i, Tensor) else _tensor(i) for i in (compressed_indices, plain_indices))
     v = _values_tensor(values, dtype)
     blocked = layout is L.sparse_bsr or layout is L.sparse_bsc
+    if c.dim() < 1 or p.dim() < 1 or v.dim() < (3 if blocked else 1):
+        raise RuntimeError(f"{name}(): compressed_indices and plain_indices must have at least 1 dimension and values "
+                           f"at least {3 if blocked else 1}, got {c.dim()}, {p.dim()} and {v.dim()}")
+    c = _index_tensor(c, "compressed_indices", name)
+    p = _index_tensor(p, "plain_indices", name)
     if c.dim() != 1 or p.dim() != 1:
         raise RuntimeError("hookgrad: batched sparse compressed tensors are not supported (compressed and plain "
                            "indices must be 1-D)")
@@ -561,6 +581,8 @@ class SparseMask(Node, name="SparseMaskBackward0"):
 
 def sparse_mask(self, mask):
     """``Tensor.sparse_mask(mask)``: a sparse tensor of mask's layout and pattern holding this tensor's values."""
+    if not isinstance(mask, Tensor):
+        raise TypeError(f"sparse_mask(): argument 'mask' (position 1) must be Tensor, not {type(mask).__name__}")
     if not _is_sparse(mask):
         raise NotImplementedError("Could not run 'aten::sparse_mask' with arguments from the 'CPU' backend. (hookgrad: "
                                   "the mask must be a sparse tensor, got a strided one)")
