@@ -69,6 +69,9 @@ ALLOWED = {
     ("nn.functional", ""): "F.rrelu calls torch.rrelu / torch.rrelu_ (owner: nn/functional.py)",
     ("nn.modules.activation", ""): "Tanh/Sigmoid call torch.tanh / torch.sigmoid (owner: nn/modules/activation.py)",
     ("overrides", ""): "get_ignored_functions reads the namespace (owner: overrides.py)",
+    # selective activation checkpointing (torch.utils.checkpoint.create_selective_checkpoint_contexts) builds its two
+    # TorchDispatchModes on first use; the modes live above, with torch.ops
+    ("utils.checkpoint", "utils._python_dispatch"): "SAC's dispatch modes, built on first use (owner: utils/checkpoint.py)",
 }
 
 

@@ -539,7 +539,6 @@ def checkpoint_sequential(functions, segments, input, use_reentrant=None, **kwar
 # with their version), and the errors of a second recomputation or of a cached output mutated in place.
 
 import enum  # noqa: E402
-import importlib  # noqa: E402
 
 
 class CheckpointPolicy(enum.Enum):
@@ -594,7 +593,7 @@ def _modes():
     """The two dispatch modes, built on first use: TorchDispatchMode lives above this layer (with torch.ops), so
     it is looked up when selective checkpointing is first asked for, not imported with this module."""
     if not _MODES:
-        _TDM = importlib.import_module(__package__ + "._python_dispatch").TorchDispatchMode
+        from ._python_dispatch import TorchDispatchMode as _TDM     # an allowed upward import (tests/unit/test_layers.py)
 
         class _CachingTorchDispatchMode(_TDM):
             """The forward's mode: asks the policy about each op and caches the outputs it saves."""
