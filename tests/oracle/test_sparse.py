@@ -80,13 +80,14 @@ def t(lib, a, rg=False):
     return x.requires_grad_() if rg else x
 
 
-# ---- construction, getters, layouts -----------------------------------------------------------------------------------
+# ---- construction, getters, layouts ---------------------------------------------------------------------------
 
 def test_to_sparse_layouts_and_getters():
     def s(lib):
         x = t(lib, A)
         out = []
-        for conv in (lambda: x.to_sparse(), lambda: x.to_sparse(1), lambda: x.to_sparse_csr(), lambda: x.to_sparse_csc(),
+        for conv in (lambda: x.to_sparse(), lambda: x.to_sparse(1), lambda: x.to_sparse_csr(),
+                     lambda: x.to_sparse_csc(),
                      lambda: x.to_sparse(layout=lib.sparse_csr), lambda: x.to_sparse_coo(),
                      lambda: t(lib, M44).to_sparse_bsr(2), lambda: t(lib, M44).to_sparse_bsc((2, 2))):
             y = conv()
@@ -156,7 +157,7 @@ def test_printing():
     assert "layout=torch.sparse_coo" in out[0] and "crow_indices" in out[1]
 
 
-# ---- gradients --------------------------------------------------------------------------------------------------------
+# ---- gradients ------------------------------------------------------------------------------------------------
 
 def test_to_sparse_backward_every_layout_pair():
     """PyTorch's test_autograd test_to_sparse_backward: every conversion's gradient, in the source's layout."""
@@ -353,7 +354,8 @@ def test_ops_on_sparse():
         return (sp * 2, 2 * sp, sp + sp, st + st, st + sp, d + sp, sp * d, sp * sp.coalesce(), -sp, sp / 2,
                 lib.tanh(sp), sp.t(), sp.transpose(0, 1), sp - sp, lib.mm(sp, d.t()), lib.mm(sp, sp.t()),
                 sp.to_sparse_csr() * 3, sp.to_sparse_csr() + sp.to_sparse_csr(), sp.double(), sp.clone(),
-                sp.detach(), sp.float().dtype, lib.add(d, sp), d - sp, lib.add(d, sp, alpha=-0.5), raises(lambda: sp - d))
+                sp.detach(), sp.float().dtype, lib.add(d, sp), d - sp, lib.add(d, sp, alpha=-0.5),
+                raises(lambda: sp - d))
     both(s)
 
 

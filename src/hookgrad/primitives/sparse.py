@@ -171,7 +171,8 @@ def _compressed(self, layout, blocksize, dense_dim, name, cls=None):
     if not blocked and blocksize is not None:
         raise RuntimeError(f"{name}: blocksize is not used for conversion to {L._NAMES[layout._name]}")
     if self.dim() - (dense_dim or 0) < 2:
-        raise (IndexError if self.dim() < 2 else RuntimeError)(f"{name}: expected at least 2 sparse dimensions for conversion to "
+        err = IndexError if self.dim() < 2 else RuntimeError
+        raise err(f"{name}: expected at least 2 sparse dimensions for conversion to "
                            f"{L._NAMES[layout._name]}, got {self.dim() - (dense_dim or 0)}")
     if _is_sparse(self) and self.layout is layout and getattr(self._data, "blocksize", None) == blocksize:
         return self
@@ -690,7 +691,8 @@ def mm(mat1, mat2, reduce=None):
             raise RuntimeError(f"reduce argument must be either sum, mean, amax or amin, got {reduce}")
         reduce = {"max": "amax", "min": "amin"}.get(reduce, reduce)
         if not _is_sparse(mat1) or mat1.layout is not L.sparse_csr:
-            raise RuntimeError(f"sparse_mm_reduce: expected self to be a SparseCsr tensor (hookgrad: got {mat1.layout})")
+            raise RuntimeError(f"sparse_mm_reduce: expected self to be a SparseCsr tensor (hookgrad: got "
+                               f"{mat1.layout})")
         return SparseMmReduce.apply(mat1, mat2, reduce=reduce)
     if _is_sparse(mat1) and not _is_sparse(mat2):
         zeros = mat2.new_zeros((mat1.shape[0], mat2.shape[1]))
@@ -809,7 +811,7 @@ def embedding(weight, input, padding_idx=None):
     return SparseEmbedding.apply(weight, input, padding_idx=padding_idx)
 
 
-# ---- transpose (a new tensor, not a view, as PyTorch's sparse transpose) ----------------------------------------------
+# ---- transpose (a new tensor, not a view, as PyTorch's sparse transpose) ------------------------------------------
 
 class SparseT(Node, name="TBackward0"):
     def forward(self, x):

@@ -8,7 +8,8 @@ import warnings
 import numpy as np
 import torch
 torch.manual_seed(0)
-from torch_geometric.utils import to_torch_coo_tensor, to_torch_csr_tensor, to_torch_csc_tensor, spmm, to_edge_index, dense_to_sparse, to_dense_adj, is_torch_sparse_tensor
+from torch_geometric.utils import (to_torch_coo_tensor, to_torch_csr_tensor, to_torch_csc_tensor, spmm, to_edge_index,
+                                   dense_to_sparse, to_dense_adj, is_torch_sparse_tensor)
 from torch_geometric.nn import GCNConv, SAGEConv
 
 warnings.simplefilter("ignore")
@@ -40,7 +41,10 @@ try:
     out = conv(x, csr); rec("gcn_csr", out); steps.append("gcn_csr")
     out2 = conv2(x, csr); rec("sage_csr", out2); steps.append("sage_csr")
     out3 = conv(x, ei); rec("gcn_ei", out3)
-    (out.sum() + out2.sum()).backward(); rec("xgrad", x.grad); rec("wgrad", conv.lin.weight.grad); steps.append("backward")
+    (out.sum() + out2.sum()).backward()
+    rec("xgrad", x.grad)
+    rec("wgrad", conv.lin.weight.grad)
+    steps.append("backward")
 except Exception:
     import traceback
     traceback.print_exc()
