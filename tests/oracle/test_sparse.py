@@ -489,3 +489,25 @@ def test_tensor_methods_on_sparse():
                  lambda: sp.clone().mul_(2).to_dense(), lambda: sp.clone().add_(sp, alpha=2).to_dense()]
         return [tr(c) for c in cases]
     both(s)
+
+
+def test_sparse_adam():
+    """optim.SparseAdam on nn.Embedding(sparse=True): the same weights, moments and errors as PyTorch's."""
+    def s(lib):
+        emb = lib.nn.Embedding(6, 3, sparse=True)
+        with lib.no_grad():
+            emb.weight.copy_(lib.arange(18.).reshape(6, 3) / 7)
+        opt = lib.optim.SparseAdam(emb.parameters(), lr=0.1)
+        x = lib.tensor([[0, 1, 3], [3, 4, 0]])
+        out = []
+        for i in range(3):
+            opt.zero_grad()
+            (emb(x if i != 1 else x[:, :2]) ** 2).sum().backward()
+            opt.step()
+            out += [emb.weight, opt.state[emb.weight]["step"], opt.state[emb.weight]["exp_avg_sq"]]
+        p = lib.nn.Parameter(lib.ones(2))
+        p.grad = lib.ones(2)
+        out.append(raises(lambda: lib.optim.SparseAdam([p]).step()))
+        out.append(raises(lambda: lib.optim.SparseAdam([p], lr=-1)))
+        return out
+    both(s)

@@ -16,10 +16,11 @@ from .radam import RAdam
 from .rprop import Rprop
 from .lbfgs import LBFGS
 from ._adafactor import Adafactor
+from .sparse_adam import SparseAdam
 from . import optimizer, lr_scheduler, swa_utils
 
 __all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "Adamax", "ASGD", "NAdam", "RAdam",
-           "Rprop", "LBFGS", "Adafactor", "lr_scheduler", "swa_utils"]
+           "Rprop", "LBFGS", "Adafactor", "SparseAdam", "lr_scheduler", "swa_utils"]
 
 
 # a torch name hookgrad lacks raises _missing.NotImplementedName (an AttributeError)
