@@ -136,8 +136,10 @@ def _check_blocksize(blocksize, name):
     return blocksize
 
 
-def to_sparse(self, *args, layout=None, blocksize=None, dense_dim=None):
+def to_sparse(self, *args, layout=None, blocksize=None, dense_dim=None, sparse_dim=None):
     """``Tensor.to_sparse(sparse_dim)`` or ``to_sparse(layout=, blocksize=, dense_dim=)``."""
+    if sparse_dim is not None:
+        args = args + (sparse_dim,)
     if args:
         if len(args) > 1 or layout is not None or blocksize is not None or dense_dim is not None:
             raise TypeError("to_sparse() received an invalid combination of arguments - got "
@@ -387,30 +389,42 @@ def sparse_compressed_tensor(compressed_indices, plain_indices, values, size=Non
     return t
 
 
+def _fixed_layout(fn, layout, want, name):
+    """PyTorch's check of a layout= given to a constructor of one layout."""
+    if layout is not None and layout is not want:
+        got = {L.sparse_coo: "Sparse", L.sparse_csr: "SparseCsr", L.sparse_csc: "SparseCsc", L.sparse_bsr: "SparseBsr",
+               L.sparse_bsc: "SparseBsc"}.get(layout, "Strided")
+        raise RuntimeError(f"{fn}: layout must be {name} but got {got}")
+
+
 def sparse_csr_tensor(crow_indices, col_indices, values, size=None, *, dtype=None, device=None, pin_memory=False,
-                      requires_grad=False, check_invariants=None):
+                      layout=None, requires_grad=False, check_invariants=None):
     """torch.sparse_csr_tensor(crow_indices, col_indices, values, size)."""
+    _fixed_layout("sparse_csr_tensor", layout, L.sparse_csr, "SparseCsr")
     return sparse_compressed_tensor(crow_indices, col_indices, values, size, dtype=dtype, layout=L.sparse_csr,
                                     requires_grad=requires_grad)
 
 
 def sparse_csc_tensor(ccol_indices, row_indices, values, size=None, *, dtype=None, device=None, pin_memory=False,
-                      requires_grad=False, check_invariants=None):
+                      layout=None, requires_grad=False, check_invariants=None):
     """torch.sparse_csc_tensor(ccol_indices, row_indices, values, size)."""
+    _fixed_layout("sparse_csc_tensor", layout, L.sparse_csc, "SparseCsc")
     return sparse_compressed_tensor(ccol_indices, row_indices, values, size, dtype=dtype, layout=L.sparse_csc,
                                     requires_grad=requires_grad)
 
 
 def sparse_bsr_tensor(crow_indices, col_indices, values, size=None, *, dtype=None, device=None, pin_memory=False,
-                      requires_grad=False, check_invariants=None):
+                      layout=None, requires_grad=False, check_invariants=None):
     """torch.sparse_bsr_tensor(crow_indices, col_indices, values, size): values are nnz blocks."""
+    _fixed_layout("sparse_bsr_tensor", layout, L.sparse_bsr, "SparseBsr")
     return sparse_compressed_tensor(crow_indices, col_indices, values, size, dtype=dtype, layout=L.sparse_bsr,
                                     requires_grad=requires_grad)
 
 
 def sparse_bsc_tensor(ccol_indices, row_indices, values, size=None, *, dtype=None, device=None, pin_memory=False,
-                      requires_grad=False, check_invariants=None):
+                      layout=None, requires_grad=False, check_invariants=None):
     """torch.sparse_bsc_tensor(ccol_indices, row_indices, values, size): values are nnz blocks."""
+    _fixed_layout("sparse_bsc_tensor", layout, L.sparse_bsc, "SparseBsc")
     return sparse_compressed_tensor(ccol_indices, row_indices, values, size, dtype=dtype, layout=L.sparse_bsc,
                                     requires_grad=requires_grad)
 
