@@ -51,7 +51,7 @@ class GradCAM:
         self._leaf = None
 
     # the weights of each channel from the gradients (N,C,H,W) and activations -> (N,C)
-    def _weights(self, A, g):
+    def weights(self, A, g):
         return g.mean((2, 3))
 
     def _forward_hook(self, module, args, output):
@@ -100,7 +100,7 @@ class GradCAM:
         self._leaf = None
         A, g = self.activations, self.gradients
         with L.no_grad():
-            w = self._weights(A, g)                                   # N,C
+            w = self.weights(A, g)                                   # N,C
             m = (w[:, :, None, None] * A).sum(1, keepdim=True).relu()  # N,1,h,w
             m = L.F.interpolate(m, size=tuple(x.shape[-2:]), mode="bilinear", align_corners=False)[:, 0]
             lo = m.amin((1, 2), keepdim=True)
@@ -124,7 +124,7 @@ class GradCAMPlusPlus(GradCAM):
     """Grad-CAM++ (Chattopadhay et al.) at ``target_layer``: alpha = g^2 / (2 g^2 + sum_ij(A) g^3)
     (0 where the denominator is 0), weights = sum_ij(alpha * relu(g)); otherwise as :class:`GradCAM`."""
 
-    def _weights(self, A, g):
+    def weights(self, A, g):
         g2 = g * g
         g3 = g2 * g
         denom = 2 * g2 + A.sum((2, 3), keepdim=True) * g3

@@ -50,8 +50,8 @@ class TokenGradCAM(GradCAM):
         self.plus_plus = plus_plus
         self._grid_now = None
 
-    def _weights(self, A, g):
-        return GradCAMPlusPlus._weights(self, A, g) if self.plus_plus else GradCAM._weights(self, A, g)
+    def weights(self, A, g):
+        return GradCAMPlusPlus.weights(self, A, g) if self.plus_plus else GradCAM.weights(self, A, g)
 
     def _forward_hook(self, module, args, output):
         Tensor = self.lib.Tensor

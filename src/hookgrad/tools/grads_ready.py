@@ -27,7 +27,7 @@ class GradsReadyHandle:
         self.module, self.hook, self.unused = module, hook, unused
         self._lib = lib = lib_of(module)
         self._task_id = torch_attr(lib.root, "graph_task_id")
-        self._queue = lib.autograd.Variable._execution_engine.queue_callback
+        self._queue = torch_attr(lib.root, "queue_callback")
         seen, self.names = set(), {}
         for name, p in module.named_parameters():
             if p.requires_grad and id(p) not in seen:

@@ -17,7 +17,7 @@ import inspect
 import re
 import warnings
 
-from .lib import library_of
+from .lib import library_of, lib_of
 from .paths import module_paths
 
 __all__ = ["check_hooks", "strict_hooks", "HookMisuseWarning", "HookProblem", "KINDS"]
@@ -171,22 +171,17 @@ def _warn(found, stacklevel):
         warnings.warn(p.message(), HookMisuseWarning, stacklevel=stacklevel)
 
 
+_KIND = {"backward_pre": "full_backward_pre"}      # the registry's kind names -> this checker's
+
+
 def _module_hooks(mod):
-    """(kind, hook) for every hook on one module, from PyTorch's own storage names."""
+    """(kind, hook) for every hook on one module, from the library's own listing (tools.lib)."""
     out = []
-    kw = getattr(mod, "_forward_pre_hooks_with_kwargs", {})
-    for hid, h in getattr(mod, "_forward_pre_hooks", {}).items():
-        out.append(("forward_pre_with_kwargs" if kw.get(hid) else "forward_pre", h))
-    kw = getattr(mod, "_forward_hooks_with_kwargs", {})
-    for hid, h in getattr(mod, "_forward_hooks", {}).items():
-        out.append(("forward_with_kwargs" if kw.get(hid) else "forward", h))
-    for h in getattr(mod, "_backward_pre_hooks", {}).values():
-        out.append(("full_backward_pre", h))
-    full = getattr(mod, "_is_full_backward_hook", None)
-    for h in getattr(mod, "_backward_hooks", {}).values():
-        out.append(("backward" if full is False else "full_backward", h))
-    for h in getattr(mod, "_load_state_dict_post_hooks", {}).values():
-        out.append(("load_state_dict_post", getattr(h, "hook", h)))
+    for h in lib_of(mod).module_hooks(mod):
+        kind = _KIND.get(h.kind, h.kind)
+        if "with_kwargs" in h.flags and kind in ("forward", "forward_pre"):
+            kind += "_with_kwargs"
+        out.append((kind, getattr(h.hook, "hook", h.hook) if kind == "load_state_dict_post" else h.hook))
     return out
 
 
@@ -198,15 +193,14 @@ def check_hooks(model, optimizer=None, warn=True):
     for path, mod in model.named_modules():
         for kind, h in _module_hooks(mod):
             found += problems_of(h, kind, f"module {path or '<root>'!r}", mod)
+    lib = lib_of(model)
     for name, p in model.named_parameters():
-        for h in (getattr(p, "_backward_hooks", None) or {}).values():
-            found += problems_of(h, "tensor", f"parameter {name!r}")
-        for h in (getattr(p, "_post_accumulate_grad_hooks", None) or {}).values():
-            found += problems_of(h, "post_accumulate_grad", f"parameter {name!r}")
+        for h in lib.tensor_hooks(p):
+            found += problems_of(h.hook, "tensor" if h.kind == "grad" else h.kind, f"parameter {name!r}")
     if optimizer is not None:
-        for kind, attr in (("step_pre", "_optimizer_step_pre_hooks"), ("step_post", "_optimizer_step_post_hooks")):
-            for h in getattr(optimizer, attr, {}).values():
-                found += problems_of(h, kind, f"optimizer {type(optimizer).__name__}")
+        for h in lib.optimizer_hooks(optimizer):
+            if h.kind in ("step_pre", "step_post"):
+                found += problems_of(h.hook, h.kind, f"optimizer {type(optimizer).__name__}")
     if warn:
         _warn(found, 3)
     return found
@@ -255,13 +249,13 @@ class strict_hooks:
 
     def _wrap(self, owner, meth, kind, where):
         orig = owner.__dict__[meth]
-        check = self
+        report = self._report
 
         def wrapper(obj, hook, *args, **kwargs):
             k = kind
             if kwargs.get("with_kwargs") and kind in ("forward", "forward_pre"):
                 k = kind + "_with_kwargs"
-            check._report(problems_of(hook, k, where(obj), obj if kind == "backward" else None))
+            report(problems_of(hook, k, where(obj), obj if kind == "backward" else None))
             return orig(obj, hook, *args, **kwargs)
         wrapper.__wrapped__ = orig
         wrapper.__name__ = meth

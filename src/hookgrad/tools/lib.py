@@ -24,6 +24,10 @@ __all__ = ["Lib", "lib_of", "library_of", "OPTIMIZER_KINDS", "GLOBAL_OPTIMIZER_K
 TORCH_NAMES = {
     "graph_task_id": "_C._current_graph_task_id",    # -1 outside a backward pass (torch.utils.checkpoint uses it)
     "comm_hooks": "_comm_hooks",                      # DistributedDataParallel: [(hook, state)] registered
+    # both libraries' (PyTorch documents them in its autograd notes; no public accessor):
+    "version": "_version",                            # a tensor's version counter (in-place checks)
+    "base": "_base",                                  # the tensor a view is of
+    "queue_callback": "autograd.Variable._execution_engine.queue_callback",   # run at the end of this backward
 }
 
 

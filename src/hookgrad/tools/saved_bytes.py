@@ -22,7 +22,7 @@ A step starts at each call of ``model``.
 """
 import re
 
-from .lib import lib_of
+from .lib import lib_of, torch_attr
 
 __all__ = ["saved_tensor_bytes", "SavedStep"]
 
@@ -44,7 +44,7 @@ class SavedStep:
         self._seen = set()
         self.unique = 0
 
-    def _add(self, path, op, nbytes, key):
+    def add(self, path, op, nbytes, key):
         self.total += nbytes
         self.count += 1
         self.by_module[path] = self.by_module.get(path, 0) + nbytes
@@ -72,7 +72,7 @@ class saved_tensor_bytes:
         self.steps = []
         self._handles = []
         self._stack = []
-        self._op = None
+        self.op = None
         self._ctx = None
 
     # ---- last step shortcuts ----
@@ -92,20 +92,20 @@ class saved_tensor_bytes:
     def _pack(self, t):
         n = t.numel() * t.element_size()
         path = self._stack[-1] if self._stack else OUTSIDE
-        self._last()._add(path, self._op, n, (t.data_ptr(), n, t.dtype))
+        self._last().add(path, self.op, n, (t.data_ptr(), n, t.dtype))
         gf = t.grad_fn         # named now: an in-place op later moves the tensor to a new grad_fn
-        return t, t._version, (None if gf is None else (_BACKWARD.sub("", gf.name()), t.output_nr))
+        return t, torch_attr(t, "version"), (None if gf is None else (_BACKWARD.sub("", gf.name()), t.output_nr))
 
     @staticmethod
     def _unpack(packed):
         # NOTE: under saved_tensors_hooks PyTorch no longer checks that a saved tensor was not modified in
         # place since; without this check, attaching the tool would turn that error into wrong gradients.
         t, version, origin = packed
-        if t._version != version:
+        if torch_attr(t, "version") != version:
             where = f", which is output {origin[1]} of {origin[0]}," if origin is not None else ""
             raise RuntimeError(
                 "one of the variables needed for gradient computation has been modified by an inplace operation: "
-                f"[{t.type()} [{', '.join(map(str, t.shape))}]]{where} is at version {t._version}; expected version "
+                f"[{t.type()} [{', '.join(map(str, t.shape))}]]{where} is at version {torch_attr(t, 'version')}; expected version "
                 f"{version} instead. Hint: enable anomaly detection to find the operation that failed to compute its "
                 "gradient, with torch.autograd.set_detect_anomaly(True, check_nan=False).")
         return t
@@ -200,10 +200,10 @@ class _OpName:
         self.acct = acct
 
     def forward_pre(self, name, inputs):
-        self.acct._op = name
+        self.acct.op = name
 
     def forward_post(self, name, inputs, output, node):
-        self.acct._op = None
+        self.acct.op = None
 
     def backward_pre(self, node, grad_outputs):
         pass

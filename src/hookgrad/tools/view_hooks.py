@@ -15,7 +15,7 @@ A tensor that is not a view is hooked directly. What cannot work raises ``Runtim
 can be hooked. NOTE: for a view that is in the loss graph, ``fn`` gets the base's gradient at those
 elements, the sum over every path (the view's own ``register_hook`` gets only the path through it).
 """
-from .lib import lib_of
+from .lib import lib_of, torch_attr
 
 __all__ = ["register_view_hook", "view_hook_reason"]
 
@@ -25,7 +25,7 @@ def view_hook_reason(view):
     lib = lib_of(view)
     if not isinstance(view, lib.Tensor):
         return f"expected a Tensor, got {type(view).__name__}"
-    base = view._base
+    base = torch_attr(view, "base")
     if base is None:
         return None if view.requires_grad else "the tensor does not require grad"
     if not base.requires_grad:
@@ -41,7 +41,7 @@ def register_view_hook(view, hook):
     reason = view_hook_reason(view)
     if reason is not None:
         raise RuntimeError(f"register_view_hook: cannot hook this tensor of shape {tuple(view.shape)}: {reason}")
-    base = view._base
+    base = torch_attr(view, "base")
     if base is None:
         return view.register_hook(lambda g: (hook(g), None)[1])
     size, stride = tuple(view.shape), tuple(view.stride())
