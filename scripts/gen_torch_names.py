@@ -71,7 +71,6 @@ RULES = [
     (r"^torch\.utils\.data$", r"^(.*DataPipe.*|datapipes|DataChunk|functional_datapipe|graph|graph_settings|"
             r"guaranteed_datapipes_determinism|non_deterministic|argument_validation|runtime_validation.*)$",
      "non-goal: DataPipes (deprecated in PyTorch)"),
-    (r"^torch$", r"^(func|vmap)$", "later: function transforms (torch.func, vmap)"),
     (r"^torch\.Tensor$", r"^to_padded_tensor$", "non-goal: nested tensors"),
     (r"^torch$", r"^(fork|wait)$", "non-goal: TorchScript, graph capture and dispatcher internals"),
     (r".*", r"^(ScalingType|SwizzleType|scaled_mm|scaled_grouped_mm|grouped_mm)$",

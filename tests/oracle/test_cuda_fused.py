@@ -235,7 +235,8 @@ def test_op_hooks_see_the_unfused_formula(fused):
     fused.calls.clear()
     hookgrad.nn.functional.silu(x).sum().backward()
     assert fused.calls == ["silu", "silu_grad"]
-    np.testing.assert_allclose(x.grad.cpu().numpy(), g1, rtol=1e-6)
+    # two float32 formulas of the same gradient: a few ulps of the inputs' scale apart (near-zero entries too)
+    np.testing.assert_allclose(x.grad.cpu().numpy(), g1, rtol=1e-6, atol=1e-7)
 
 
 def test_create_graph_runs_the_differentiable_formulas(fused):
