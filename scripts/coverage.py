@@ -509,6 +509,7 @@ def render_page(rows, pkg_rows=()):
         out += (lines or ["None."]) + [""]
     if pkg_rows:
         out += render_packages(pkg_rows)
+    out += render_forward_ad()
     out += ["", "## Missing names", ""]
     for r in rows:
         missing = len(r["everyday"]) + len(r["later"]) + len(r["nongoal"])
@@ -520,6 +521,21 @@ def render_page(rows, pkg_rows=()):
         if r["nongoal"]:
             out += [f"Non-goals ({len(r['nongoal'])}):", ""] + _by_reason(r["nongoal"], r["cats"]) + [""]
     return "\n".join(out).rstrip() + "\n"
+
+
+def render_forward_ad():
+    """Forward-mode AD (issue 27): which node classes have a jvp written beside their forward, and which take the
+    general fallback (the tangent from the backward formula: J t = d/du <J^T u, t>)."""
+    from hookgrad.autograd import forward_ad
+    ops = forward_ad.fallback_ops()
+    return ["", "## Forward-mode AD: written formulas and the fallback", "",
+            f"{len(ops['explicit'])} node classes compute their tangent with a `jvp` written beside their forward; "
+            f"{len(ops['fallback'])} take the general fallback, which derives the tangent from the backward formula "
+            "(the transpose of a transpose: J t = d/du <J^T u, t>, about twice the cost of a written formula, a copy "
+            "rather than a view for view-like ops). Listed as `family.GradFnName` "
+            "(`hookgrad.autograd.forward_ad.fallback_ops()`).", "",
+            "Written: " + ", ".join(f"`{n}`" for n in sorted(ops["explicit"])), "",
+            "Fallback: " + ", ".join(f"`{n}`" for n in sorted(ops["fallback"])), ""]
 
 
 def render_readme_section(rows):
