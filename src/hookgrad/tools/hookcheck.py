@@ -15,6 +15,7 @@ several ops (its grad_input then belongs to the module's last op only). Each war
 import dis
 import inspect
 import re
+import threading
 import warnings
 
 from .lib import library_of, lib_of
@@ -174,6 +175,9 @@ def _warn(found, stacklevel):
 _KIND = {"backward_pre": "full_backward_pre"}      # the registry's kind names -> this checker's
 
 
+_inside = threading.local()      # a strict wrapper is running on this thread
+
+
 def _module_hooks(mod):
     """(kind, hook) for every hook on one module, from the library's own listing (tools.lib)."""
     out = []
@@ -252,11 +256,17 @@ class strict_hooks:
         report = self._report
 
         def wrapper(obj, hook, *args, **kwargs):
+            if getattr(_inside, "on", False):       # a registration method calling another one (a subclass's
+                return orig(obj, hook, *args, **kwargs)     # override calling Tensor's): checked once, outermost
             k = kind
             if kwargs.get("with_kwargs") and kind in ("forward", "forward_pre"):
                 k = kind + "_with_kwargs"
             report(problems_of(hook, k, where(obj), obj if kind == "backward" else None))
-            return orig(obj, hook, *args, **kwargs)
+            _inside.on = True
+            try:
+                return orig(obj, hook, *args, **kwargs)
+            finally:
+                _inside.on = False
         wrapper.__wrapped__ = orig
         wrapper.__name__ = meth
         wrapper.__doc__ = getattr(orig, "__doc__", None)
