@@ -15,6 +15,7 @@ from ...autograd.node import Node, check_tuple_result
 from ...autograd.grad_mode import _state
 from ...autograd.formulas import TENSORS
 from ...primitives._inplace import _View
+from ...autograd.views import as_custom_view
 
 __all__ = ["BackwardHook", "BackwardHookFunctionBackward"]
 
@@ -86,28 +87,6 @@ _INDEX0 = (0,)
 _gf_set = Tensor.__dict__["grad_fn"].__set__
 
 
-def _identity_view(t):
-    return t
-
-
-def _as_custom_view(out, t, creation):
-    """Mark an output of the identity node as a view of its input ``t``, as PyTorch marks a custom Function's
-    input returned as-is (CreationMeta IN_CUSTOM_FUNCTION, or MULTI_OUTPUT_NODE when the node has several
-    outputs): an in-place change of the output, or a use of it after its base changed in place, raises."""
-    base = t._base
-    if base is None:
-        out._base = t
-        out._view_fn = _identity_view
-    else:
-        out._base = base
-        out._view_fn = t._view_fn or _identity_view
-    if type(out) is not _View:
-        out.__class__ = _View
-    out._creation = creation
-    out._vc = vc = t._vc
-    out._attr_ver = vc[0]
-
-
 class BackwardHook:
     """Runs a module's full backward (pre-)hooks for one call of the module (PyTorch's BackwardHook)."""
     __slots__ = ("module", "user_hooks", "user_pre_hooks", "grad_outputs", "n_outputs", "output_tensors_index",
@@ -157,7 +136,7 @@ class BackwardHook:
                     out._requires_grad = True
                     _gf_set(out, node)
                     out._output_nr = 0
-                _as_custom_view(out, t, "custom")
+                as_custom_view(out, t, "custom")
                 return ((out,) if type(args) is tuple else type(args)(*(out,))), _INDEX0
         tensors_idx = []
         requires_grad = False
@@ -182,7 +161,7 @@ class BackwardHook:
         creation = "custom" if len(tensors) == 1 else "multi"
         for i, t, out in zip(tensors_idx, tensors, outs):
             # the outputs are views of the inputs (a non-differentiable one: PyTorch's no-grad view of itself)
-            _as_custom_view(out, t, creation if out._requires_grad else "custom")
+            as_custom_view(out, t, creation if out._requires_grad else "custom")
             arg_list[i] = out
         if type(args) is tuple:
             return tuple(arg_list), tensors_idx
