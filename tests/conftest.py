@@ -53,3 +53,19 @@ def path(request):
 def _seed():
     np.random.seed(0)
     yield
+
+
+@pytest.fixture
+def fake_cuda():
+    """The CuPy-like CPU module (tests/backend/cupylike.py) as the "cuda" device's, for one test; the device
+    table is restored after it. (Files that use it skip themselves under HOOKGRAD_TEST_BACKEND=cupylike.)"""
+    from hookgrad import _array
+    from backend import cupylike
+    saved = dict(_array._DEVICE_MODULE), dict(_array._MODULE_DEVICE), set(_array._probed)
+    cupylike.use_as_cuda()
+    try:
+        yield cupylike
+    finally:
+        for d, s in zip((_array._DEVICE_MODULE, _array._MODULE_DEVICE, _array._probed), saved):
+            d.clear()
+            d.update(s)

@@ -22,19 +22,6 @@ if backend.NAME == "cupylike":
                 allow_module_level=True)
 
 
-@pytest.fixture
-def fake_cuda():
-    """The cupylike module as the "cuda" device's, for one test."""
-    saved = dict(_array._DEVICE_MODULE), dict(_array._MODULE_DEVICE), set(_array._probed)
-    cupylike.use_as_cuda()
-    try:
-        yield cupylike
-    finally:
-        for d, s in zip((_array._DEVICE_MODULE, _array._MODULE_DEVICE, _array._probed), saved):
-            d.clear()
-            d.update(s)
-
-
 @pytest.mark.skipif(_array._DEVICE_MODULE.get("cuda") is not None, reason="a cuda device is registered")
 def test_no_cuda_as_pytorch_cpu_only():
     if _array.device_module("cuda") is not None:

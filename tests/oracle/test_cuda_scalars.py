@@ -9,29 +9,15 @@ import pytest
 import torch
 
 import hookgrad
-from hookgrad import _array
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import backend  # noqa: E402
-from backend import cupylike  # noqa: E402
 
 if backend.NAME == "cupylike":
     pytest.skip("the cupylike module is the default array module here; the stand-in device needs it free",
                 allow_module_level=True)
 
 MIX = "Expected all tensors to be on the same device, but found at least two devices, cuda:0 and cpu!"
-
-
-@pytest.fixture
-def fake_cuda():
-    saved = dict(_array._DEVICE_MODULE), dict(_array._MODULE_DEVICE), set(_array._probed)
-    cupylike.use_as_cuda()
-    try:
-        yield cupylike
-    finally:
-        for d, s in zip((_array._DEVICE_MODULE, _array._MODULE_DEVICE, _array._probed), saved):
-            d.clear()
-            d.update(s)
 
 
 OPS = {

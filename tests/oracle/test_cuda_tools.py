@@ -22,18 +22,6 @@ if backend.NAME == "cupylike":
                 allow_module_level=True)
 
 
-@pytest.fixture
-def fake_cuda():
-    saved = dict(_array._DEVICE_MODULE), dict(_array._MODULE_DEVICE), set(_array._probed)
-    cupylike.use_as_cuda()
-    try:
-        yield cupylike
-    finally:
-        for d, s in zip((_array._DEVICE_MODULE, _array._MODULE_DEVICE, _array._probed), saved):
-            d.clear()
-            d.update(s)
-
-
 def _model(dev):
     hookgrad.manual_seed(0)
     m = hookgrad.nn.Sequential(hookgrad.nn.Linear(6, 5), hookgrad.nn.ReLU(),

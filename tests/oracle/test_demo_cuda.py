@@ -13,23 +13,10 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 sys.path.insert(0, os.path.join(ROOT, "demo"))
 sys.path.insert(0, os.path.join(ROOT, "tests"))
 import backend  # noqa: E402
-from backend import cupylike  # noqa: E402
 
 if backend.NAME == "cupylike":
     pytest.skip("the cupylike module is the default array module here; the stand-in device needs it free",
                 allow_module_level=True)
-
-
-@pytest.fixture
-def fake_cuda():
-    saved = dict(_array._DEVICE_MODULE), dict(_array._MODULE_DEVICE), set(_array._probed)
-    cupylike.use_as_cuda()
-    try:
-        yield cupylike
-    finally:
-        for d, s in zip((_array._DEVICE_MODULE, _array._MODULE_DEVICE, _array._probed), saved):
-            d.clear()
-            d.update(s)
 
 
 def test_demo_trains_on_the_cuda_device(fake_cuda, tmp_path, capsys, monkeypatch):
