@@ -250,7 +250,8 @@ def _fast_unary(cls, general):
     make = Tensor._make
 
     def method(self):
-        if D.is_floating(self._data.dtype):
+        dt = self._data.dtype
+        if dt.kind == "f" or D.is_floating(dt):         # (float32/64 without the call: this is every unary op)
             if G._op_hooks and not G._op_tls.busy:
                 return G._apply_with_op_hooks(cls, (self,), None, method)
             node = new(cls)
