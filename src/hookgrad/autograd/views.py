@@ -157,33 +157,78 @@ class CopySlices(Node, name="CopySlices"):
 class AsStrided(Node, name="AsStridedBackward0"):
     """A view's history regenerated from its base's (PyTorch regenerates a view's grad_fn as
     AsStridedBackward0 once the base or another view of it was modified in place). ``index``: the flat
-    position in the base of each element of the view."""
+    position in the base of each element of the view, counted in real units when the base or the view is
+    complex (a complex element is two: its real part at 2k, its imaginary part at 2k + 1; a complex view's
+    index has a trailing axis of 2), so that a view across dtypes (view_as_real, .real, view_as_complex)
+    maps back too."""
+
+    base_complex = view_complex = False
 
     def backward(self, g):
         n = 1
         for s in self.base_shape:
             n *= s
+        units = 2 * n if self.base_complex else n
+        idx = self.index.reshape(-1)
         if not _state.enabled:
             xp = array_module(g._data)
-            out = xp.zeros(n, g._data.dtype)
-            xp.add.at(out, self.index.reshape(-1), g._data.reshape(-1))
+            gd = g._data
+            if self.view_complex:
+                gd = xp.stack([gd.real, gd.imag], -1)
+            out = xp.zeros(units, gd.dtype)
+            xp.add.at(out, idx, gd.reshape(-1))
+            if self.base_complex:
+                out = out[0::2] + 1j * out[1::2]
             return Tensor._make(out.reshape(self.base_shape))
-        idx = Tensor._make(self.index.reshape(-1))
-        return g.new_zeros(n).index_add(0, idx, g.reshape(-1)).reshape(self.base_shape)
+        if self.view_complex:
+            g = g.real.unsqueeze(-1) * _unit_mask(g, 0) + g.imag.unsqueeze(-1) * _unit_mask(g, 1)
+        out = g.new_zeros(units).index_add(0, Tensor._make(idx), g.reshape(-1))
+        if self.base_complex:
+            out = out[0::2] + out[1::2] * 1j
+        return out.reshape(self.base_shape)
+
+
+def _unit_mask(g, k):
+    """(1, 0) for k == 0, (0, 1) for k == 1, in ``g``'s real dtype: spreads a part of a complex gradient onto the
+    trailing axis of real units."""
+    m = g.real.new_zeros(2)
+    m[k] = 1
+    return m
+
+
+def _real_units(xp, shape, complex_):
+    """The positions of a tensor's elements in real units: arange for a real tensor, 2k + (2k + 1)j for a
+    complex one."""
+    n = 1
+    for s in shape:
+        n *= s
+    if not complex_:
+        return xp.arange(n, dtype=np.float64).reshape(shape)
+    k = xp.arange(0, 2 * n, 2, dtype=np.float64)
+    return (k + 1j * (k + 1)).reshape(shape)
 
 
 def _as_strided_node(view, base):
     """A new AsStridedBackward0 from ``base``'s current history to ``view`` (base requires grad)."""
     from .grad_mode import no_grad
+    bc, vc = base._data.dtype.kind == "c", view._data.dtype.kind == "c"
     index = view.__dict__.get("_index")
     if index is None:
         with no_grad():
             bd = base._data
-            index = view._view_fn(Tensor._make(array_module(bd).arange(bd.size).reshape(bd.shape)))._data
+            xp = array_module(bd)
+            if bc or vc:
+                index = view._view_fn(Tensor._make(_real_units(xp, bd.shape, bc)))._data
+                if vc:
+                    index = xp.stack([index.real, index.imag], -1)
+                index = index.astype(np.int64)
+            else:
+                index = view._view_fn(Tensor._make(xp.arange(bd.size).reshape(bd.shape)))._data
         view._index = index
     node = AsStrided.__new__(AsStrided)
     node.index = index
     node.base_shape = base._data.shape
+    node.base_complex, node.view_complex = bc, vc
     e, m = _node._edge(base)
     node.next_functions = (e,)
     node._in_meta = (m,)
