@@ -71,7 +71,15 @@ def zero_(self):
     return _fill(self, 0, _Zero)
 
 
+def _meta_fill(self, node):
+    """A random fill of a meta tensor (no data): as in PyTorch, nothing is drawn from the generator (a model
+    built under ``with torch.device("meta")`` allocates no host memory for its initialisation)."""
+    return _fill(self, 0, _RANDOM_NODES[node])
+
+
 def normal_(self, mean=0.0, std=1.0, *, generator=None):
+    if self.is_meta:
+        return _meta_fill(self, "NormalBackward0")
     d = self._data
     return _fill(self, _gen(generator)._normal(d.size, d.dtype, mean, std).reshape(d.shape), _RANDOM_NODES["NormalBackward0"])
 
@@ -80,6 +88,8 @@ def uniform_(self, from_=0.0, to=1.0, *, generator=None, **kw):
     # ``from`` is a Python keyword: PyTorch's x.uniform_(**{"from": 0, "to": 1}) arrives in kw
     a, b = kw.pop("from", from_), to
     _no_more_kwargs(kw, "uniform_")
+    if self.is_meta:
+        return _meta_fill(self, "UniformBackward0")
     d = self._data
     return _fill(self, _uniform_values(_gen(generator)._uniform01(d.size, d.dtype), a, b, d.dtype).reshape(d.shape),
                  _RANDOM_NODES["UniformBackward0"])
