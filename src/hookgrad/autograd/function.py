@@ -15,7 +15,8 @@ from .. import _array
 from .grad_mode import _state, no_grad
 from . import node as _g
 from .formulas import TENSORS
-from .graph import Node, SavedTensor
+from .node import Node
+from .saved import SavedTensor
 from . import forward_ad as _fwad
 from .._dtype import is_floating as _is_floating
 from .._tensor import _SAME

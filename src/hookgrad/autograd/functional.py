@@ -7,7 +7,7 @@ import numpy as np
 
 from .._array import array_module
 from .grad_mode import enable_grad, set_grad_enabled, is_grad_enabled
-from .graph import Node
+from .node import Node
 from . import node as _g
 from .._dtype import is_floating as _is_floating
 

@@ -5,7 +5,7 @@ import numpy as np
 
 from .._tensor import Tensor
 from ..autograd.forward_ad import linear_jvp, multilinear_jvp, tsum, scaled  # noqa: F401  (forward AD)
-from ..autograd.graph import Node
+from ..autograd.node import Node
 from ..autograd.saved import _FREED
 from ..autograd.formulas import TENSORS
 from .._array import array_module

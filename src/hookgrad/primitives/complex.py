@@ -16,7 +16,7 @@ import numpy as np
 from .. import _dtype as D
 from .._array import array_module
 from .._tensor import Tensor
-from ..autograd.graph import Node
+from ..autograd.node import Node
 from .._errors import not_tensor
 from ._inplace import make_view
 from . import special as _SP

@@ -9,7 +9,7 @@ arrays: singular vectors and eigenvectors carry the signs NumPy's LAPACK gives (
 import numpy as np
 
 from .._tensor import Tensor
-from ..autograd.graph import Node
+from ..autograd.node import Node
 from .._array import array_module
 from .._errors import complex_unsupported
 from . import return_types as RT

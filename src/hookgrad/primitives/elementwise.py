@@ -9,7 +9,7 @@ import numpy as np
 
 from .._tensor import Tensor
 from .._array import array_module, module_of, default_module
-from ..autograd.graph import Node
+from ..autograd.node import Node
 from ..autograd.formulas import TENSORS, zero_like
 from ._dispatch import binary, apply_inplace, broadcast_error
 from .. import _dtype as D, _parallel

@@ -5,7 +5,7 @@ by ``EmbeddingBagGrad`` and per_sample_weights' by ``NoDerivative``, whose backw
 """
 import numpy as np
 
-from ..autograd.graph import Node
+from ..autograd.node import Node
 from .._array import array_module
 from .._creation import _SampledNoGrad as NoDerivative
 

@@ -9,7 +9,7 @@ import warnings
 import numpy as np
 
 from .._tensor import Tensor, _root, UntypedStorage
-from ..autograd.graph import Node
+from ..autograd.node import Node
 from . import shape as S
 from .._array import array_module
 from .. import _array

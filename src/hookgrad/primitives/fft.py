@@ -18,7 +18,7 @@ from .. import _dtype as D
 from .._array import array_module, default_module
 from .._tensor import Tensor, _wrap_dim
 from .._errors import not_tensor
-from ..autograd.graph import Node
+from ..autograd.node import Node
 from .._creation import _finish
 from .join import ConstantPad
 from .shape import narrow, roll

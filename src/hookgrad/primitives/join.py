@@ -6,7 +6,7 @@ import numpy as np
 from .. import _dtype as D
 from .._tensor import Tensor
 from ..autograd.forward_ad import linear_jvp, multilinear_jvp, tsum, scaled  # noqa: F401  (forward AD)
-from ..autograd.graph import Node
+from ..autograd.node import Node
 from ._dispatch import wrap_dim
 from ._inplace import make_view
 from ._index_nodes import Slice, IndexAddGrad

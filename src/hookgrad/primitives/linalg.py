@@ -6,7 +6,7 @@ import numpy as np
 from .._tensor import Tensor
 from ..autograd.forward_ad import linear_jvp, multilinear_jvp, tsum, scaled  # noqa: F401  (forward AD)
 from ..autograd import op_hooks as _G
-from ..autograd.graph import Node
+from ..autograd.node import Node
 from ..autograd.formulas import TENSORS
 from ..autograd.grad_mode import _state
 from .._errors import broadcast_error

@@ -5,7 +5,7 @@ warnings, and the errors of the functions PyTorch removed (torch.solve, torch.ls
 import numpy as np
 
 from .._tensor import Tensor
-from ..autograd.graph import Node
+from ..autograd.node import Node
 from .._array import array_module
 from .._warnings import warn_once
 from . import return_types as RT

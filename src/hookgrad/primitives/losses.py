@@ -8,7 +8,7 @@ import functools
 
 import numpy as np
 
-from ..autograd.graph import Node
+from ..autograd.node import Node
 from .. import _array
 from .._array import array_module
 from .._creation import _SampledNoGrad as NoDerivative   # a value with no derivative (backward raises)

@@ -7,7 +7,7 @@ from .. import _dtype as D
 from .._tensor import Tensor
 from ..autograd.forward_ad import linear_jvp, multilinear_jvp, tsum, scaled  # noqa: F401  (forward AD)
 from .._array import array_module
-from ..autograd.graph import Node
+from ..autograd.node import Node
 from ..autograd.formulas import TENSORS
 from ._dispatch import dims_of, wrap_dim
 from .elementwise import scale

@@ -15,7 +15,7 @@ import math
 import numpy as np
 
 from .._tensor import Tensor
-from ..autograd.graph import Node
+from ..autograd.node import Node
 from ..autograd.grad_mode import no_grad
 from .._array import array_module
 

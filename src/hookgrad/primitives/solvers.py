@@ -8,7 +8,7 @@ pivot), because NumPy has none; the others call ``numpy.linalg`` on the inputs' 
 import numpy as np
 
 from .._tensor import Tensor
-from ..autograd.graph import Node
+from ..autograd.node import Node
 from .._array import array_module
 from .. import _array
 from . import return_types as RT

@@ -14,7 +14,7 @@ import numpy as np
 from .._tensor import Tensor
 from ..autograd.forward_ad import linear_jvp, multilinear_jvp, elementwise_jvp, tsum, scaled  # noqa: F401  (forward AD)
 from .._array import array_module, module_of
-from ..autograd.graph import Node
+from ..autograd.node import Node
 from .._errors import not_tensor, not_implemented_for, is_number, not_number
 from ._dispatch import binary, apply_inplace
 from . import elementwise as E

@@ -15,7 +15,7 @@ from .. import _dtype as D
 from .._errors import no_bf16_kernel
 from .._tensor import Tensor
 from .._array import array_module, module_of
-from ..autograd.graph import Node
+from ..autograd.node import Node
 from ..autograd.grad_mode import no_grad, _state as _grad_state
 from ._dispatch import dims_of, wrap_dim
 from . import reduce as R, index as I, shape as S, elementwise as E, return_types

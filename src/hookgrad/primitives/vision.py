@@ -15,7 +15,7 @@ nodes of their own (torchvision's ``_roi_align_backward``...) whose backward rai
 import numpy as np
 
 from .._tensor import Tensor
-from ..autograd.graph import Node
+from ..autograd.node import Node
 from .._array import array_module
 
 _CHUNK = 1 << 22            # elements gathered at once (rois x bins x samples x channels)

@@ -5,7 +5,7 @@
 As in PyTorch, ``dim`` 0 or the last dim runs one fused op (``WeightNormInterfaceBackward0``); any other
 dim (``None`` is -1: one norm over the whole tensor) is composed of the norm, a division and a product.
 """
-from ..autograd.graph import Node
+from ..autograd.node import Node
 from .._array import array_module
 
 

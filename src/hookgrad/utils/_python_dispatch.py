@@ -103,7 +103,8 @@ _CLASSES = {}
 
 def _index_classes():
     """op name -> primitive class, for ops that recorded no node (nothing required grad)."""
-    from ..autograd.graph import Node, op_name
+    from ..autograd.node import Node
+    from ..autograd.graph import op_name
     todo = list(Node.__subclasses__())
     while todo:
         c = todo.pop()
