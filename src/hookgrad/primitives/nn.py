@@ -12,7 +12,7 @@ from .._array import as_strided
 from .. import _array, _dtype as D
 
 from .._tensor import Tensor
-from ..autograd.graph import Node
+from ..autograd.node import Node
 from ..autograd.formulas import TENSORS
 from ..autograd.grad_mode import _state
 from .._array import array_module
