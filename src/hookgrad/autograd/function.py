@@ -17,6 +17,7 @@ from . import node as _g
 from .formulas import TENSORS
 from .node import Node
 from .saved import SavedTensor
+from .basic_ops import Error, DelayedError
 from . import forward_ad as _fwad
 from .._dtype import is_floating as _is_floating
 from .._tensor import _SAME
@@ -417,15 +418,7 @@ def _wrap_outputs(ctx, args, outputs, record):
     return result[0] if single else tuple(result)
 
 
-class _DelayedError(Node, name="DelayedError"):
-    """Identity whose backward raises: marks grads of a once_differentiable backward."""
-    msg = ""
-
-    def forward(self, *xs):
-        return xs if len(xs) > 1 else xs[0]
-
-    def backward(self, *grads):
-        raise RuntimeError(self.msg)
+_DelayedError = Error     # (primitives' non-differentiable gradients: ``_DelayedError.apply(g, msg=...)``)
 
 
 def once_differentiable(fn):
@@ -440,16 +433,13 @@ def once_differentiable(fn):
         T = _g.Tensor
         if not any(isinstance(a, T) and a.requires_grad for a in args):
             return outputs
-        single = not isinstance(outputs, tuple)
-        outs = (outputs,) if single else outputs
-        res = []
-        for o in outs:
-            if isinstance(o, T):
-                o = _DelayedError.apply(o.detach().requires_grad_(True) if _is_floating(o._data.dtype) else o,
-                                        msg="trying to differentiate twice a function that was marked with "
-                                            "@once_differentiable")
-            res.append(o)
-        return res[0] if single else tuple(res)
+        outs = outputs if isinstance(outputs, tuple) else (outputs,)
+        # one Error node for all outputs (PyTorch's DelayedError): aliases that require grad, None as None
+        fake = [o.detach().requires_grad_(True) if isinstance(o, T) and (_is_floating(o._data.dtype) or
+                                                                          o._data.dtype.kind == "c") else o
+                for o in outs]
+        return DelayedError(b"trying to differentiate twice a function that was marked with @once_differentiable",
+                            len(outs))(*fake)
     return wrapper
 
 

@@ -16,7 +16,7 @@ import numpy as np
 from sys import getrefcount as _getrefcount
 
 from .. import _dtype as D
-from .._tensor import Tensor, _SAME as _SAME_DTYPE
+from .._tensor import Tensor, _SAME as _SAME_DTYPE, _INPLACE_DETACHED
 from .._errors import NUMPY_ERRORS as _NUMPY_ERRORS, from_numpy as _from_numpy
 from ..utils.hooks import add_hook, HookDict, hook_name
 from .grad_mode import _state
@@ -49,6 +49,23 @@ def _as_arrays(out, args):
 
 _MAX_SEQ = float("inf")
 _NO_EDGE = (None, 0)
+
+_DETACHED = ("Trying to use a saved tensor that has been detached in-place, i.e. with .detach_().This is not "
+             "supported, please use out-of-place `.detach()` instead")
+
+
+def _check_detached(node):
+    """PyTorch's SavedVariable check: an input saved while it had a grad_fn, detached in place since."""
+    saved = node._saved
+    nf = node.next_functions
+    for k, i in enumerate(node.save):
+        if 0 <= i < len(nf) and k < len(saved):
+            s = saved[k]
+            t = s._tensor if type(s) is SavedTensor else s
+            if isinstance(t, Tensor) and t.grad_fn is None:
+                ref = t.__dict__.get("_detached_from")
+                if ref is not None and ref() is nf[i][0] is not None:
+                    raise RuntimeError(_DETACHED)
 
 
 
@@ -403,6 +420,8 @@ class Node:
 
         A formula written against a space (``backward(self, g, F=TENSORS)``, flag ``_spaced``) runs in
         ``F``; a formula on Tensors alone runs on ARRAYS with its gradients wrapped (grad mode is off)."""
+        if _INPLACE_DETACHED[0] and self._saved:
+            _check_detached(self)
         spaced = self._spaced
         arrays = F is ARRAYS
         if arrays and not spaced:       # a formula on Tensors alone, in a plain backward: wrapped for it
@@ -825,7 +844,7 @@ class AccumulateGrad(Node):
         if _state.enabled:      # create_graph: the sum keeps the graph; a first .grad is a copy (never stolen)
             if not isinstance(g, Tensor):
                 g = Tensor._make(g)
-            var._grad = _CopyGrad.apply(g) if grad is None else grad + g if type(grad._data) is _ndarray or \
+            var._grad = _CopyGrad.apply(None, g) if grad is None else grad + g if type(grad._data) is _ndarray or \
                 getattr(g._data, "_layout", None) is not None else g + grad     # (sparse .grad: dense + sparse)
             return
         t = type(g) is not _ndarray and isinstance(g, Tensor)      # an array (ARRAYS) or a Tensor
@@ -865,14 +884,15 @@ AccumulateGrad._dir_names = sorted(Node._dir_names + ["variable"])
 
 
 class _CopyGrad(Node, name="CopyBackwards"):
-    """The first ``.grad`` under create_graph: a copy of the gradient (PyTorch copies it into a new
-    tensor, whose grad_fn is CopyBackwards)."""
+    """The first ``.grad`` under create_graph: a copy of the gradient (PyTorch copies it into a new empty
+    tensor, ``new_empty_strided(...).copy_(grad)``, whose grad_fn is CopyBackwards with two edges: none for
+    the new tensor, the gradient's history). ``apply(None, g)``."""
 
-    def forward(self, g):
+    def forward(self, dst, g):
         return g.copy(order="C")
 
     def backward(self, gg):
-        return gg
+        return None, gg
 
     def name(self):
         return "torch::autograd::CopyBackwards"
