@@ -96,8 +96,9 @@ def _numerical_jacobian(func, inputs, outputs, eps, targets=None):
             data = data.values
         flat = data.reshape(-1)   # a view when contiguous (inputs are made contiguous by the caller)
         cplx = data.dtype.kind == "c"
+        # (complex where the input or the output is: a real input's column of a complex output is complex)
         jac = [np.zeros((data.size if rows is None else inp._data.size, o._data.size),
-                        np.complex128 if cplx else np.float64) for o in outs]
+                        np.complex128 if cplx or o._data.dtype.kind == "c" else np.float64) for o in outs]
         for k in range(data.size):
             r = k if rows is None else rows[k]
             orig = flat[k].item()
@@ -306,8 +307,9 @@ def _forward_ad_jacobian(func, inputs, outputs):
     return jac
 
 
-def _check_forward_ad(func, inputs, outputs, eps, atol, rtol):
-    """The Jacobians through jvp calls against the numerical ones (PyTorch's check_forward_ad)."""
+def _check_forward_ad(func, inputs, outputs, eps, atol, rtol, complex_indices=None, test_imag=False):
+    """The Jacobians through jvp calls against the numerical ones (PyTorch's check_forward_ad; the inputs are
+    real: a complex input is checked through its real and its imaginary part, see _gradcheck_real_imag)."""
     outputs = [o for o in _as_tuple(outputs) if _is_t(o)]
     numerical = _numerical_jacobian(func, inputs, outputs, eps)
     analytical = _forward_ad_jacobian(func, inputs, outputs)
@@ -315,7 +317,74 @@ def _check_forward_ad(func, inputs, outputs, eps, atol, rtol):
         for j in range(len(outputs)):
             n, a = numerical[k][j], analytical[k][j]
             if not np.allclose(a, n, rtol, atol):
-                raise GradcheckError(_notallclose_msg(a, n, j, k, None, False, is_forward_ad=True))
+                raise GradcheckError(_notallclose_msg(a, n, j, k, complex_indices, test_imag, is_forward_ad=True))
+    return True
+
+
+def _real_and_imag_input(fn, complex_indices, inputs):
+    """PyTorch's: the functions of a complex input's real part (the imaginary part held) and of its imaginary part
+    (the real part held), ``x -> fn(x + y * 1j)`` and ``y -> fn(x + y * 1j)``."""
+    def apply(make):
+        def wrapped(*args):
+            args = list(args)
+            for i in complex_indices:
+                args[i] = make(args[i], inputs[i])
+            return _as_tuple(fn(*args))
+        return wrapped
+    return apply(lambda inp, orig: inp + orig.imag * 1j), apply(lambda inp, orig: orig.real + inp * 1j)
+
+
+def _part(t, part):
+    """A complex input's real or imaginary part as a contiguous real input (requires_grad kept)."""
+    c = _T()._make(array_module(t._data).ascontiguousarray(getattr(t._data, part)))
+    c._requires_grad = t.requires_grad
+    return c
+
+
+def _check_forward_ad_real_imag(func, func_out, inputs, eps, atol, rtol, check_undefined_grad):
+    cidx = [i for i, t in enumerate(inputs) if _is_t(t) and t.is_complex()]
+    if not cidx:
+        _check_forward_ad(func, inputs, func_out, eps, atol, rtol)
+        if check_undefined_grad:
+            _test_undefined_forward_mode(func, inputs)
+        return
+    real_fn, imag_fn = _real_and_imag_input(func, cidx, inputs)
+    checked = []
+    for fn, part in ((imag_fn, "imag"), (real_fn, "real")):
+        parts = tuple(_part(t, part) if i in cidx else t for i, t in enumerate(inputs))
+        _check_forward_ad(fn, parts, fn(*parts), eps, atol, rtol, cidx, part == "imag")
+        checked.append((fn, parts))
+    if check_undefined_grad:
+        for fn, parts in checked:
+            _test_undefined_forward_mode(fn, parts)
+
+
+def _test_undefined_forward_mode(func, inputs):
+    """PyTorch's: with every other input dual (a random tangent), an input's zero tangent materialized and its
+    tangent undefined (a plain tensor) must give the same output tangents."""
+    from . import forward_ad as fw
+    from .._creation import zeros_like
+    from .._creation import randn_like
+    with fw.dual_level():
+        duals = list(inputs)
+        idx = []
+        for i, inp in enumerate(inputs):
+            if _is_t(inp) and inp.requires_grad:
+                duals[i] = fw.make_dual(inp.detach(), randn_like(inp.detach()))
+                idx.append(i)
+        for i in idx:
+            inp = inputs[i]
+            keep = duals[i]
+            duals[i] = fw.make_dual(inp.detach(), zeros_like(inp.detach()))
+            outs1 = [o for o in _as_tuple(func(*duals)) if _is_t(o) and (o.is_floating_point() or o.is_complex())]
+            duals[i] = inp.detach()
+            outs2 = [o for o in _as_tuple(func(*duals)) if _is_t(o) and (o.is_floating_point() or o.is_complex())]
+            duals[i] = keep
+            for k, (o1, o2) in enumerate(zip(outs1, outs2)):
+                r1, r2 = fw.unpack_dual(o1).tangent, fw.unpack_dual(o2).tangent
+                if r1 is not None and r2 is not None and not np.allclose(_host(r1), _host(r2)):
+                    raise GradcheckError(f"Mismatch in tangent values for output with index: {k} when input: {inp} "
+                                         f"has an undefined tangent value.  Got: {r1} but expected: {r2}")
     return True
 
 
@@ -328,7 +397,7 @@ def _real_and_imag_output(fn):
 
 
 def _gradcheck_real_imag(func, func_out, inputs, outputs, eps, rtol, atol, check_grad_dtypes, nondet_tol,
-                         check_forward_ad, check_backward_ad, inputs_num):
+                         check_forward_ad, check_backward_ad, inputs_num, check_undefined_grad):
     if check_backward_ad:
         complex_out = [i for i, o in enumerate(outputs) if o.is_complex()]
         if any(_is_t(o) and o.is_complex() for o in _as_tuple(func_out)):
@@ -344,7 +413,124 @@ def _gradcheck_real_imag(func, func_out, inputs, outputs, eps, rtol, atol, check
             _slow_gradcheck(func, func_out, inputs, outputs, eps, rtol, atol, check_grad_dtypes, nondet_tol,
                             inputs_num=inputs_num)
     if check_forward_ad:
-        _check_forward_ad(func, inputs, func_out, eps, atol, rtol)
+        _check_forward_ad_real_imag(func, func_out, inputs, eps, atol, rtol, check_undefined_grad)
+
+
+# ---- batched gradients (vmap over backward / over forward AD), as PyTorch's _test_batched_grad(_forward_ad) ----
+_FAILED_BATCHED = """
+gradcheck or gradgradcheck failed while testing batched gradient computation.
+This could have been invoked in a number of ways (via a test that calls
+gradcheck/gradgradcheck directly or via an autogenerated test).
+
+If you are adding a new operator, please file an issue and then use one of the
+workarounds. The workaround depends on how your test invokes gradcheck/gradgradcheck.
+If the test
+- manually invokes gradcheck/gradgradcheck, then call gradcheck/gradgradcheck
+  with `check_batched_grad=False` as a keyword argument.
+- is OpInfo-based (e.g., in test_ops_gradients.py), then modify the OpInfo for the test
+  to have `check_batched_grad=False` and/or `check_batched_gradgrad=False`.
+
+If you're modifying an existing operator that supports batched grad computation,
+or wish to make a new operator work with batched grad computation, please read
+the following.
+
+To compute batched grads (e.g., jacobians, hessians), we vmap over the backward
+computation. The most common failure case is if there is a 'vmap-incompatible
+operation' in the backward pass. Please see
+NOTE: [How to write vmap-compatible backward formulas]
+in the codebase for an explanation of how to fix this.
+""".strip()
+
+_FAILED_BATCHED_FWD = """
+gradcheck failed while testing batched gradient computation with forward-mode AD.
+This test is enabled automatically when both `check_batched_grad=True`
+and `check_forward_ad=True`, but can be disabled in the following ways
+dependong on how the test was invoked (via a test that calls gradcheck
+directly or via an autogenerated test).
+
+If you are adding a new operator, please file an issue and then use one of the
+workarounds. The workaround depends on how your test invokes gradcheck/gradgradcheck.
+If the test
+- manually invokes gradcheck/gradgradcheck, then call gradcheck/gradgradcheck
+  with `check_batched_forward_grad=False` as a keyword argument.
+- is OpInfo-based (e.g., in test_ops_gradients.py), then modify the OpInfo for the test
+  to have `check_batched_forward_grad=False`
+"""
+
+
+def _batched_mismatch(output_idx, input_idx, res, exp, forward=False):
+    return (f"For output {output_idx} and input {input_idx}:\n\n{_FAILED_BATCHED_FWD if forward else _FAILED_BATCHED}"
+            f"\n\nGot:\n{res}\n\nExpected:\n{exp}").strip()
+
+
+def _compare_batched(result, expected, output_idx, forward):
+    for k, (res, exp) in enumerate(zip(result, expected)):
+        if not np.allclose(_host(res), _host(exp), rtol=1e-5, atol=1e-8):
+            raise GradcheckError(_batched_mismatch(k if forward else output_idx, k, res, exp, forward))
+
+
+_vmap = [None]      # torch._vmap_internals._vmap, set by hookgrad.func (a layer above) when it loads
+
+
+def _zeros_expanded(t):
+    from .._creation import zeros
+    return zeros([], dtype=t.dtype).expand(t.shape)
+
+
+def _test_batched_grad(inputs, output, output_idx):
+    """Two autograd.grad calls against one under vmap, with random grad_outputs."""
+    from .api import grad
+    from .._creation import randn_like
+    from ..primitives.join import stack
+    diff = _diff_inputs(inputs)
+
+    def vjp(v):
+        gs = grad(output, diff, v, retain_graph=True, allow_unused=True)
+        return tuple(_zeros_expanded(t) if g is None else g for g, t in zip(gs, diff))
+    gos = [randn_like(output.detach()) for _ in range(2)]
+    # (a sparse gradient is compared dense: hookgrad stacks no sparse tensors)
+    expected = [stack([_dense(g) for g in shards]) for shards in zip(*[vjp(g) for g in gos])]
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="There is a performance drop")
+        warnings.filterwarnings("ignore", message="Please use `torch.vmap`")
+        try:
+            result = _vmap[0](vjp)(stack(gos))
+        except RuntimeError as ex:
+            raise GradcheckError(f"While computing batched gradients, got: {ex}\n\n{_FAILED_BATCHED}") from ex
+    _compare_batched(result, expected, output_idx, False)
+    return True
+
+
+def _test_batched_grad_forward_ad(func, inputs):
+    """Per differentiable input: two jvp calls against one under vmap (a batched tangent), with random tangents."""
+    from . import forward_ad as fw
+    from .._creation import randn_like
+    from ..primitives.join import stack
+    for idx, current in enumerate(inputs):
+        if not (_is_t(current) and current.requires_grad):
+            continue
+
+        def jvp(tangent, idx=idx, current=current):
+            with fw.dual_level():
+                dual = fw.make_dual(current.detach(), tangent)
+                args = tuple(dual if i == idx else (a.detach() if _is_t(a) else a) for i, a in enumerate(inputs))
+                ret = []
+                for o in _as_tuple(func(*args)):
+                    if o is None:
+                        continue
+                    p, t = fw.unpack_dual(o)
+                    ret.append(t if t is not None else _zeros_expanded(p))
+                return tuple(ret)
+        if not (current.is_floating_point() or current.is_complex()):
+            continue
+        tangents = [randn_like(current.detach()) for _ in range(2)]
+        expected = [stack(list(shards)) for shards in zip(*[jvp(t) for t in tangents])]
+        try:
+            result = _vmap[0](jvp)(stack(tangents))
+        except RuntimeError as ex:
+            raise GradcheckError(f"While computing batched gradients, got: {ex}\n\n{_FAILED_BATCHED_FWD}") from ex
+        _compare_batched(result, expected, idx, True)
+    return True
 
 
 def _test_backward_mul_by_grad_output(outputs, inputs):
@@ -443,7 +629,8 @@ def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=T
         raise AssertionError("Setting check_batched_forward_grad=True requires check_forward_ad to be True")
     try:
         return _gradcheck_helper(func, inputs, eps, atol, rtol, nondet_tol, check_undefined_grad, check_grad_dtypes,
-                                 check_forward_ad, check_backward_ad, masked)
+                                 check_forward_ad, check_backward_ad, masked, check_batched_grad,
+                                 check_batched_forward_grad)
     except GradcheckError:
         if raise_exception:
             raise
@@ -451,7 +638,8 @@ def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=T
 
 
 def _gradcheck_helper(func, inputs, eps, atol, rtol, nondet_tol, check_undefined_grad, check_grad_dtypes,
-                      check_forward_ad, check_backward_ad, masked):
+                      check_forward_ad, check_backward_ad, masked, check_batched_grad=False,
+                      check_batched_forward_grad=False):
     tupled = _as_tuple(inputs)
     _check_inputs(tupled)
     # contiguous, writable copies so that finite differences can poke single elements
@@ -475,9 +663,14 @@ def _gradcheck_helper(func, inputs, eps, atol, rtol, nondet_tol, check_undefined
     # (unspecified ones as zeros), the analytical one at the inputs as they are
     work_num = work if masked else tuple(_densified(t) for t in work)
     _gradcheck_real_imag(func, func_out, work, outputs, eps, rtol, atol, check_grad_dtypes, nondet_tol,
-                         check_forward_ad, check_backward_ad, work_num)
+                         check_forward_ad, check_backward_ad, work_num, check_undefined_grad)
+    if check_batched_forward_grad:
+        _test_batched_grad_forward_ad(func, work)
     if not check_backward_ad:
         return True
+    if check_batched_grad:
+        for i, o in enumerate(outputs):
+            _test_batched_grad(work, o, i)
     if outputs:
         _test_backward_mul_by_grad_output(outputs, work)
         if check_undefined_grad:
@@ -524,7 +717,7 @@ def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=
     return gradcheck(new_func, tupled + tupled_go, eps=eps, atol=atol, rtol=rtol, raise_exception=raise_exception,
                      nondet_tol=nondet_tol, check_undefined_grad=check_undefined_grad,
                      check_grad_dtypes=check_grad_dtypes, check_forward_ad=check_fwd_over_rev,
-                     check_backward_ad=check_rev_over_rev)
+                     check_backward_ad=check_rev_over_rev, check_batched_grad=check_batched_grad)
 
 
 def _calculate_shape(output, grad, is_grads_batched):

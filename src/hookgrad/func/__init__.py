@@ -12,3 +12,7 @@ from ._extras import replace_all_batch_norm_modules_, functionalize, debug_unwra
 
 __all__ = ["grad", "grad_and_value", "vmap", "hessian", "jacfwd", "jacrev", "jvp", "linearize", "vjp",
            "functional_call", "stack_module_state", "replace_all_batch_norm_modules_", "functionalize", "debug_unwrap"]
+
+from .._vmap_internals import _vmap as _legacy_vmap  # noqa: E402
+from ..autograd.gradcheck import _vmap as _gradcheck_vmap  # noqa: E402  (the module: autograd's name is the function)
+_gradcheck_vmap[0] = _legacy_vmap      # gradcheck's batched checks (check_batched_grad, check_batched_forward_grad)
