@@ -4,8 +4,11 @@ Arithmetic and other methods are installed by ``hookgrad.primitives`` (each op l
 autograd entry points (``backward``, ``_grad_accumulator``) by ``hookgrad.autograd``: this file holds the state
 and the hook registration methods, and imports nothing from autograd (it sits below it).
 """
+import os as _os
+import sys
 import threading
 import warnings
+import weakref as _weakref
 
 import numpy as np
 
@@ -18,6 +21,7 @@ _CPP_NAMES = {"float32": "float", "float64": "double", "int64": "long int", "int
               "int8": "signed char", "uint8": "unsigned char", "bool": "bool", "float16": "c10::Half",
               "bfloat16": "c10::BFloat16", "complex64": "c10::complex<float>", "complex128": "c10::complex<double>"}
 _SAME = object()
+_INPLACE_DETACHED = [False]     # set once some non-leaf tensor was detached in place (detach_)
 _UNDELETABLE = {"_grad_fn": (RuntimeError, "Deletion of _grad_fn not allowed. Detach tensor instead!"),
                 "_backward_hooks": (RuntimeError, "Deletion of _backwards_hooks not allowed!"),
                 "grad_fn": (AttributeError, "attribute 'grad_fn' of 'torch._C.TensorBase' objects is not writable")}
@@ -185,6 +189,14 @@ class Tensor:
     _tensor_repr = True       # _printing: prints as tensor(...) (read from a class's own dict: subclasses print their name)
 
     __array_priority__ = 1000
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        # NOTE: hookgrad keeps a tensor's array in the slot ``_data``; torch has no such attribute, and subclasses
+        # written for torch often store their own ``self._data`` (a wrapped tensor). A subclass defined outside
+        # hookgrad gets ``_user_data``: what its own code assigns and reads is kept apart from the slot.
+        if not cls.__module__.startswith("hookgrad") and "_data" not in cls.__dict__:
+            cls._data = _user_data
 
     def __new__(cls, *args, **kwargs):
         self = object.__new__(cls)
@@ -484,6 +496,10 @@ class Tensor:
                                "(DDP) for training, and gradient_as_bucket_view is set as True, gradients are views of DDP "
                                "buckets, and hence detach_() cannot be called on these gradients. To fix this error, please "
                                "refer to the Optimizer.zero_grad() function in torch/optim/optimizer.py as the solution.")
+        gf = self.grad_fn
+        if gf is not None:      # a node that saved this tensor before raises in backward (autograd.node)
+            self.__dict__["_detached_from"] = _weakref.ref(gf)
+            _INPLACE_DETACHED[0] = True
         self.grad_fn = None
         self._requires_grad = False
         self._output_nr = 0
@@ -716,6 +732,39 @@ def _zero_grad(t, set_to_none):
         g.requires_grad_(False)
     g._data[...] = 0
     g._vc[0] += 1
+
+
+_data_slot = Tensor.__dict__["_data"]
+_HOOKGRAD_DIR = _os.path.dirname(_os.path.abspath(__file__)) + _os.sep
+
+
+def _from_hookgrad(depth=2):
+    """Whether the code ``depth`` frames up (the reader or writer of an attribute) is hookgrad's own."""
+    return sys._getframe(depth).f_code.co_filename.startswith(_HOOKGRAD_DIR)
+
+
+def _get_user_data(self):
+    user = self.__dict__.get("_data", _MISSING)
+    if user is _MISSING or _from_hookgrad():
+        return _data_slot.__get__(self)
+    return user
+
+
+def _set_user_data(self, value):
+    if _from_hookgrad():
+        _data_slot.__set__(self, value)
+    else:
+        self.__dict__["_data"] = value
+
+
+def _del_user_data(self):
+    if self.__dict__.pop("_data", _MISSING) is _MISSING:
+        raise AttributeError("_data")
+
+
+_MISSING = object()
+_user_data = property(_get_user_data, _set_user_data, _del_user_data,
+                      "A Tensor subclass's own ``_data`` attribute (hookgrad's array is read by hookgrad's code).")
 
 
 def _init(t, data, requires_grad, grad_fn, output_nr, vc):

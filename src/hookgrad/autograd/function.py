@@ -335,6 +335,18 @@ def _wrap_outputs(ctx, args, outputs, record):
         diff = record and id(o) not in nondiff and (_is_floating(dt) or dt.kind == "c")
         if id(o) in nondiff:
             nondiff_idx.append(i)
+        if is_input and not modified and getattr(type(o), "__torch_function__", None) is not None:
+            # an input returned as-is whose class overrides __torch_function__: aliased by ``o.view_as(o)`` through
+            # the protocol, as PyTorch does (the class may wrap the alias in its own type)
+            from ..overrides import handle_torch_function
+            o = handle_torch_function(T.view_as, (o, o), o, o)
+            if diff and isinstance(o, T):
+                o._requires_grad = True
+                o.grad_fn = ctx
+                o._output_nr = i
+                n_diff += 1
+            result.append(o)
+            continue
         if not diff:
             if not o.requires_grad:
                 if is_input and not modified:       # a view of the input that does not require grad

@@ -16,7 +16,8 @@ import numpy as np
 from sys import getrefcount as _getrefcount
 
 from .. import _dtype as D
-from .._tensor import Tensor, _SAME as _SAME_DTYPE, _INPLACE_DETACHED
+from .. import _array as _array_mod
+from .._tensor import Tensor, _SAME as _SAME_DTYPE, _device_of, _INPLACE_DETACHED
 from .._errors import NUMPY_ERRORS as _NUMPY_ERRORS, from_numpy as _from_numpy
 from ..utils.hooks import add_hook, HookDict, hook_name
 from .grad_mode import _state
