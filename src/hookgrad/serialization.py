@@ -17,6 +17,7 @@ Tensors sharing memory are saved as views of one storage and load as NumPy views
 """
 import errno
 import io
+import json
 import os
 import pickle
 import stat
@@ -707,7 +708,34 @@ def save_safetensors(tensors, filename, metadata=None):
     stn.save_file(arrays, os.fspath(filename), metadata=metadata)
 
 
+# the safetensors dtypes NumPy holds natively (little-endian in the file)
+_ST_DTYPES = {"F64": "<f8", "F32": "<f4", "F16": "<f2", "I64": "<i8", "I32": "<i4", "I16": "<i2", "I8": "i1",
+              "U64": "<u8", "U32": "<u4", "U16": "<u2", "U8": "u1", "BOOL": "?"}
+
+
 def load_safetensors(filename):
     """Read a ``.safetensors`` file into a ``{name: Tensor}`` dict."""
-    stn = _safetensors_numpy()
-    return {k: Tensor._make(np.array(v)) for k, v in stn.load_file(os.fspath(filename)).items()}
+    filename = os.fspath(filename)
+    # NOTE: each tensor is read straight into its own array (one copy of the weights in memory, at any time);
+    # safetensors.numpy's load_file peaks at about three (the mapped file, its bytes, the arrays) and leaves
+    # the freed ones to the allocator. Other dtypes (bfloat16, float8) go through the package.
+    with open(filename, "rb") as f:
+        head = f.read(8)
+        n = int.from_bytes(head, "little") if len(head) == 8 else -1
+        header = json.loads(f.read(n)) if 0 < n < 100_000_000 else None
+        if not isinstance(header, dict) or any(
+                k != "__metadata__" and _ST_DTYPES.get(v.get("dtype")) is None for k, v in header.items()):
+            stn = _safetensors_numpy()
+            return {k: Tensor._make(np.array(v)) for k, v in stn.load_file(filename).items()}
+        out = {}
+        for k, v in header.items():
+            if k == "__metadata__":
+                continue
+            dt = np.dtype(_ST_DTYPES[v["dtype"]])
+            start, end = v["data_offsets"]
+            f.seek(8 + n + start)
+            a = np.fromfile(f, dt, (end - start) // dt.itemsize)
+            if a.nbytes != end - start:
+                raise ValueError(f"load_safetensors: {filename!r} is truncated (tensor {k!r})")
+            out[k] = Tensor._make(a.astype(dt.newbyteorder("="), copy=False).reshape(v["shape"]))
+    return out

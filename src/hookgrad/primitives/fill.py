@@ -8,7 +8,8 @@ from .._array import array_module, to_numpy
 from .._tensor import Tensor
 from ..autograd.node import Node as _Node
 from .._creation import _gen, _no_more_kwargs, tensor
-from ._inplace import inplace_apply
+from ..autograd.grad_mode import _state
+from ._inplace import inplace_apply, check_inplace
 
 
 def _in_module_of(x, v):
@@ -72,9 +73,14 @@ def zero_(self):
 
 
 def _meta_fill(self, node):
-    """A random fill of a meta tensor (no data): as in PyTorch, nothing is drawn from the generator (a model
-    built under ``with torch.device("meta")`` allocates no host memory for its initialisation)."""
-    return _fill(self, 0, _RANDOM_NODES[node])
+    """A random fill of a meta tensor (no data): as in PyTorch, nothing is drawn from the generator, and,
+    unless autograd records the fill, nothing is written (a write would touch every calloc page of the
+    MetaArray: a model built under ``with torch.device("meta")`` would take its full size in memory)."""
+    if _state.enabled and (self.requires_grad or (self._base is not None and self._base.requires_grad)):
+        return _fill(self, 0, _RANDOM_NODES[node])
+    check_inplace(self)
+    self._vc[0] += 1
+    return self
 
 
 def normal_(self, mean=0.0, std=1.0, *, generator=None):

@@ -191,8 +191,10 @@ def _snapshot_state(self):
     """What load_state_dict needs to undo a failed load (values, and entries for assign=True)."""
     snap = []
     for m in self.modules():
+        # an uninitialised (lazy) one and a meta one have no values (copying a meta one's zeros would take
+        # its full size in memory)
         tensors = [(t, t._data.copy()) for t in itertools.chain(m._parameters.values(), m._buffers.values())
-                   if t is not None and "_lazy_data" not in t.__dict__]   # an uninitialised one has no values
+                   if t is not None and "_lazy_data" not in t.__dict__ and not t.is_meta]
         snap.append((m, dict(m._parameters), dict(m._buffers), tensors))
     return snap
 
