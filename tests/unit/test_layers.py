@@ -23,7 +23,7 @@ LAYERS = (
     # 2: autograd's core: grad mode, saved tensors, nodes, the engine, views and rebase, custom Functions
     ("autograd.grad_mode", "autograd.saved", "autograd.op_hooks", "autograd.node", "autograd.formulas",
      "autograd.engine", "autograd.views", "autograd.graph", "autograd.multi_grad", "autograd.anomaly_mode",
-     "autograd.function", "autograd.forward_ad", "autograd.profiler", "autograd.profiler_util"),
+     "autograd.function", "autograd.basic_ops", "autograd.forward_ad", "autograd.profiler", "autograd.profiler_util"),
     # 3: tensors made from nothing (factories, random numbers, storages)
     ("_creation", "storage", "random"),
     # 4: the differentiable primitives and the in-place plumbing, one sub-layer per step of the op families'

@@ -168,6 +168,7 @@ class Node:
     _versions = None              # versions of lightly saved inputs (parallel to _saved), see _record
     _in_meta = ()                 # per next_functions entry: (shape, numpy dtype) or None
     _out_meta = None              # multi-output nodes: [(shape, hookgrad dtype)] per output
+    _out1 = None                  # single-output nodes: (shape, numpy dtype, array type) of the output
     _trace = None                 # forward traceback, recorded only in anomaly mode
     _masks_unneeded = True        # engine drops grads towards nodes a pass will not run (not custom Functions)
     _spaced = False               # backward is a formula on a gradient space, so it runs on ARRAYS too (set
@@ -312,6 +313,7 @@ class Node:
             res.grad_fn = self
             res._output_nr = 0
             res._vc = [0]
+            self._out1 = (out.shape, out.dtype, type(out))
         save = self.save
         if save:
             # Inputs are kept as the tensors themselves plus their version at save time; a
@@ -619,6 +621,17 @@ class Node:
         module = f"{self._repr_module}." if self._repr_module else ""
         return f"<{module}{type(self).__qualname__} object at {hex(id(self))}>"
 
+    @property
+    def _input_metadata(self):
+        """Per input of this node (an output of its forward, whose gradient it receives): the tensor's
+        metadata, ``_InputMetadata`` (shape, dtype, device), as PyTorch's ``grad_fn._input_metadata``."""
+        m = self._out_meta
+        one = self._out1
+        atype = one[2] if one is not None else _ndarray
+        if m is None:
+            return () if one is None else (_InputMetadata(one[0], one[1], atype),)
+        return tuple(None if e is None else _InputMetadata(e[0], e[1], atype) for e in m)
+
     def _input_shapes(self):
         return [m[0] if m else None for m in self._in_meta]
 
@@ -642,7 +655,12 @@ class Node:
         names = type(self)._dir_names
         specs = type(self)._attr_specs
         if specs:
-            raw = [k for k in specs if isinstance(getattr(self, "_saved_" + k, None), Tensor)]
+            def saved(k):
+                try:
+                    return getattr(self, "_saved_" + k)
+                except (AttributeError, RuntimeError):      # (released after a pass)
+                    return None
+            raw = [k for k in specs if isinstance(saved(k), Tensor) or _is_tensor_list(saved(k))]
             if raw:
                 names = sorted(names + ["_raw_saved_" + k for k in raw])
         return names
@@ -653,7 +671,7 @@ class Node:
 _SCALAR_ARGS = frozenset(("alpha", "beta", "exponent", "min", "max", "min_val", "max_val", "negative_slope",
                           "weight", "value", "threshold", "lambd", "scale", "input_scale", "eps", "other",
                           "self", "correction", "ord", "p", "end", "start", "step", "beta1", "momentum"))
-_NODE_DIR = sorted(set(dir(object)) | {"__call__", "_sequence_nr", "_set_sequence_nr", "metadata", "name",
+_NODE_DIR = sorted(set(dir(object)) | {"__call__", "_input_metadata", "_sequence_nr", "_set_sequence_nr", "metadata", "name",
                                        "next_functions", "register_hook", "register_prehook", "requires_grad"})
 
 
@@ -673,6 +691,21 @@ def _py(v, wrap=False):
     if isinstance(v, np.dtype):
         return D._NP_TO_DT[v]
     return v
+
+
+class _InputMetadata:
+    """``torch._C._autograd._InputMetadata``: what a node knows of one tensor whose gradient it receives."""
+    __slots__ = ("shape", "dtype", "device")
+    is_nested_tensor = False
+    is_cpp_nested_tensor = False
+
+    def __init__(self, shape, dtype, atype=_ndarray):
+        self.shape = list(shape)
+        self.dtype = D._NP_TO_DT[dtype] if isinstance(dtype, np.dtype) else dtype
+        self.device = _device_of(_asarray(()) if atype is _ndarray else _array_mod._BY_TYPE[atype].empty(0))
+
+    def __repr__(self):
+        return f"<torch._C._autograd._InputMetadata object at {hex(id(self))}>"
 
 
 class _NodeNS(dict):
@@ -698,6 +731,12 @@ class _NodeNS(dict):
 
 
 _EVAL_GLOBALS = {"__builtins__": {"tuple": tuple, "len": len, "int": int, "type": type}}
+
+
+def _is_tensor_list(v):
+    """A saved list of (optional) tensors: a tuple of Tensors and Nones, one Tensor at least."""
+    return (type(v) is tuple and any(isinstance(t, Tensor) for t in v)
+            and all(t is None or isinstance(t, Tensor) for t in v))
 
 
 def _attr_getter(name, src):
@@ -738,6 +777,8 @@ def _declare_saved(cls):
 
             def raw(self, name=name):       # a value kept as an array reads as a saved tensor
                 v = getattr(self, "_saved_" + name)
+                if _is_tensor_list(v):      # a list of optional tensors (index's indices): one per entry
+                    return tuple(_NoneSaved() if t is None else SavedTensor(t) for t in v)
                 if not isinstance(v, Tensor):
                     raise AttributeError(f"'{type(self).__name__}' object has no attribute '_raw_saved_{name}'")
                 return SavedTensor(v)
@@ -881,6 +922,12 @@ class AccumulateGrad(Node):
             grad._vc[0] += 1
 
 
+def _acc_input_metadata(self):
+    d = self.variable._data
+    return (_InputMetadata(d.shape, d.dtype, type(d)),)
+
+
+AccumulateGrad._input_metadata = property(_acc_input_metadata)
 AccumulateGrad._dir_names = sorted(Node._dir_names + ["variable"])
 
 
@@ -950,6 +997,7 @@ def record1(node, a, out):
     node.next_functions = (e,)
     node._in_meta = (m,)
     node._seq = next(_seq)
+    node._out1 = (out.shape, out.dtype, type(out))
     res = _new(Tensor)
     res._data = out
     res._requires_grad = True
@@ -988,6 +1036,7 @@ def record2(cls, a, b, out):
     node.next_functions = (ea, eb)
     node._in_meta = (ma, mb)
     node._seq = next(_seq)
+    node._out1 = (out.shape, out.dtype, type(out))
     res = _new(Tensor)
     res._data = out
     res._requires_grad = True

@@ -28,8 +28,25 @@ def _check_bounds(shape, idx):
         dim += 1
 
 
+_U64 = 1 << 64
+_INT64_MAX = (1 << 63) - 1
+
+
+def _u64(v):
+    """A negative int64 as PyTorch's grad_fn._saved_<int> reads it (unsigned wrap-around)."""
+    return v + _U64 if v < 0 else v
+
+
 class Index(Node, name="IndexBackward0"):
     jvp = linear_jvp
+    # PyTorch's saved values: the advanced indices (None for a dim before the last that has none), the input's sizes
+    saved_attrs = ("indices=_indices", "self_sym_sizes=in_shape")
+
+    @property
+    def _indices(self):
+        if self._freed:
+            raise RuntimeError(_FREED)
+        return tuple(None if isinstance(i, slice) else i for i in self.idx)
 
     def forward(self, x):
         self.in_shape = x.shape
@@ -49,13 +66,18 @@ class Index(Node, name="IndexBackward0"):
 
 
 class Select(Index, name="SelectBackward0"):
-    pass
     jvp = linear_jvp
+    saved_attrs = ("dim=len(idx) - 2", "index=idx[-2]", "self_sym_sizes=in_shape")     # idx: (:, ..., index, ...)
 
 
 class Slice(Index, name="SliceBackward0"):
-    pass
     jvp = linear_jvp
+    # idx: (:, ..., slice); a negative start / end reads wrapped, no end reads INT64_MAX (as PyTorch's slice)
+    saved_attrs = ("dim=len(idx) - 1", "start=_u64(idx[-1].start or 0)",
+                   "end=_INT64_MAX if idx[-1].stop is None else _u64(idx[-1].stop)", "step=idx[-1].step or 1",
+                   "self_sym_sizes=in_shape")
+    _u64 = staticmethod(_u64)
+    _INT64_MAX = _INT64_MAX
 
 
 class IndexGrad(Node, name="IndexPutBackward0"):
@@ -76,12 +98,13 @@ class IndexGrad(Node, name="IndexPutBackward0"):
 
 
 class Unsqueeze(Index, name="UnsqueezeBackward0"):
-    pass
     jvp = linear_jvp
+    saved_attrs = ("dim=len(idx) - 1",)         # idx: (:, ..., None)
 
 
 class Alias(Index, name="AliasBackward0"):
     jvp = linear_jvp
+    saved_attrs = ()
 
     def backward(self, g, F=TENSORS):
         return g                    # PyTorch's alias passes the gradient on as it is

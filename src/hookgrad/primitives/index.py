@@ -148,6 +148,8 @@ class IndexPut(Node, name="IndexPutBackward0"):
     """out = x with x[idx] = v (functional form of setitem / index_put)."""
     accumulate = False
     _saved = (None,)    # PyTorch saves the index tensors: released after a pass, a second one raises (backward)
+    saved_attrs = ("accumulate", "indices=_indices")
+    _indices = Index._indices
 
     def forward(self, x, v):
         out = x.copy()
