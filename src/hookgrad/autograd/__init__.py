@@ -43,4 +43,11 @@ def kineto_available():
 
 # a torch name hookgrad lacks raises _missing.NotImplementedName (an AttributeError)
 from .. import _missing  # noqa: E402
-__getattr__ = _missing.module_getattr(__name__, 'torch.autograd')
+_missing_getattr = _missing.module_getattr(__name__, 'torch.autograd')
+
+
+def __getattr__(name):
+    if name == "torch":         # torch.autograd imports torch: ``torch.autograd.torch`` is the package itself
+        import sys
+        return sys.modules[__name__.rpartition(".")[0]]
+    return _missing_getattr(name)

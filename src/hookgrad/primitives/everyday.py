@@ -141,7 +141,7 @@ def _volatile_get(self):
 
 
 def _volatile_set(self, value):
-    warnings.warn("volatile was removed (Variable.volatile is always False)", stacklevel=2)
+    warnings.warn("volatile was removed and now has no effect. Use `with torch.no_grad():` instead.", stacklevel=2)
 
 
 volatile = property(_volatile_get, _volatile_set)
