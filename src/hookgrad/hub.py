@@ -13,7 +13,6 @@ import warnings
 import zipfile
 from urllib.error import HTTPError, URLError  # noqa: F401  (PyTorch's hub exposes them)
 from urllib.parse import urlparse
-from urllib.request import urlopen
 
 __all__ = ["download_url_to_file", "get_dir", "help", "list", "load", "load_state_dict_from_url", "set_dir"]
 
@@ -172,6 +171,7 @@ def download_url_to_file(url, dst, hash_prefix=None, progress=True):
     tmp_dst = dst + ".partial"
     sha256 = hashlib.sha256() if hash_prefix is not None else None
     try:
+        from urllib.request import urlopen     # on use: urllib.request pulls in http, email and ssl (7 MB)
         with urlopen(url) as u, open(tmp_dst, "wb") as f:
             while True:
                 buffer = u.read(READ_DATA_CHUNK)
@@ -227,3 +227,10 @@ def load_state_dict_from_url(url, model_dir=None, map_location=None, progress=Tr
             f.extract(member, model_dir)
         cached_file = os.path.join(model_dir, member.filename)
     return _load(cached_file, map_location=map_location, weights_only=weights_only)
+
+
+def __getattr__(name):
+    if name == "urlopen":             # PyTorch's hub has it (from urllib.request), imported on first use here
+        from urllib.request import urlopen
+        return urlopen
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
