@@ -1071,3 +1071,33 @@ def is_distributed(input):
     return False
 
 
+
+
+# ------------------------------------------------------------------------------ factories as ops
+# Under op hooks (the profiler) a factory is one op, named as aten's, with the ops its aten kernel runs
+# inside it (aten::randn = aten::empty + aten::normal_); hookgrad computes it in one step.
+from .autograd.op_hooks import _op_hooks, composite_open as _composite_open, run_composite as _run_composite  # noqa: E402
+import functools as _functools  # noqa: E402
+
+_FACTORY_PARTS = {
+    "randn": ("empty", "normal_"), "rand": ("empty", "uniform_"), "randint": ("empty", "random_"),
+    "zeros": ("empty", "zero_"), "ones": ("empty", "fill_"), "full": ("empty", "fill_"), "empty": (),
+    "arange": ("empty", "arange"), "eye": ("empty", "eye"), "linspace": ("empty", "linspace"),
+    "logspace": ("empty", "logspace"), "randperm": ("empty", "randperm"),
+    "zeros_like": ("empty_like", "zero_"), "ones_like": ("empty_like", "fill_"), "full_like": ("empty_like", "fill_"),
+    "randn_like": ("empty_like", "normal_"), "rand_like": ("empty_like", "uniform_"), "empty_like": ("empty_strided",),
+}
+
+
+def _as_op(name, parts, fn):
+    @_functools.wraps(fn)
+    def factory(*args, **kwargs):
+        if _op_hooks and _composite_open():
+            return _run_composite(name, fn, args, kwargs, parts)
+        return fn(*args, **kwargs)
+    return factory
+
+
+for _name, _parts in _FACTORY_PARTS.items():
+    globals()[_name] = _as_op(_name, _parts, globals()[_name])
+del _name, _parts

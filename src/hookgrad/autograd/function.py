@@ -338,8 +338,7 @@ def _wrap_outputs(ctx, args, outputs, record):
         if is_input and not modified and getattr(type(o), "__torch_function__", None) is not None:
             # an input returned as-is whose class overrides __torch_function__: aliased by ``o.view_as(o)`` through
             # the protocol, as PyTorch does (the class may wrap the alias in its own type)
-            from ..overrides import handle_torch_function
-            o = handle_torch_function(T.view_as, (o, o), o, o)
+            o = type(o).__torch_function__(T.view_as, (type(o),), (o, o), {})
             if diff and isinstance(o, T):
                 o._requires_grad = True
                 o.grad_fn = ctx

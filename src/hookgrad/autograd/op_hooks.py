@@ -6,7 +6,7 @@ import threading
 
 from ..utils.hooks import add_hook, HookDict
 
-__all__ = ["OpHook", "register_op_hook", "op_name", "aten_name"]
+__all__ = ["OpHook", "register_op_hook", "op_name", "aten_name", "run_composite", "composite_open"]
 
 
 _op_hooks = HookDict()          # id -> OpHook; checked (one global lookup) on every op
@@ -24,6 +24,7 @@ _tangent_step = [None]
 class _OpTLS(threading.local):
     def __init__(self):
         self.busy = False       # True while op hooks run: ops they call themselves are not hooked
+        self.composites = []    # the composite ops open on this thread (run_composite), innermost last
 
 
 _op_tls = _OpTLS()
@@ -56,6 +57,14 @@ class OpHook:
 
     def backward_post(self, node, grad_inputs, grad_outputs):
         """After it ran, with the gradients it produced for its inputs."""
+
+    def composite_pre(self, name, inputs, parts=()):
+        """Before a composite or factory op of PyTorch runs (``run_composite``): ``name`` is its aten name
+        (``"linear"``, ``"randn"``), ``parts`` the aten ops PyTorch's kernel of a factory calls (``("empty",
+        "normal_")``), which hookgrad does not run as ops of their own."""
+
+    def composite_post(self, name):
+        """After it ran (or raised)."""
 
     def register(self):
         return register_op_hook(self)
@@ -145,6 +154,46 @@ def _apply_with_op_hooks(cls, args, params, run=None):
     finally:
         tls.busy = False
     return out
+
+
+def composite_open(name=None):
+    """Whether a composite op's public function should go through ``run_composite`` now: op hooks are
+    registered, none is running, and no factory (an op with ``parts``) nor ``name`` itself is open."""
+    if not _op_hooks:
+        return False
+    tls = _op_tls
+    if tls.busy:
+        return False
+    c = tls.composites
+    return not c or (c[-1] is not None and name not in c)
+
+
+def run_composite(name, fn, args, kwargs=None, parts=None):
+    """``fn(*args, **kwargs)``, PyTorch's composite op ``name`` (``"linear"``: made of primitives, each
+    hooked as usual) or factory (``"randn"``, with ``parts``: the ops its aten kernel runs), as one range for
+    the op hooks' ``composite_pre``/``composite_post`` (the profiler's ``aten::linear`` event around
+    ``aten::t`` and ``aten::addmm``). Check ``composite_open(name)`` first."""
+    tls = _op_tls
+    hooks = tuple(_op_hooks.values())
+    factory = parts is not None
+    tls.composites.append(None if factory else name)    # None: a factory, nothing nests in it
+    opened = []
+    try:
+        tls.busy = True
+        try:
+            for h in hooks:
+                pre = getattr(h, "composite_pre", None)
+                if pre is not None:
+                    pre(name, args, parts or ())
+                    opened.append(h)
+        finally:
+            tls.busy = factory          # a factory's own ops are its parts, not events of their own
+        return fn(*args, **(kwargs or {}))
+    finally:
+        tls.busy = False
+        tls.composites.pop()
+        for h in reversed(opened):
+            h.composite_post(name)
 
 
 def run_backward_op_hooks(fn, grad_outputs, grad_inputs=None, post=False):

@@ -16,6 +16,7 @@ import time
 
 from .._tensor import Tensor
 from .op_hooks import OpHook, register_op_hook, aten_name
+from .node import _MAX_SEQ      # the sequence number of nodes outside the forward's numbering (AccumulateGrad)
 from .profiler_util import (EventList, FunctionEvent, FunctionEventAvg, DeviceType, _ids,  # noqa: F401
                             _format_time, _format_memory)
 
@@ -95,7 +96,7 @@ class _Session(OpHook):
             st = self._tls.stack = []
         return st
 
-    def open(self, name, inputs=None, user=False, seq=-1):
+    def open(self, name, inputs=None, user=False, seq=-1, fwd_thread=0):
         t = (_now() - self._t0) / 1000.0
         trace_name = name       # the steps share one name in the tables, as PyTorch's ("ProfilerStep*")
         if user and name.startswith("ProfilerStep#"):
@@ -104,7 +105,7 @@ class _Session(OpHook):
                            input_shapes=_shapes(inputs)
                            if self.record_shapes and inputs is not None else [],
                            stack=_user_stack() if self.with_stack and not user else [], sequence_nr=seq,
-                           is_user_annotation=user)
+                           is_user_annotation=user, fwd_thread=fwd_thread)
         st = self._stack()
         if st:
             ev.set_cpu_parent(st[-1])
@@ -135,18 +136,42 @@ class _Session(OpHook):
             ev = st[-1]
             if node is not None:
                 ev.sequence_nr = node._seq
+                node.__dict__["_fwd_thread"] = ev.thread     # its backward events name the forward's thread
             self.close(ev, _nbytes(output, inputs) if self.profile_memory else 0)
 
     def backward_pre(self, node, grad_outputs):
         name = node.name()
-        self.open("autograd::engine::evaluate_function: " + name, seq=node._seq)
-        self.open(name, grad_outputs, seq=node._seq)
+        seq = node._seq
+        if seq >= _MAX_SEQ:         # AccumulateGrad and other nodes outside the forward's numbering
+            seq, fwd = -1, 0
+        else:
+            fwd = node.__dict__.get("_fwd_thread") or threading.get_ident()
+        self.open("autograd::engine::evaluate_function: " + name, seq=seq, fwd_thread=fwd)
+        self.open(name, grad_outputs, seq=seq, fwd_thread=fwd)
 
     def backward_post(self, node, grad_inputs, grad_outputs):
         st = self._stack()
         if len(st) >= 2:
             self.close(st[-1], _nbytes(grad_inputs, grad_outputs) if self.profile_memory else 0)
             self.close(st[-1])
+
+    def composite_pre(self, name, inputs, parts=()):
+        ev = self.open("aten::" + name, inputs)
+        for p in parts[:-1]:                # a factory: aten::empty, then the fill around the work
+            self.close(self.open("aten::" + p))
+        if parts:
+            self.open("aten::" + parts[-1])
+        comp = getattr(self._tls, "composite", None)
+        if comp is None:
+            comp = self._tls.composite = []
+        comp.append(ev)
+
+    def composite_post(self, name):
+        comp = getattr(self._tls, "composite", None)
+        if comp:
+            ev = comp.pop()
+            if any(e is ev for e in self._stack()):
+                self.close(ev)
 
     def start(self):
         with _lock:

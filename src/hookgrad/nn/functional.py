@@ -18,7 +18,7 @@ from ..primitives.linalg import addmm, matmul, mm as _mm
 from ..primitives.shape import t as _t
 from .._errors import float_kernel, no_bf16_kernel, not_implemented_for, scalar_name
 from ..autograd.grad_mode import no_grad
-from ..autograd.op_hooks import _input_cast, cast_composite as _cast_composite
+from ..autograd.op_hooks import _input_cast, cast_composite as _cast_composite, _op_hooks, composite_open, run_composite
 from .._dtype import is_floating as _is_floating, is_reduced as _is_reduced
 
 _int = (int, np.integer)
@@ -259,6 +259,8 @@ def linear(input, weight, bias=None):
         _tensor_arg(input, "linear", "input", 1)
         _tensor_arg(weight, "linear", "weight", 2)
         _tensor_arg(bias, "linear", "bias", 3)
+    if _op_hooks and composite_open("linear"):      # the profiler's aten::linear range
+        return run_composite("linear", linear, (input, weight, bias))
     if _input_cast[0] is not None:      # autocast casts aten::linear's arguments
         input, weight, bias = _cast_composite("linear", (input, weight, bias))
     nd = input._data.ndim
@@ -367,6 +369,8 @@ def _conv(name, n, input, weight, bias, stride, padding, dilation, groups):
     if not isinstance(weight, Tensor):
         raise TypeError(f"{name}() received an invalid combination of arguments - got (Tensor, {C._tname(weight)}), "
                         "but expected one of:")
+    if _op_hooks and composite_open(name):          # the profiler's aten::conv<n>d range
+        return run_composite(name, _conv, (name, n, input, weight, bias, stride, padding, dilation, groups))
     if _input_cast[0] is not None:      # autocast casts aten::conv<n>d's arguments
         input, weight, bias = _cast_composite(name, (input, weight, bias))
     if nd == n + 1:

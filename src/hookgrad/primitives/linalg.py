@@ -183,6 +183,8 @@ def matmul(input, other):
     folded into mm / mv, or expand + reshape + bmm, so that the graph has PyTorch's nodes at every level."""
     if not isinstance(input, Tensor) or not isinstance(other, Tensor):
         raise TypeError(f"matmul(): argument 'other' (position 2) must be Tensor, not {type(other).__name__}")
+    if _G._op_hooks and _G.composite_open("matmul"):     # the profiler's aten::matmul range
+        return _G.run_composite("matmul", matmul, (input, other))
     if _G._input_cast[0] is not None:   # autocast casts aten::matmul's arguments
         input, other = _G.cast_composite("matmul", (input, other))
     da, db = input._data.ndim, other._data.ndim

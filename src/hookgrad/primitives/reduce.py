@@ -89,15 +89,28 @@ class SumDim(Sum, name="SumBackward1"):
     jvp = linear_jvp
 
 
-def sum(input, dim=None, keepdim=False, *, dtype=None, axis=None):
+class _NoDim:
+    """``sum``'s default ``dim``: PyTorch's overload without ``dim`` (SumBackward0); ``dim=None`` given is
+    sum.dim_IntList over every dimension (SumBackward1, and ``keepdim`` applies)."""
+    __slots__ = ()
+
+    def __repr__(self):
+        return "None"
+
+
+_NO_DIM = _NoDim()
+
+
+def sum(input, dim=_NO_DIM, keepdim=False, *, dtype=None, axis=None):
     if axis is not None:
         dim = axis
     dt = _sum_dtype(input._data, dtype)
-    if dim is None:
+    if dim is _NO_DIM:
         return Sum.apply(input, dt=dt) if dt is not None else Sum.apply(input)
-    dims = _dims0(dim, input._data.ndim)
-    if isinstance(dim, (list, tuple)) and len(dim) == 0:
+    if dim is None or isinstance(dim, (list, tuple)) and len(dim) == 0:
         dims = tuple(range(input._data.ndim))
+    else:
+        dims = _dims0(dim, input._data.ndim)
     return SumDim.apply(input, dims=dims, keepdim=keepdim, dt=dt)
 
 
