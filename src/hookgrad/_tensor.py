@@ -353,6 +353,13 @@ class Tensor:
     def stride(self, dim=None):
         isz = self._data.itemsize
         st = tuple(s // isz for s in self._data.strides)
+        if not self._data.size and not any(st) and st:
+            # NOTE: NumPy gives an empty array zero strides; PyTorch keeps the contiguous ones it was made with
+            st, k = [], 1
+            for n in reversed(self._data.shape):
+                st.insert(0, k)
+                k *= max(n, 1)
+            st = tuple(st)
         return st if dim is None else st[_wrap_dim(dim, self._data.ndim)]
 
     def storage_offset(self):

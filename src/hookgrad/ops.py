@@ -75,7 +75,60 @@ def _to_copy(self, *, dtype=None, layout=None, device=None, pin_memory=None, non
     return self.to(dtype=dtype if dtype is not None else self.dtype, copy=True)
 
 
+def _ntuple(v, n):
+    v = tuple(v) if isinstance(v, (list, tuple)) else (v,)
+    return v * n if len(v) == 1 else v
+
+
+def _convolution_backward(grad_output, input, weight, bias_sizes, stride, padding, dilation, transposed,
+                          output_padding, groups, output_mask):
+    """aten::convolution_backward: (grad_input, grad_weight, grad_bias), None where ``output_mask`` is False;
+    computed by the convolution's own differentiable adjoints (so it has a backward and forward AD)."""
+    from .primitives import nn as N
+    nd = weight.dim() - 2
+    geo = dict(stride=_ntuple(stride, nd), padding=tuple(x for v in _ntuple(padding, nd) for x in (v, v)),
+               dilation=_ntuple(dilation, nd), groups=groups)
+    gi = gw = gb = None
+    if transposed:          # forward: ConvTr(input, weight); grad_output has the output's shape
+        if output_mask[0]:
+            gi = N.ConvGrad.apply(grad_output, weight, **geo)
+        if output_mask[1]:
+            gw = N.ConvW.apply(grad_output, input, wshape=tuple(weight.shape), **geo)
+    else:
+        if output_mask[0]:
+            gi = N.ConvTrGrad.apply(grad_output, weight, out_hw=tuple(input.shape[2:]), **geo)
+        if output_mask[1]:
+            gw = N.ConvW.apply(input, grad_output, wshape=tuple(weight.shape), **geo)
+    if output_mask[2]:
+        gb = grad_output.sum((0,) + tuple(range(2, grad_output.dim())))
+    return gi, gw, gb
+
+
+def _new_zeros_with_same_feature_meta(self, other, *, self_num_batch_dims=0):
+    """aten::_new_zeros_with_same_feature_meta (forward AD's tangent layout): zeros with ``self``'s first
+    ``self_num_batch_dims`` sizes, then ``other``'s sizes and strides; ``other``'s storage offset, and a storage of
+    ``other``'s storage size per batch element."""
+    import hookgrad
+    numel = other.untyped_storage().nbytes() // other.element_size()
+    sizes, strides = list(other.shape), list(other.stride())
+    prod = numel
+    for i in range(self_num_batch_dims - 1, -1, -1):
+        sizes.insert(0, self.shape[i])
+        strides.insert(0, prod)
+        prod *= self.shape[i]
+    return hookgrad.zeros(prod, dtype=other.dtype).as_strided(sizes, strides, other.storage_offset())
+
+
+def _has_same_storage_numel(self, other):
+    """aten::_has_same_storage_numel: whether the two tensors' storages hold as many elements."""
+    return (self.untyped_storage().nbytes() // self.element_size()
+            == other.untyped_storage().nbytes() // other.element_size())
+
+
 _ADAPTERS = {
+    "convolution_backward": _convolution_backward,
+    "_new_zeros_with_same_feature_meta": _new_zeros_with_same_feature_meta,
+    "_has_same_storage_numel": _has_same_storage_numel,
     "convolution": _convolution, "_convolution": _convolution, "_softmax": _softmax,
     "_log_softmax": _log_softmax, "slice": _slice, "max_pool2d_with_indices": _max_pool2d_with_indices,
     "expand": _expand, "_to_copy": _to_copy, "_unsafe_view": lambda self, size: self.reshape(size),

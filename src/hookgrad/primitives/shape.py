@@ -746,6 +746,10 @@ def _as_strided(a, shape, strides, like=None):
     """A strided view of ``a``'s memory (strides in bytes), an array of the module of ``like`` (default:
     ``a``'s; NumPy's as_strided alone returns a base-class ndarray, and a storage's root array may be one)."""
     xp = array_module(a if like is None else like)
+    if type(a) is np.ndarray and xp is np and a.flags.c_contiguous:
+        # a view whose .base is ``a`` (NumPy's as_strided hides it behind a dummy object): the storage, its offset
+        # and the version counter of the result are then those of ``a``'s root array
+        return np.ndarray(shape, a.dtype, buffer=a, strides=strides)
     return xp.asarray(xp.lib.stride_tricks.as_strided(a, shape, strides))
 
 
