@@ -203,7 +203,7 @@ def embedding_bag(weight, indices, offsets, scale_grad_by_freq=False, mode=0, sp
                   include_last_offset=False, padding_idx=None):
     """ATen's embedding_bag: (output, offset2bag, bag_size, max_indices) for 1-D indices with offsets."""
     return F._embedding_bag(weight, indices, offsets, scale_grad_by_freq, mode, per_sample_weights,
-                            include_last_offset, padding_idx)
+                            include_last_offset, padding_idx, sparse)
 
 
 def feature_alpha_dropout(input, p, train):

@@ -2174,7 +2174,7 @@ def _bag_ids(idx, offsets, include_last_offset, padding_idx):
 
 
 def _embedding_bag(weight, input, offsets, scale_grad_by_freq, mode, per_sample_weights, include_last_offset,
-                   padding_idx):
+                   padding_idx, sparse=False):
     """torch.embedding_bag's kernel on 1-D indices: (output, offset2bag, bag_size, max_indices)."""
     from ..primitives.embedding_bag import EmbeddingBag, WeightedEmbeddingBag
     for name, t in (("indices", input), ("offsets", offsets)):
@@ -2195,7 +2195,7 @@ def _embedding_bag(weight, input, offsets, scale_grad_by_freq, mode, per_sample_
                            f"{idx[bad][0]}")
     bag, nb = _bag_ids(idx, offsets._data, include_last_offset, padding_idx)
     params = dict(idx=idx, bag=bag, nbags=nb, mode=("sum", "mean", "max")[mode], padding_idx=padding_idx,
-                  scale_grad_by_freq=scale_grad_by_freq)
+                  scale_grad_by_freq=scale_grad_by_freq, sparse=bool(sparse))
     if per_sample_weights is not None:
         if mode != 0:
             raise NotImplementedError("embedding_bag: per_sample_weights only supported with mode='sum'")
@@ -2244,7 +2244,7 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
         raise NotImplementedError("embedding_bag: per_sample_weights was not None. per_sample_weights is only supported "
                                   f"for mode='sum' (got mode='{mode}'). Please open a feature request on GitHub.")
     return _embedding_bag(weight, input, offsets, scale_grad_by_freq, ("sum", "mean", "max").index(mode),
-                          per_sample_weights, include_last_offset, padding_idx)[0]
+                          per_sample_weights, include_last_offset, padding_idx, sparse)[0]
 
 
 # --------------------------------------------------------------------------------- attention

@@ -5,6 +5,8 @@ by ``EmbeddingBagGrad`` and per_sample_weights' by ``NoDerivative``, whose backw
 """
 import numpy as np
 
+from .._layout import SparseCOO
+from .._tensor import Tensor
 from ..autograd.node import Node
 from .._array import array_module
 from .._creation import _SampledNoGrad as NoDerivative
@@ -49,12 +51,14 @@ class EmbeddingBag(Node, name="EmbeddingBagBackward0"):
         aux = am if self.mode == "max" else sizes.copy()
         return out, np.where(bag >= 0, bag, 0), xp.asarray(sizes, np.int64), aux
 
+    sparse = False
+
     def _weight_grad(self, ga, psw):
         xp = array_module(ga)
         keep = self.bag >= 0
         kb, ki = self.bag[keep], self.idx[keep]
-        gw = xp.zeros((self.num, ga.shape[1]), ga.dtype)
         if self.mode == "max":
+            gw = xp.zeros((self.num, ga.shape[1]), ga.dtype)
             b, col = np.nonzero(self.am >= 0)
             array_module(gw).add.at(gw, (self.am[b, col], col), ga[b, col])
             return gw
@@ -65,12 +69,22 @@ class EmbeddingBag(Node, name="EmbeddingBagBackward0"):
             rows = rows / np.maximum(self.counts, 1)[kb][:, None].astype(ga.dtype)
         if self.scale_grad_by_freq:
             rows = rows / np.bincount(self.idx, minlength=self.num)[ki][:, None].astype(ga.dtype)
+        if self.sparse:     # PyTorch's _embedding_bag_sparse_backward: one COO entry per index in a bag, in order
+            return SparseCOO(xp.asarray(ki, np.int64)[None], xp.ascontiguousarray(rows, ga.dtype),
+                             (self.num, ga.shape[1]), False)
+        gw = xp.zeros((self.num, ga.shape[1]), ga.dtype)
         array_module(gw).add.at(gw, ki, rows)
         return gw
 
+    def _grad_value(self, g, gw, *inputs):
+        """The weight's gradient: a sparse one as it is (PyTorch defines no derivative of it either way)."""
+        if self.sparse:
+            return Tensor._make(gw)
+        return EmbeddingBagGrad.apply(g, *inputs, _v=gw)
+
     def backward(self, g):
         gw = self._weight_grad(g._data, None)
-        return EmbeddingBagGrad.apply(g, _v=gw), None
+        return self._grad_value(g, gw), None
 
 
 class WeightedEmbeddingBag(EmbeddingBag, name="EmbeddingBagBackward0"):
@@ -84,7 +98,7 @@ class WeightedEmbeddingBag(EmbeddingBag, name="EmbeddingBagBackward0"):
         nf = self.next_functions
         gw = gp = None
         if nf[0][0] is not None:
-            gw = EmbeddingBagGrad.apply(g, psw, _v=self._weight_grad(g._data, psw._data))
+            gw = self._grad_value(g, self._weight_grad(g._data, psw._data), psw)
         if nf[1][0] is not None:
             keep = self.bag >= 0
             ga = g._data
