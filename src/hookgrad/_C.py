@@ -300,7 +300,8 @@ def _submodule(name, **attrs):
     return m
 
 
-_nn = _submodule("_nn", _parse_to=_parse_to)
+from .autograd._test_ops import _test_warn_in_autograd  # noqa: E402
+_nn = _submodule("_nn", _parse_to=_parse_to, _test_warn_in_autograd=_test_warn_in_autograd)
 def _is_batched(t):
     from .func._batched import is_batched
     return is_batched(t)

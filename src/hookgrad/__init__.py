@@ -210,7 +210,9 @@ from .storage import (StorageBase, FloatStorage, DoubleStorage, HalfStorage, Lon
 from .primitives.everyday import adjoint, slice_inverse, as_strided_copy, split_with_sizes
 from .primitives.weight_norm import _weight_norm, norm_except_dim  # noqa: F401
 from .primitives.foreach import *  # noqa: F401,F403  (torch._foreach_*, issue 27)
-from .primitives.stats import _unique  # noqa: F401
+from .primitives.stats import _unique, _unique2  # noqa: F401
+from .autograd._test_ops import (_test_autograd_multiple_dispatch, _test_autograd_multiple_dispatch_view,  # noqa: F401
+                                 _test_autograd_multiple_dispatch_view_copy)
 # out= (after every block that defines functions): PyTorch's out= semantics for each function that has it in
 # PyTorch, one wrapper (primitives/_out.py); nn.functional's names that are torch's functions get the same object
 from .primitives import _out

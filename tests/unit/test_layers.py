@@ -46,7 +46,7 @@ LAYERS = (
     # above the primitives, built on the ops: the torch.autograd namespace (backward, grad, functional,
     #    gradcheck), nn, optim, utils, serialization, the namespaces of missing names, PyTorch's load-time modules
     ("autograd", "nn", "ao", "optim", "utils", "serialization", "_weights_only_unpickler", "_misc", "_nn_functions",
-     "futures", "distributed", "jit", "hub", "overrides", "multiprocessing", "backends", "cpu", "cuda", "amp", "profiler",
+     "futures", "distributed", "jit", "hub", "overrides", "multiprocessing", "backends", "cpu", "cuda", "xpu", "amp", "profiler",
      "primitives.linalg_ns",
      "compiler", "_dynamo", "_tensor_str", "_utils", "_subclasses", "onnx", "accelerator",  # torch's load-time stand-ins (issue 22)
      "primitives.special_ns", "primitives.fft", "primitives.signal", "_missing",
@@ -54,7 +54,7 @@ LAYERS = (
     # the top: hookgrad itself (the flat namespace, ""), the namespace glue (torch._C, torch.ops, the torch
     #    alias) and the clients of the public API, which import hookgrad as their users do
     ("__config__",                          # describes the build (reads hookgrad.__version__)
-     "", "_C", "ops", "library", "_custom_ops", "compat", "functional", "__main__", "_spawn", "tools", "models", "distributions", "testing",
+     "", "_C", "_VF", "ops", "library", "_custom_ops", "compat", "functional", "__main__", "_spawn", "tools", "models", "distributions", "testing",
      "utils._python_dispatch", "utils.flop_counter", "_sample_fns", "fx",
      "func", "_functorch", "_vmap_internals"),            # torch.func's transforms, over the public ops (issue 27)
 )

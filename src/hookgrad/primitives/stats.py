@@ -335,6 +335,21 @@ def _unique(input, sorted=True, return_inverse=False):
     return out, inv if return_inverse else _T(array_module(input._data).zeros(0, np.int64))
 
 
+def _unique2(input, sorted=True, return_inverse=False, return_counts=False):
+    """torch._unique2: (the unique elements; their inverse indices, or an empty int64 tensor; their counts, or
+    an empty int64 tensor)."""
+    vals, inv, cnt = _Unique.apply(input, fn=lambda x: _unique_np(x, None))
+    xp = array_module(input._data)
+    return vals, inv if return_inverse else _T(xp.zeros(0, np.int64)), cnt if return_counts else _T(xp.zeros(0, np.int64))
+
+
+def unique_dim(input, dim, sorted=True, return_inverse=False, return_counts=False):
+    """torch._VF.unique_dim: (the unique slices along ``dim``, their inverse indices, their counts), always all
+    three (PyTorch computes them whatever the flags say)."""
+    d = wrap_dim(dim, input._data.ndim)
+    return _UniqueDim.apply(input, fn=lambda x: _unique_np(x, d))
+
+
 def _unique_consecutive_np(x, dim):
     if dim is None:
         shape, x = x.shape, x.reshape(-1)

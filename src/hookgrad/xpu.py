@@ -1,0 +1,106 @@
+"""hookgrad.xpu: the answers of PyTorch built without XPU (Intel GPU) support; hookgrad has no XPU device.
+
+Queries answer "no XPU" (``is_available()`` False, ``device_count()`` 0, memory counters 0, no architectures);
+seeding and ``empty_cache`` do nothing (PyTorch queues seeds until a device initialises); what needs a device
+raises PyTorch's ``AssertionError: Torch not compiled with XPU enabled`` (here also a RuntimeError), and
+``with torch.xpu.device(0)`` raises the NotImplementedError PyTorch raises.
+"""
+from ._errors import NoCuda as _NoDevice     # (an AssertionError that is also a RuntimeError)
+
+default_generators = ()
+
+
+def _raise_no_xpu(*args, **kwargs):
+    raise _NoDevice("Torch not compiled with XPU enabled")
+
+
+def is_available():
+    """False: hookgrad has no XPU device."""
+    return False
+
+
+def device_count():
+    return 0
+
+
+def is_initialized():
+    return False
+
+
+def _is_compiled():
+    return False
+
+
+def is_bf16_supported(including_emulation=True):
+    return False
+
+
+def is_tf32_supported():
+    return False
+
+
+def manual_seed(seed):
+    pass
+
+
+def manual_seed_all(seed):
+    pass
+
+
+def seed():
+    pass
+
+
+seed_all = seed
+
+
+def empty_cache():
+    pass
+
+
+def memory_allocated(device=None):
+    return 0
+
+
+max_memory_allocated = memory_reserved = max_memory_reserved = memory_allocated
+
+
+def get_arch_list():
+    return []
+
+
+def get_gencode_flags():
+    return ""
+
+
+def set_rng_state(new_state, device="xpu"):
+    pass
+
+
+(init, _lazy_init, current_device, set_device, synchronize, get_device_name, get_device_capability,
+ get_device_properties, initial_seed, get_rng_state, current_stream, set_stream, mem_get_info) = (_raise_no_xpu,) * 13
+
+
+class device:
+    """``with torch.xpu.device(i)``: raises for a device index, as PyTorch built without XPU does (-1: nothing)."""
+
+    def __init__(self, device):
+        self.idx = device if isinstance(device, int) else getattr(device, "index", 0) or 0
+
+    def __enter__(self):
+        if self.idx >= 0:
+            raise NotImplementedError("PyTorch was compiled without XPU support")
+
+    def __exit__(self, *exc):
+        return False
+
+
+class device_of(device):
+    """``with torch.xpu.device_of(tensor)``: the tensor's XPU device; none here (no tensor is on an XPU)."""
+
+    def __init__(self, obj):
+        super().__init__(-1)
+
+
+from . import _missing  # noqa: E402
+__getattr__ = _missing.module_getattr(__name__, "torch.xpu")
