@@ -15,7 +15,7 @@ def _vmap(func, in_dims=0, out_dims=0, allow_none_pass_through=False):
     def wrapped(*args):
         V._check_out_dims(out_dims, func)
         batch_size, flat_in_dims, flat_args, args_spec = V._process_batched_inputs(in_dims, args, func)
-        level = push_level(batch_size, "error")
+        level = push_level(batch_size, "legacy")       # (random ops raise the legacy vmap's error)
         try:
             batched = [a if d is None else BatchedTensor(a if d == 0 else a.movedim(d, 0), level)
                        for d, a in zip(flat_in_dims, flat_args)]

@@ -30,7 +30,7 @@ from . import op_hooks as _OH
 from .formulas import TENSORS
 from .node import _NO_EDGE
 from .saved import SavedTensor
-from .views import make_view
+from .views import make_view, _view_tangent as _view_tangent_slot
 
 __all__ = ["UnpackedDualTensor", "enter_dual_level", "exit_dual_level", "make_dual", "unpack_dual", "dual_level"]
 
@@ -40,6 +40,8 @@ _ndarray = np.ndarray
 Tensor._fw_grad = None          # a tensor's tangent at the current level (set in its __dict__ while it has one)
 
 _duals = {}                     # id -> weak reference, for every live tensor given a tangent at the current level
+# vmap's BatchedTensor tangents (func/_fwad.py, a layer above, fills this when it loads): None, or the module
+_vmap_support = [None]
 _hook_handle = [None]           # the _op_hooks entry kept while a level is active
 
 
@@ -188,7 +190,9 @@ def make_dual(tensor, tangent, *, level=None):
                            "enter_dual_level() first.")
     if not isinstance(tensor, Tensor):
         raise TypeError(f"make_dual(): argument 'tensor' (position 1) must be Tensor, not {type(tensor).__name__}")
-    if not isinstance(tangent, Tensor):
+    V = _vmap_support[0]
+    batched = V is not None and V.is_batched(tangent)
+    if not isinstance(tangent, Tensor) and not batched:
         raise TypeError(f"make_dual(): argument 'tangent' (position 2) must be Tensor, not {type(tangent).__name__}")
     if not (tensor.is_floating_point() or tensor.is_complex()):
         raise ValueError(f"Expected primal to be floating point or complex, but got: {tensor.dtype}")
@@ -201,12 +205,12 @@ def make_dual(tensor, tangent, *, level=None):
     if tangent._fw_grad is not None:
         raise RuntimeError(f"Setting a forward grad that itself has a forward gradient at the same level{level} is "
                            "not supported.")
-    if tangent._data.shape != tensor._data.shape:
+    if tuple(tangent.shape) != tensor._data.shape:
         raise RuntimeError("Trying to set a forward gradient that has a different size than that of the original "
                            f"Tensor, this is not supported. Tensor is of size {list(tensor._data.shape)} while the "
-                           f"given forward gradient is of size {list(tangent._data.shape)}.")
+                           f"given forward gradient is of size {list(tangent.shape)}.")
     out = _alias(tensor)
-    _set_tangent(out, _laid_out_like(tangent, tensor))
+    _set_tangent(out, V.laid_out_like(tangent, tensor) if batched else _laid_out_like(tangent, tensor))
     return out
 
 
@@ -335,6 +339,19 @@ def _tangents(cls, node, args, params, tans, outs, nrs):
     douts = [o if n is not None else None for o, n in zip(outs, nrs)]
     if not any(d is not None for d in douts):
         return
+    V = _vmap_support[0]
+    level = None if V is None else V.top_level(tans)
+    if level is None:
+        res = _tangent_values(cls, node, args, params, tans, outs, douts, nrs)
+    else:       # a vmap BatchedTensor tangent: the formula runs once per sample
+        res = V.per_sample(level, lambda ts: _tangent_values(cls, node, args, params, ts, outs, douts, nrs), tans)
+    for o, t in zip(douts, res):
+        if o is not None and t is not None:
+            _set_tangent(o, t)
+
+
+def _tangent_values(cls, node, args, params, tans, outs, douts, nrs):
+    """The tangents of the node's outputs (None where an output has none), in the outputs' dtypes and shapes."""
     jvp = _jvp_of(cls)
     if jvp is not None:
         _JVP_USED[cls] = "explicit"
@@ -345,8 +362,10 @@ def _tangents(cls, node, args, params, tans, outs, nrs):
     else:
         _JVP_USED[cls] = "fallback"
         res = _fallback(node, douts, nrs, tans)
+    values = []
     for o, t in zip(douts, res):
         if o is None or t is None:
+            values.append(None)
             continue
         if not isinstance(t, Tensor):
             t = Tensor._make(_module_of(o._data).asarray(t))
@@ -359,7 +378,25 @@ def _tangents(cls, node, args, params, tans, outs, nrs):
         if d.dtype != o._data.dtype and (d.dtype.kind != "f" or o._data.dtype.kind != "f"):
             # (a floating tangent keeps its own precision, as PyTorch: make_dual takes a tangent of another dtype)
             t = t.to(D._NP_TO_DT[o._data.dtype])
-        _set_tangent(o, t)
+        values.append(t)
+    return values
+
+
+def _view_tangent(out, src, fn):
+    """``out``, made by view replay ``fn`` of ``src``, got a batched tangent computed per sample: it becomes the
+    same view of ``src``'s batched tangent (views.make_view calls this while ``out`` has a tangent)."""
+    V = _vmap_support[0]
+    t = src._fw_grad
+    if V is None or not V.is_batched(t) or not V.is_batched(out._fw_grad):
+        return
+    prev = _fw.enabled
+    _fw.enabled = False
+    try:
+        r = V.view_tangent(fn, t)
+    finally:
+        _fw.enabled = prev
+    if r is not None:
+        out.__dict__["_fw_grad"] = r
 
 
 _JVPS = {}
@@ -489,16 +526,43 @@ def _inplace_tangent(self, out):
             if base is None or fn is None:
                 _set_tangent(self, ot)
                 return
+            V = _vmap_support[0]
+            batched = V is not None and V.is_batched(ot)
             bt = base._fw_grad
             if bt is None:
-                bt = Tensor._make(_module_of(base._data).zeros(base._data.shape, base._data.dtype))
+                # PyTorch's shortcut: a new tangent laid out as the base and the view is both theirs (a copy here
+                # where it may be another tensor's tangent: a formula may return an input's tangent as it is)
+                cand = ot if batched else ot.clone()
+                if _same_meta(cand, base, V) and _same_meta(cand, self, V):
+                    _set_tangent(base, cand)
+                    _set_tangent(self, cand)
+                    return
+                bt = V.new_zeros_with_same_feature_meta(ot, base) if batched else \
+                    Tensor._make(_module_of(base._data).zeros(base._data.shape, base._data.dtype))
                 _set_tangent(base, bt)
-            st = fn(bt)
+            st = V.view_tangent(fn, bt) if V is not None and V.is_batched(bt) else fn(bt)
             _set_tangent(self, st)
         if ot is not st:
             st.copy_(ot.detach() if not _state.enabled else ot)
     finally:
         _fw.enabled = prev
+
+
+def _phys(t):
+    """A tangent's hookgrad Tensor: itself, or the physical value of a vmap BatchedTensor."""
+    V = _vmap_support[0]
+    return V.physical(t) if V is not None and V.is_batched(t) else t
+
+
+def _same_meta(t, other, V):
+    """PyTorch's has_same_meta for a tangent: sizes, strides, storage offset and storage size (per sample for a
+    batched tangent) are those of ``other``."""
+    if V is not None and V.is_batched(t):
+        return V.same_feature_meta(t, other)
+    return (t._data.shape == other._data.shape and t.stride() == other.stride()
+            and t.storage_offset() == other.storage_offset()
+            and t.untyped_storage().nbytes() // t.element_size()
+            == other.untyped_storage().nbytes() // other.element_size())
 
 
 # ---------------------------------------------------------------------------------------------- jvp helpers
@@ -581,7 +645,7 @@ def _function_jvp(cls, ctx, args, result, raw=None, dirty_tensors=None, non_diff
         if isinstance(a, Tensor):
             t = a._fw_grad
             if t is not None:
-                versions[id(t)] = t._vc[0]
+                versions[id(t)] = _phys(t)._vc[0]
             tans.append(t if t is not None else _zeros_of(a) if _float(a) else None)
         else:
             tans.append(None)
@@ -619,16 +683,17 @@ def _function_jvp(cls, ctx, args, result, raw=None, dirty_tensors=None, non_diff
             continue
         if t is None:
             continue
-        if not isinstance(t, Tensor):
+        pt = _phys(t)
+        if not isinstance(pt, Tensor):
             raise TypeError(f"jvp() function must return Tensors or None, but got {type(t).__name__}")
-        if t._data.shape != o._data.shape:
+        if tuple(t.shape) != o._data.shape:
             raise RuntimeError(f"Trying to set a forward gradient that has a different size than that of the "
                                f"original Tensor, this is not supported. Tensor is of size {list(o._data.shape)} "
-                               f"while the given forward gradient is of size {list(t._data.shape)}.")
+                               f"while the given forward gradient is of size {list(t.shape)}.")
         if id(r) in dirty and id(r) in inputs:
             it = inputs[id(r)]._fw_grad
             if it is not None:
-                if t._vc[0] == versions[id(it)]:
+                if pt._vc[0] == versions[id(it)]:
                     raise RuntimeError("An inplace custom Function is not modifying the forward mode gradients "
                                        "inplace. If the forward is modifying an input inplace, then the jvp "
                                        "function must modify the corresponding gradient inplace.")
@@ -641,17 +706,19 @@ def _function_jvp(cls, ctx, args, result, raw=None, dirty_tensors=None, non_diff
             inp = bases[id(o._base)]
             it = inp._fw_grad
             if it is not None:
-                if t._base is None:
+                it = _phys(it)      # (a batched tangent: its physical value is the view)
+                if pt._base is None:
                     raise RuntimeError("A custom Function's forward is returning a view (or an input as-is) but the "
                                        "jvp is not returning a view.")
                 if it._base is not None:
-                    if t._base is not it._base:
+                    if pt._base is not it._base:
                         raise RuntimeError("A custom Function is returning a view but the jvp is not returning a view "
                                            "of the same base as the given grad input.")
-                elif t._base is not it:
+                elif pt._base is not it:
                     raise RuntimeError("A custom Function is returning a view but the jvp is not returning a view of "
                                        "the given grad input.")
         o.__dict__.pop("_fw_grad", None)
         _set_tangent(o, t)
 
 
+_view_tangent_slot[0] = _view_tangent

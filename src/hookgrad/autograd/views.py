@@ -350,9 +350,14 @@ def as_custom_view(out, t, creation):
     return out
 
 
+_view_tangent = [None]      # forward_ad's: a view's tangent when it is a vmap BatchedTensor (set by forward_ad)
+
+
 def make_view(out, src, fn):
     """Mark ``out`` as a view of ``src`` (when NumPy shares memory): shared version counter, base and
     a replay function ``fn(tensor) -> view`` used to regenerate its history after in-place ops."""
+    if out._fw_grad is not None:
+        _view_tangent[0](out, src, fn)
     if src._inference or out._inference:
         # a view of an inference tensor is one, and no view (no base, version counter or history: PyTorch's
         # inference tensors skip view tracking); a view of a normal tensor made in inference mode is normal

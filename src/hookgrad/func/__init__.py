@@ -16,3 +16,6 @@ __all__ = ["grad", "grad_and_value", "vmap", "hessian", "jacfwd", "jacrev", "jvp
 from .._vmap_internals import _vmap as _legacy_vmap  # noqa: E402
 from ..autograd.gradcheck import _vmap as _gradcheck_vmap  # noqa: E402  (the module: autograd's name is the function)
 _gradcheck_vmap[0] = _legacy_vmap      # gradcheck's batched checks (check_batched_grad, check_batched_forward_grad)
+from . import _fwad  # noqa: E402
+from ..autograd.forward_ad import _vmap_support as _fwad_slot  # noqa: E402
+_fwad_slot[0] = _fwad                   # forward AD with vmap's BatchedTensor tangents

@@ -103,7 +103,7 @@ nan_to_num ne not_equal neg negative nextafter polygamma positive pow rad2deg re
 rsqrt rsub sgn sigmoid sign signbit sin sinc sinh sqrt square sub subtract tan tanh trunc fix xlogy where masked_fill
 heaviside selu celu relu6 hardtanh threshold hardshrink softshrink tanhshrink resolve_conj resolve_neg
 contiguous clone detach float double half bfloat16 int long short bool byte char to type type_as cpu cuda
-requires_grad_ zero_ fill_ clamp_ masked_fill_ detach_ uniform_ normal_
+requires_grad_ zero_ fill_ copy_ clamp_ masked_fill_ detach_ uniform_ normal_
 F.relu F.relu6 F.elu F.selu F.celu F.leaky_relu F.gelu F.silu F.mish F.softplus F.hardtanh F.hardswish
 F.hardsigmoid F.logsigmoid F.softsign F.tanhshrink F.softshrink F.hardshrink F.threshold F.sigmoid F.tanh
 F.prelu F.rrelu F.elu_ F.relu_ F.leaky_relu_ F.hardtanh_ F.celu_ F.selu_ F.threshold_""".split()
@@ -444,6 +444,54 @@ def _shape_args(args, kwargs, name):
             and hasattr(shape[0], "__len__"):
         shape = tuple(shape[0])
     return tuple(shape)
+
+
+def _storage_size_for(sizes, strides):
+    if 0 in sizes:
+        return 0
+    return 1 + sum((n - 1) * s for n, s in zip(sizes, strides))
+
+
+def check_as_strided_slice(first, sizes, strides, offset):
+    """PyTorch's checkBasicAsStridedValidForSlice: ``first.as_strided(sizes, strides, offset)`` (``first``: a
+    sample of the batch) must stay within the memory that sample can reach."""
+    hi = _storage_size_for(sizes, strides)
+    if not hi:
+        return
+    base_off = first.storage_offset()
+    base_hi = _storage_size_for(tuple(first.shape), tuple(first.stride()))
+    call = f"result = tensor.as_strided({list(sizes)}, {list(strides)}, {offset}) can access memory outside of `tensor`."
+    if not base_hi:
+        raise RuntimeError(f"{call} `tensor` has no storage but the passed-in (size, stride, storage_offset) imply a "
+                           "result with some storage. This is not supported inside of vmap, please try to rewrite the "
+                           "`as_strided` call as a sequence of PyTorch view operations")
+    if offset + hi > base_off + base_hi or offset < base_off:
+        raise RuntimeError(f"{call} `result` can access some memory in range [{offset}, {offset + hi}], but `tensor` "
+                           f"can only access some memory in range [{base_off}, {base_off + base_hi}]. This is not "
+                           "supported inside of vmap, please try to rewrite the `as_strided` call as a sequence of "
+                           "PyTorch view operations")
+
+
+def batched_as_strided(v, sizes, strides, offset):
+    """Each sample of ``v`` (batch at dim 0) viewed with (sizes, strides) at ``offset`` plus the sample's distance
+    from the first one (PyTorch's as_strided under vmap: the offset counts from the batch's storage offset)."""
+    check_as_strided_slice(v.select(0, 0), sizes, strides, offset)
+    return v.as_strided((v.shape[0],) + tuple(sizes), (v.stride(0),) + tuple(strides), offset)
+
+
+@register("as_strided")
+def _as_strided(level, func, args, kwargs):
+    b = inspect.signature(_t().as_strided).bind(*args, **kwargs)
+    x = b.arguments["input"]
+    if not at(x, level) or type(x._value) is BatchedTensor:
+        return NotImplemented
+    v = x._value
+    size, stride = tuple(b.arguments["size"]), tuple(b.arguments["stride"])
+    if len(size) != len(stride):
+        raise RuntimeError(f"Tensor.as_strided(size, stride, ...): size and stride must have the same length! Got "
+                           f"size {list(size)} and stride {list(stride)}")
+    off = b.arguments.get("storage_offset")
+    return wrap(batched_as_strided(v, size, stride, v.storage_offset() if off is None else int(off)), level)
 
 
 @register("view", "reshape")
@@ -992,12 +1040,19 @@ for _n in _COMPOSITE:
 # ------------------------------------------------------------------ randomness
 _RANDOM_ERROR = ("vmap: called random operation while in randomness error mode. Please either use the 'same' or "
                  "'different' randomness flags on vmap or perform the randomness operation out of vmap")
+# torch._vmap_internals' legacy vmap (gradcheck's batched checks) runs with randomness "legacy": no random ops
+_RANDOM_ERROR_LEGACY = ("vmap: We do not yet support calling random operations inside of vmap. Please perform random "
+                        "operations outside of vmap as a workaround")
+
+
+def _random_error(mode):
+    return RuntimeError(_RANDOM_ERROR_LEGACY if mode == "legacy" else _RANDOM_ERROR)
 
 
 def random_op(level, func, args, kwargs, inplace_=False):
     mode = level_info(level)[2]
-    if mode == "error":
-        raise RuntimeError(_RANDOM_ERROR)
+    if mode in ("error", "legacy"):
+        raise _random_error(mode)
     x = args[0]
     if not at(x, level) or any(at(a, level) for a in args[1:]) or any(at(a, level) for a in kwargs.values()):
         return NotImplemented
@@ -1032,8 +1087,8 @@ def _dropout(level, func, args, kwargs):
     if not training or a.get("p") == 0:
         return x
     mode = level_info(level)[2]
-    if mode == "error":
-        raise RuntimeError(_RANDOM_ERROR)
+    if mode in ("error", "legacy"):
+        raise _random_error(mode)
     if not at(x, level):
         return NotImplemented
     if "inplace" in a:
