@@ -250,22 +250,42 @@ def _refresh(view, gf):
         return None
     if view._creation is not None:
         raise _view_error(view, _INDIRECT)
-    node = _as_strided_node(view, base) if base.requires_grad else None
+    if not base.requires_grad:
+        _set_history(view, None)
+        return None
+    return _regenerate(view, base)
+
+
+def _regenerate(view, base):
+    """Give ``view`` a new history from ``base``'s current one: its view op replayed on the base when it was made
+    with view replay on (torch.autograd._force_original_view_tracking: ViewBackward0, SelectBackward0...), else
+    AsStridedBackward0, as PyTorch does."""
+    if view.__dict__.get("_replay"):
+        prev = _state.enabled
+        _state.enabled = True
+        try:
+            dv = view._view_fn(base)
+        finally:
+            _state.enabled = prev
+        node = dv.grad_fn
+        _set_history(view, node, dv._output_nr)
+        return node
+    node = _as_strided_node(view, base)
     _set_history(view, node)
     return node
 
 
-def _set_history(view, node):
+def _set_history(view, node, output_nr=0):
     old = _gf_get(view)
     if view._retains_grad and old is not None:
         old._unregister_retain_grad(view._output_nr)
     _gf_set(view, node)
-    view._output_nr = 0
+    view._output_nr = output_nr
     view._attr_ver = view._vc[0]
     if view._backward_hooks is not None:
         view._backward_hooks = None          # hooks registered before stay on the old node
     if view._retains_grad and node is not None:
-        node._register_retain_grad(0, view)
+        node._register_retain_grad(output_nr, view)
 
 
 def _view_grad_fn(self):
@@ -323,7 +343,7 @@ def _copy_slices(view, base, fn, edge=None):
     cs._seq = next(_node._seq)
     cs._saved = [None]          # (non-empty: the engine releases it after a pass, see _release)
     _rebase(base, cs, 0)
-    _set_history(view, _as_strided_node(view, base))
+    _regenerate(view, base)
 
 
 def _identity_view(t):
@@ -377,15 +397,112 @@ def make_view(out, src, fn):
         out._view_fn = fn
         creation = None
     else:
-        inner = src._view_fn
         out._base = base
-        out._view_fn = lambda t: fn(inner(t))
+        out._view_fn = _chain(src._view_fn, fn)
         creation = src._creation          # a view of a view keeps its CreationMeta (PyTorch's propagate_creation_meta)
     if not _state.enabled and creation != "inference":
         creation = "inference" if _state.inference else "no_grad"
     out.__class__ = _View
     if creation is not None:
         out._creation = creation
+    if _state.view_replay:
+        out._replay = True
     out._vc = vc = src._vc
     out._attr_ver = vc[0]
     return out
+
+
+# ---- view functions: how a view is made from its base, replayed on another base (Tensor._view_func) ----
+
+class ViewFunc:
+    """A view op's replay ``fn(tensor, *tensors, *symints)`` with the state PyTorch's ViewFunc keeps: the SymInts
+    (sizes, an index, a slice's start / end / step...) and the tensors (slice_inverse's ``src``) that
+    ``Tensor._view_func``'s visitors may replace. A view op without such state replays with a plain function."""
+    __slots__ = ("fn", "symints", "tensors")
+
+    def __init__(self, fn, symints=(), tensors=()):
+        self.fn = fn
+        self.symints = tuple(symints)
+        self.tensors = tuple(tensors)
+
+    def __call__(self, t):
+        return self.fn(t, *self.tensors, *self.symints)
+
+    def get_symints(self):
+        return list(self.symints)
+
+    def get_tensors(self):
+        return list(self.tensors)
+
+    def clone_and_set(self, symints=None, tensors=None):
+        return ViewFunc(self.fn, self.symints if symints is None else symints,
+                        self.tensors if tensors is None else tensors)
+
+
+class _Chained(ViewFunc):
+    """A view of a view: ``second(first(t))``; the state is the first's, then the second's (PyTorch's
+    ChainedViewFunc)."""
+    __slots__ = ("first", "second")
+
+    def __init__(self, first, second):
+        self.first, self.second = first, second
+
+    def __call__(self, t):
+        return self.second(self.first(t))
+
+    def get_symints(self):
+        return _get(self.first, "get_symints") + _get(self.second, "get_symints")
+
+    def get_tensors(self):
+        return _get(self.first, "get_tensors") + _get(self.second, "get_tensors")
+
+    def clone_and_set(self, symints=None, tensors=None):
+        parts = []
+        for f in (self.first, self.second):
+            ns, nt = len(_get(f, "get_symints")), len(_get(f, "get_tensors"))
+            s, symints = (None, None) if symints is None else (symints[:ns], symints[ns:])
+            ts, tensors = (None, None) if tensors is None else (tensors[:nt], tensors[nt:])
+            parts.append(f.clone_and_set(s, ts) if isinstance(f, ViewFunc) else f)
+        return _Chained(*parts)
+
+
+def _get(f, what):
+    return getattr(f, what)() if isinstance(f, ViewFunc) else []
+
+
+def _chain(inner, fn):
+    if isinstance(inner, ViewFunc) or isinstance(fn, ViewFunc):
+        return _Chained(inner, fn)
+    return lambda t: fn(inner(t))
+
+
+def set_view_func(out, src, fn):
+    """Give ``out``, a view just made of ``src`` by a composite (slice_inverse over as_strided), its own op's
+    view function ``fn``."""
+    if out._base is None:
+        return out
+    if out._base is src:
+        out._view_fn = fn
+    elif src._view_fn is not None:
+        out._view_fn = _chain(src._view_fn, fn)
+    return out
+
+
+def _view_func(self, new_base, symint_visitor_fn=None, tensor_visitor_fn=None):
+    """``Tensor._view_func(new_base)``: this view's view op(s) replayed on ``new_base``; ``symint_visitor_fn`` /
+    ``tensor_visitor_fn`` map the op's saved SymInts / tensors first (the view itself keeps its own). A view made
+    without view replay (torch.autograd._force_original_view_tracking) is replayed as an as_strided of its geometry,
+    as PyTorch does; not a view: None."""
+    if self._base is None:
+        return None
+    fn = self._view_fn
+    if fn is None or not (self.__dict__.get("_replay") or self._base._data.dtype != self._data.dtype):
+        return new_base.as_strided(tuple(self.shape), self.stride(), self.storage_offset())
+    if isinstance(fn, ViewFunc) and (symint_visitor_fn is not None or tensor_visitor_fn is not None):
+        symints = [symint_visitor_fn(s) for s in fn.get_symints()] if symint_visitor_fn is not None else None
+        tensors = [tensor_visitor_fn(t) for t in fn.get_tensors()] if tensor_visitor_fn is not None else None
+        fn = fn.clone_and_set(symints, tensors)
+    return fn(new_base)
+
+
+Tensor._view_func = Tensor._view_func_unsafe = _view_func

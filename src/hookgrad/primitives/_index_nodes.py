@@ -32,6 +32,11 @@ _U64 = 1 << 64
 _INT64_MAX = (1 << 63) - 1
 
 
+def _slice_symints(start, stop, step=None):
+    """A slice's (start, end, step) as PyTorch's slice keeps them (its view replay's SymInts)."""
+    return (start or 0, _INT64_MAX if stop is None else stop, step or 1)
+
+
 def _u64(v):
     """A negative int64 as PyTorch's grad_fn._saved_<int> reads it (unsigned wrap-around)."""
     return v + _U64 if v < 0 else v

@@ -36,7 +36,12 @@ def slice_inverse(input, src, dim=0, start=None, end=None, step=1):
     """The inverse of ``src = base.slice(dim, start, end, step)``: a view of ``input``'s storage with
     ``src``'s geometry."""
     _need_tensor("slice_inverse", input)
-    return S.as_strided(input, src.shape, src.stride(), src.storage_offset())
+    from ..autograd.views import ViewFunc, set_view_func
+    from ._index_nodes import _slice_symints
+    out = S.as_strided(input, src.shape, src.stride(), src.storage_offset())
+    # its replay keeps ``src`` and the slice's SymInts (Tensor._view_func's visitors may replace them)
+    return set_view_func(out, input, ViewFunc(lambda t, s, a, b, c: slice_inverse(t, s, dim, a, b, c),
+                                              _slice_symints(start, end, step), (src,)))
 
 
 def as_strided_copy(input, size, stride, storage_offset=None, *, out=None):

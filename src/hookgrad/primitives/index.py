@@ -9,11 +9,12 @@ from ..autograd.forward_ad import linear_jvp, multilinear_jvp, tsum, scaled  # n
 from ..autograd.node import Node
 from ._dispatch import binary, as_tensor_arg
 from ._inplace import make_view, inplace_apply
+from ..autograd.views import ViewFunc
 from ._dispatch import wrap_dim, dims_of, broadcast_error
 from .._errors import not_implemented_for
 from ..autograd.saved import _FREED
 from ._index_nodes import (_check_bounds, Index, Select, Slice, IndexGrad, Unsqueeze, Alias,  # noqa: F401
-                           zeros_for, IndexSelect, IndexAddGrad)
+                           zeros_for, IndexSelect, IndexAddGrad, _slice_symints)
 from .elementwise import scale, Where, where  # noqa: F401  (where is an elementwise op)
 from .._array import array_module, writeable, is_array
 
@@ -128,7 +129,19 @@ def _slicing(self, idx, setting):
 
 
 def _step(x, cls, np_idx):
-    return make_view(cls.apply(x, idx=np_idx, basic=True), x, lambda t: t[np_idx])
+    return make_view(cls.apply(x, idx=np_idx, basic=True), x, _step_func(cls, np_idx))
+
+
+def _step_func(cls, np_idx):
+    """The replay of one indexing view with the SymInts PyTorch's keeps: select's index, slice's start, end, step
+    (an unsqueeze keeps none)."""
+    head = np_idx[:-2] if cls is Select else np_idx[:-1]
+    if cls is Select:
+        return ViewFunc(lambda t, i: t[head + (i, Ellipsis)], (np_idx[-2],))
+    if cls is Slice:
+        s = np_idx[-1]
+        return ViewFunc(lambda t, a, b, c: t[head + (slice(a, b, c),)], _slice_symints(s.start, s.stop, s.step))
+    return lambda t: t[np_idx]
 
 
 def select(input, dim, index):

@@ -9,7 +9,8 @@ from ..autograd.forward_ad import linear_jvp, multilinear_jvp, tsum, scaled  # n
 from ..autograd.node import Node
 from ._dispatch import wrap_dim
 from ._inplace import make_view
-from ._index_nodes import Slice, IndexAddGrad
+from ..autograd.views import ViewFunc
+from ._index_nodes import Slice, IndexAddGrad, _slice_symints
 from .._array import array_module, default_module
 
 _MULTI_VIEW = ("Output {} of {} is a view and is being modified inplace. This view is the output of a function that "
@@ -260,7 +261,8 @@ def slice_dim(input, d, start, stop):
     whatever the range (PyTorch's narrow/slice; plain indexing of a full range gives an alias)."""
     idx = (slice(None),) * d + (slice(start, stop),)
     out = Slice.apply(input, idx=idx, basic=True)
-    return make_view(out, input, lambda t: slice_dim(t, d, start, stop))
+    # (the replay's SymInts, as PyTorch's slice keeps them: start, end, step)
+    return make_view(out, input, ViewFunc(lambda t, a, b, c: slice_dim(t, d, a, b), _slice_symints(start, stop)))
 
 
 _TENSOR_SPLIT_OVERLOADS = (" * (Tensor input, tuple of ints indices, int dim = 0)\n"

@@ -10,6 +10,7 @@ from ..autograd.formulas import TENSORS
 from ..autograd.grad_mode import _state
 from ._dispatch import wrap_dim, dims_of
 from ._inplace import make_view
+from ..autograd.views import ViewFunc
 from .._creation import int_list, size_args
 from .._array import array_module, is_array, data_ptr
 from .. import _array
@@ -104,7 +105,7 @@ def view(input, *args, size=None, dtype=None):
             not isinstance(args[0], (int, np.integer, tuple, list, Size, Tensor, float, str, type(None))):
         return view_dtype(input, args[0])
     shape = size_args(args, size, "view", overloaded=True)
-    return make_view(View.apply(input, shape=shape), input, lambda t: t.view(shape))
+    return make_view(View.apply(input, shape=shape), input, ViewFunc(lambda t, *s: t.view(s), shape))
 
 
 def view_dtype(self, dtype):
@@ -144,7 +145,7 @@ def reshape(input, *args, shape=None):
         cls = ReshapeAlias
     else:                      # PyTorch: _unsafe_view(clone(contiguous)): a copy, not a view
         return UnsafeView.apply(Clone.apply(input), shape=shape)
-    return make_view(cls.apply(input, shape=shape), input, lambda t: t.reshape(shape))
+    return make_view(cls.apply(input, shape=shape), input, ViewFunc(lambda t, *s: t.reshape(s), shape))
 
 
 def flatten(input, start_dim=0, end_dim=-1):
@@ -219,7 +220,7 @@ def expand(input, *args, size=None, implicit=False):
             else:
                 target.append(s)
     target = tuple(target)
-    return make_view(Expand.apply(input, shape=target), input, lambda t: t.expand(target))
+    return make_view(Expand.apply(input, shape=target), input, ViewFunc(lambda t, *s: t.expand(s), target))
 
 
 def expand_as(self, other):
@@ -1001,7 +1002,8 @@ def as_strided(input, size, stride, storage_offset=None):
     if off < 0:
         raise RuntimeError(f"Tensor: invalid storage offset {off}")
     out = AsStridedView.apply(input, size=size, stride=stride, storage_offset=off)
-    return make_view(out, input, lambda t: as_strided(t, size, stride, off))
+    n = len(size)       # (the replay's SymInts: the sizes, the strides, the offset)
+    return make_view(out, input, ViewFunc(lambda t, *s: as_strided(t, s[:n], s[n:2 * n], s[-1]), size + stride + (off,)))
 
 
 # --------------------------------------------------------------------------- *_scatter (view inverses)
