@@ -12,11 +12,12 @@ output (``out0``) or its first positional argument (``in0``), the value Transfor
 that name sees. Names whose value no module returns (pre-softmax attention scores, GPT-2's q/k/v split
 inside one projection) are unresolved, each with the reason.
 """
+import difflib
 import re
 
 from .lib import lib_of
 
-__all__ = ["LAYOUTS", "HookSite", "detect_layout", "hook_names", "resolve", "unresolved", "add_hook"]
+__all__ = ["LAYOUTS", "HookSite", "detect_layout", "hook_names", "resolve", "unresolved", "nearest", "add_hook"]
 
 _NOT_A_MODULE = "the value is computed inside {module}'s forward, not returned by a submodule"
 
@@ -182,12 +183,34 @@ def unresolved(model, names=None, layout=None):
         else:
             m = re.match(r"blocks\.(\d+)\.", name)
             if m and int(m.group(1)) >= n:
-                out.append((name, f"the model has {n} blocks (0..{n - 1})"))
+                out.append((name, f"the model has {n} block{'s' if n != 1 else ''} (0..{n - 1})"))
             else:
                 close = [k for k in known if k.split(".")[-1] == name.split(".")[-1]][:3]
                 out.append((name, f"not a canonical name of the {lay} layout" +
                             (f"; did you mean {', '.join(close)}?" if close else "")))
     return out
+
+
+def nearest(model, name, n=3, layout=None):
+    """The (at most ``n``) canonical names that resolve on ``model`` nearest to ``name``, best first: for a
+    block index past the last, the same name in the last block; else the closest spellings, within the same
+    block when ``name`` has an index in range (``difflib``)."""
+    known = list(hook_names(model, layout))
+    out = []
+    m = re.match(r"blocks\.(\d+)\.(.*)$", name)
+    if m:
+        last = max((int(k.split(".")[1]) for k in known if k.startswith("blocks.")), default=None)
+        if last is not None and int(m.group(1)) > last:
+            same = f"blocks.{last}.{m.group(2)}"
+            out += [same] if same in known else []
+            name = same
+        pool = [k for k in known if k.startswith(f"blocks.{name.split('.')[1]}.")] or known
+    else:
+        pool = [k for k in known if not k.startswith("blocks.")] + [k for k in known if k.startswith("blocks.0.")]
+    for k in difflib.get_close_matches(name, pool, n + len(out), 0.5):
+        if k not in out:
+            out.append(k)
+    return out[:n]
 
 
 def resolve(model, name, layout=None):

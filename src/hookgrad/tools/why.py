@@ -26,17 +26,29 @@ How it observes (a plain client of the public hook API; see docs/tools/why.md):
   whether it ran inside ``no_sync()`` (``ddp.require_backward_grad_sync``) and, through the prehook on its
   output's ``grad_fn``, whether the backward reached it and whether a comm hook was registered then
   (``ddp.comm_hooks()``); calls of ``ddp.module`` beyond the DDP's own forwards bypassed DDP.
+- Hooks on views (``h[:, 0].register_hook(fn)``): a view's hook fires only for the gradient that flows through
+  the view itself. When the loss used the base instead, the finding says so (``view_not_in_graph``) and
+  names the fix, ``tools.view_hooks.register_view_hook``, which fires with the slice of the base's gradient;
+  or why that cannot help (``view_base_not_reached``, ``view_cannot``). Whether the base's gradient was
+  computed is observed for module outputs and for the tensors given as ``watch(model, tensors=...)``
+  (their direct hooks are explained too), read from ``.grad`` for leaves.
+- Canonical hook names (``watch(model, names=[...])``, or :func:`names` without a watch): each name that
+  resolves to no module of the model (``tools.hooknames``) is a :class:`NameFinding` with the reason and the
+  nearest names that do resolve.
 """
 import threading
+import weakref
 from collections import namedtuple
 
-from .lib import lib_of, is_tensor
+from . import hooknames as _hooknames
+from .lib import lib_of, is_tensor, torch_attr
 from .threadstate import thread_list
 from .paths import module_paths
 from .registry import (HookRecord, HookRegistry, handle_ids, is_global, listing, norm_kind, default_registry,
                        ddp_reducer_of, comm_hook_of)
+from .view_hooks import view_hook_reason
 
-__all__ = ["watch", "Watch", "Finding", "REASONS"]
+__all__ = ["watch", "Watch", "Finding", "NameFinding", "names", "REASONS"]
 
 REASONS = {
     "removed": "the hook was removed before it could fire",
@@ -60,6 +72,20 @@ REASONS = {
     "ddp_bypassed": "the forward bypassed DistributedDataParallel {module!r}: its wrapped module was called "
                     "directly ({inner}(...)), so the backward did no communication and no comm hook ran; call "
                     "the DDP model itself",
+    "view_not_in_graph": "the hook is on a view {view} of a tensor {base} whose gradient was computed, but the loss "
+                         "was not computed through this view: a view's hook fires only for the gradient that flows "
+                         "through the view itself. tools.view_hooks.register_view_hook(view, fn) fires with the "
+                         "slice of the base's gradient at the view's elements",
+    "view_base_not_reached": "the hook is on a view {view} of a tensor {base}, and the backward reached neither: "
+                             "register_view_hook would not fire either (the base did not contribute to the loss, or "
+                             "backward was not called)",
+    "view_cannot": "the hook is on a view {view} of a tensor {base} that the loss was not computed through, and "
+                   "register_view_hook cannot hook it: {why}",
+    "view_unknown": "the hook is on a view {view} of a tensor {base}: a view's hook fires only for the gradient that "
+                    "flows through the view itself. If the loss was computed from the base (or another view of it), "
+                    "tools.view_hooks.register_view_hook(view, fn) fires with the slice of the base's gradient "
+                    "(pass the view as why.watch(..., tensors=[view]) to have the base observed)",
+    "unresolved_name": "{detail}",
     "unknown": "the hook did not fire, and none of the known reasons applies",
 }
 
@@ -89,6 +115,37 @@ def _make_finding(record, reason, **fmt):
     f = Finding(record, reason)
     f.message = REASONS[reason].format(**fmt) if fmt or "{" not in REASONS[reason] else REASONS[reason]
     return f
+
+
+class NameFinding(namedtuple("NameFinding", "name reason detail candidates")):
+    """A canonical hook name (``blocks.{i}.attn.hook_pattern``...) that resolves to no module of the model:
+    ``reason`` is ``"unresolved_name"``, ``detail`` says why (``tools.hooknames.unresolved``), ``candidates``
+    are the nearest names that do resolve (best first). ``record`` is None (no hook was registered)."""
+    record = None
+
+    @property
+    def message(self):
+        near = f"; nearest names that resolve: {', '.join(self.candidates)}" if self.candidates else ""
+        return self.detail + near
+
+    def __str__(self):
+        return f"hook name {self.name!r}: [{self.reason}] {self.message}"
+
+
+def names(model, hook_names, layout=None):
+    """``[NameFinding, ...]`` for the canonical names in ``hook_names`` that do not resolve on ``model``
+    (``tools.hooknames``; a model of no known layout gives one finding per name, with that reason)."""
+    hook_names = [hook_names] if isinstance(hook_names, str) else list(hook_names)
+    try:
+        found = _hooknames.unresolved(model, hook_names, layout)
+    except ValueError as e:              # no known layout
+        return [NameFinding(n, "unresolved_name", str(e), ()) for n in hook_names]
+    return [NameFinding(n, "unresolved_name", detail, tuple(_hooknames.nearest(model, n, layout=layout)))
+            for n, detail in found]
+
+
+def _shape(t):
+    return tuple(t.shape)
 
 
 class _DDPObs:
@@ -122,11 +179,14 @@ def _tensors(x):
 class Watch:
     """The observations of one ``with why.watch(model):`` block; see :func:`watch`."""
 
-    def __init__(self, model, registry=None, detect_direct=True):
+    def __init__(self, model, registry=None, detect_direct=True, names=None, layout=None, tensors=None):
         self.model = model
         self.lib = lib_of(model)
         self.registry = default_registry if registry is None else registry
         self.detect_direct = detect_direct
+        self.names, self.layout = names, layout
+        self.tensors = dict(tensors) if isinstance(tensors, dict) else {
+            f"tensors[{i}]": t for i, t in enumerate(tensors or ())}
         self._tls = threading.local()
         self._handles = []
         self._node_handles = []
@@ -167,11 +227,17 @@ class Watch:
                 nodes[id(t.grad_fn)] = t.grad_fn
         if nodes:
             o.output_grad += 1
-
-            def reached(grad_outputs, o=o):
-                o.reached += 1
+            flags = {}
             for node in nodes.values():
+                flag = flags[id(node)] = [0]
+
+                def reached(grad_outputs, o=o, flag=flag):
+                    o.reached += 1
+                    flag[0] += 1
                 self._node_handles.append(node.register_prehook(reached))
+            for t in _tensors(output):              # whether the backward reached this output (a view's base)
+                if id(t.grad_fn) in flags:
+                    self._watch_tensor(t, flags[id(t.grad_fn)])
         if id(module) in self._ddp_obs:
             self._observe_ddp(module, nodes.values())
 
@@ -189,6 +255,34 @@ class Watch:
                 d.reached_hook += 1
         for node in nodes:
             self._node_handles.append(node.register_prehook(reached))
+
+    def _watch_tensor(self, t, flag=None):
+        """Observe whether the backward reaches ``t`` (a prehook on its ``grad_fn``; a leaf: its ``.grad``)."""
+        if id(t) in self._seen and self._seen[id(t)][0]() is t:
+            return
+        if flag is None:
+            flag = [0]
+            if t.grad_fn is not None:
+                def reached(grad_outputs, flag=flag):
+                    flag[0] += 1
+                self._node_handles.append(t.grad_fn.register_prehook(reached))
+        try:
+            g = t.grad if t.grad_fn is None else None        # (a non-leaf's .grad warns)
+            self._seen[id(t)] = (weakref.ref(t), flag, None if g is None else (g, torch_attr(g, "version")))
+        except TypeError:             # no weak reference: not observed
+            pass
+
+    def _reached(self, t):
+        """True / False: whether the backward reached ``t`` during the watch; None when not observed."""
+        seen = self._seen.get(id(t))
+        if seen is not None and seen[0]() is t:
+            if t.grad_fn is None and t.requires_grad:          # a leaf: its .grad was set or changed
+                g, before = t.grad, seen[2]
+                return g is not None and (before is None or g is not before[0] or torch_attr(g, "version") != before[1])
+            return seen[1][0] > 0
+        if t.grad_fn is None and t.requires_grad:               # a leaf never seen: its .grad is the evidence
+            return t.grad is not None
+        return None
 
     def _wrap_forward(self, module):
         inner = module.forward          # bound method, or an instance attribute set by the user
@@ -214,6 +308,14 @@ class Watch:
             for pname, p in mod.named_parameters(recurse=False, remove_duplicate=False):
                 self._param_owner.setdefault(id(p), (mod, f"{name}.{pname}" if name else pname))
         self._entry = {id(r): (r.fired, r.removed) for r in self.registry.records()}
+        self._seen = {}
+        for t in self.tensors.values():
+            if not is_tensor(t):
+                raise TypeError(f"why.watch: tensors must be tensors, got {type(t).__name__}")
+            self._watch_tensor(t)
+            base = torch_attr(t, "base")
+            if base is not None:
+                self._watch_tensor(base)
         self._direct_entry = {h.id: h for h in self._direct_hooks() if h.kind != "comm"}
         self._handles = [self.lib.register_module_forward_pre_hook(self._pre),
                          self.lib.register_module_forward_hook(self._post, always_call=True)]
@@ -238,6 +340,7 @@ class Watch:
             h.remove()
         self._node_handles = []
         self._findings = self._analyse()
+        self._seen = {}
         return False
 
     # ---- analysing ----
@@ -255,6 +358,11 @@ class Watch:
             hook = comm_hook_of(owner) if id(owner) in self._ddp_obs else None
             if hook is not None and all(r.registered is not hook for r in self.registry.records()):
                 out.append(HookRecord("comm", owner, hook, path=self._paths[id(owner)]))
+        for name, t in self.tensors.items():
+            for info in listing(t, self.lib) or ():
+                if info.id not in known:
+                    out.append(HookRecord(norm_kind(info.kind), t, getattr(info.hook, "hook", info.hook), path=name,
+                                          id=info.id))
         return out
 
     def _module_of(self, rec):
@@ -276,7 +384,7 @@ class Watch:
             return False
         if isinstance(owner, self.lib.Module):
             return id(owner) in self._obs
-        if is_tensor(owner) and id(owner) in self._param_owner:
+        if is_tensor(owner) and (id(owner) in self._param_owner or any(t is owner for t in self.tensors.values())):
             return True
         return registered_inside      # other tensors, nodes, global hooks: only those registered inside
 
@@ -302,6 +410,8 @@ class Watch:
         for hid, h in self._direct_entry.items():
             if hid not in now and h.kind in _WATCHED:
                 findings.append(_make_finding(h, "removed"))
+        if self.names is not None:
+            findings.extend(names(self.model, self.names, self.layout))
         return findings
 
     def _explain(self, rec, fired, removed):
@@ -327,6 +437,8 @@ class Watch:
                 return _make_finding(rec, "forward_called_directly" if direct else "never_executed",
                                      module=self._paths[id(self.model)])
             return _make_finding(rec, "unknown") if fired is not None else None
+        if mod is None and kind == "grad" and is_tensor(rec.owner) and torch_attr(rec.owner, "base") is not None:
+            return self._explain_view(rec, fired)
         if mod is None:                   # a tensor or node outside the model's modules
             if kind in _TENSOR + _NODE:
                 return _make_finding(rec, "backward_not_reached", target=f"{rec.path or 'the tensor'}")
@@ -348,6 +460,22 @@ class Watch:
             target = f"module {path!r}" if kind in _MODULE_BACKWARD else f"parameter {rec.path!r}"
             return _make_finding(rec, "backward_not_reached", target=target)
         return _make_finding(rec, "unknown") if fired is not None else None
+
+    def _explain_view(self, rec, fired):
+        """A gradient hook on a view that did not fire (``fired`` 0), or one registered directly (None)."""
+        view = rec.owner
+        base = torch_attr(view, "base")
+        fmt = dict(view=f"(shape {_shape(view)})", base=f"(shape {_shape(base)})")
+        own = self._reached(view)
+        if fired is None and own is not False:
+            return None                   # a direct hook: reported only when its view was proven not reached
+        cannot = view_hook_reason(view)
+        if cannot is not None:
+            return _make_finding(rec, "view_cannot", why=cannot, **fmt)
+        reached = self._reached(base)
+        if reached is None:
+            return _make_finding(rec, "view_unknown", **fmt)
+        return _make_finding(rec, "view_not_in_graph" if reached else "view_base_not_reached", **fmt)
 
     def _explain_comm(self, rec, fired):
         """A DDP comm hook that did not fire (``fired`` 0), or one registered directly (None: reported only
@@ -392,13 +520,19 @@ class Watch:
 _MISSING = object()
 
 
-def watch(model, *, registry=None, detect_direct=True):
+def watch(model, *, registry=None, detect_direct=True, names=None, layout=None, tensors=None):
     """Watch ``model`` during a forward and backward: ``with why.watch(model) as w: ...``, then
     ``w.report()`` (findings) or ``print(w)``. ``registry``: the :class:`HookRegistry` whose hooks are
     counted (default: ``tools.registry.default_registry``). ``detect_direct``: detect
-    ``module.forward(x)`` calls by wrapping each module's ``forward`` for the duration of the block."""
+    ``module.forward(x)`` calls by wrapping each module's ``forward`` for the duration of the block.
+    ``names``: canonical hook names (``tools.hooknames``) to check; those that resolve to nothing are
+    reported as :class:`NameFinding` (``layout``: the layout to read them in, default detected).
+    ``tensors``: tensors (a list, or ``{name: tensor}``) whose hooks registered directly are explained too,
+    and whose base's gradient is observed when they are views."""
     if not isinstance(model, lib_of(model).Module):
         raise TypeError(f"why.watch: model must be a Module, got {type(model).__name__}")
     if registry is not None and not isinstance(registry, HookRegistry):
         raise TypeError(f"why.watch: registry must be a HookRegistry, got {type(registry).__name__}")
-    return Watch(model, registry, detect_direct)
+    if isinstance(names, str):
+        names = [names]
+    return Watch(model, registry, detect_direct, names, layout, tensors)
