@@ -208,8 +208,7 @@ def test_errors_as_torch(bad):
     assert str(t_err.value).split("(")[0][:40] == str(h_err.value).split("(")[0][:40]
 
 
-@pytest.mark.parametrize("op", [lambda z: z.asin(), lambda z: z.log1p(), lambda z: hookgrad.sqrt(z),
-                                lambda z: z.sigmoid(), lambda z: z.tanh()])
+@pytest.mark.parametrize("op", [lambda z: z.sinc(), lambda z: hookgrad.sinc(z)])
 def test_unsupported_ops_refuse_complex(op):
     z = hookgrad.tensor([1 + 1j], requires_grad=True)
     with pytest.raises(NotImplementedError, match="does not support complex tensors"):

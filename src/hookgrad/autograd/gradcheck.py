@@ -363,14 +363,14 @@ def _test_undefined_forward_mode(func, inputs):
     """PyTorch's: with every other input dual (a random tangent), an input's zero tangent materialized and its
     tangent undefined (a plain tensor) must give the same output tangents."""
     from . import forward_ad as fw
-    from .._creation import zeros_like
-    from .._creation import randn_like
+    from .._creation import zeros_like, randn_like, Generator
+    gen = Generator()       # (its own generator, as PyTorch: the caller's random state is left alone)
     with fw.dual_level():
         duals = list(inputs)
         idx = []
         for i, inp in enumerate(inputs):
             if _is_t(inp) and inp.requires_grad:
-                duals[i] = fw.make_dual(inp.detach(), randn_like(inp.detach()))
+                duals[i] = fw.make_dual(inp.detach(), randn_like(inp.detach(), generator=gen))
                 idx.append(i)
         for i in idx:
             inp = inputs[i]

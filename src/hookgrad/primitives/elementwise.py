@@ -27,6 +27,12 @@ _sqrt_2_over_pi = math.sqrt(2.0 / math.pi)
 _IS_COMPLEX = D.IS_COMPLEX      # ``g.dtype in _IS_COMPLEX``: a complex gradient, as an array or a Tensor
 
 
+def _cj(d, g):
+    """A derivative ``d`` as the gradient of a complex input uses it: conjugated (PyTorch's convention for a
+    holomorphic op, grad * conj(f'(z))); as it is for a real gradient."""
+    return d.conj() if g.dtype in _IS_COMPLEX else d
+
+
 # ---------------------------------------------------------------------------------- binary
 def _alpha(node):
     """add/sub's alpha: PyTorch's kernel takes it in the tensors' dtype (bf16/f16: rounded to it, then the sum is
@@ -368,7 +374,7 @@ class Expm1(Exp, name="Expm1Backward0"):
 
     def backward(self, g):
         (out,) = self.saved_values
-        return g * (out + 1)
+        return g * _cj(out + 1, g)
 
 
 class Log(Unary, name="LogBackward0"):
@@ -394,7 +400,7 @@ class Log2(Unary, name="Log2Backward0"):
 
     def backward(self, g):
         (x,) = self.saved_values
-        return g / (x * self._ln_base)
+        return g / _cj(x * self._ln_base, g)
 
 
 class Log10(Log2, name="Log10Backward0"):
@@ -409,7 +415,7 @@ class Log1p(Unary, name="Log1PBackward0"):
 
     def backward(self, g):
         (x,) = self.saved_values
-        return g / (x + 1)
+        return g / _cj(x + 1, g)
 
 
 class Sqrt(Node, name="SqrtBackward0"):
@@ -425,7 +431,7 @@ class Sqrt(Node, name="SqrtBackward0"):
 
     def backward(self, g, F=TENSORS):
         (out,) = F.saved(self)
-        return g / (out * 2)
+        return g / _cj(out * 2, g)
 
 
 class Rsqrt(Node, name="RsqrtBackward0"):
@@ -441,7 +447,7 @@ class Rsqrt(Node, name="RsqrtBackward0"):
 
     def backward(self, g):
         (out,) = self.saved_values
-        return g * out * out * out * -0.5
+        return g * _cj(out * out * out * -0.5, g)
 
 
 class Reciprocal(Node, name="ReciprocalBackward0"):
@@ -501,7 +507,7 @@ class Tan(Node, name="TanBackward0"):
 
     def backward(self, g):
         (out,) = self.saved_values
-        return g * (out * out + 1)
+        return g * _cj(out * out + 1, g)
 
 
 def _fused(a, *same):
@@ -531,10 +537,10 @@ class Tanh(Node, name="TanhBackward0"):
 
     def backward(self, g, F=TENSORS):
         (out,) = F.saved(self)
-        k = None if F is TENSORS else _fused(g, out)
+        k = None if F is TENSORS or g.dtype in _IS_COMPLEX else _fused(g, out)
         if k is not None:
             return k.tanh_grad(g, out)
-        return g * (1 - out * out)
+        return g * _cj(1 - out * out, g)
 
 
 class Sigmoid(Node, name="SigmoidBackward0"):
@@ -546,6 +552,8 @@ class Sigmoid(Node, name="SigmoidBackward0"):
         return t[0] * (out * (1 - out))
 
     def forward(self, x):
+        if x.dtype.kind == "c":
+            return 1 / (1 + np.exp(-x))
         k = _fused(x)
         if k is not None:
             return k.sigmoid(x)
@@ -554,10 +562,10 @@ class Sigmoid(Node, name="SigmoidBackward0"):
 
     def backward(self, g, F=TENSORS):
         (out,) = F.saved(self)
-        k = None if F is TENSORS else _fused(g, out)
+        k = None if F is TENSORS or g.dtype in _IS_COMPLEX else _fused(g, out)
         if k is not None:
             return k.sigmoid_grad(g, out)
-        return g * (out * (1 - out))
+        return g * _cj(out * (1 - out), g)
 
 
 class Erf(Unary, name="ErfBackward0"):
@@ -638,7 +646,10 @@ class Threshold(Unary, name="ThresholdBackward0"):
     jvp = elementwise_jvp
 
     def forward(self, x):
-        return np.where(x > self.threshold, x, self.value).astype(x.dtype, copy=False)
+        th, v = self.threshold, self.value
+        if x.dtype.kind != "c":     # a complex Scalar on a real tensor: its real part (PyTorch's Scalar to the dtype)
+            th, v = (getattr(a, "real", a) for a in (th, v))
+        return np.where(x > th, x, v).astype(x.dtype, copy=False)
 
     def backward(self, g):
         (x,) = self.saved_values
@@ -1022,8 +1033,14 @@ class Fmin(Fmax, name="FminBackward0"):
     op = staticmethod(np.fmin)
 
 
+class DivMode(Div, name="DivBackward2"):
+    """div(..., rounding_mode=None) named explicitly: PyTorch's div.Tensor_mode, true division."""
+    saved_attrs = ("rounding_mode=None",)
+
+
 class DivRound(ZeroGrad, name="DivBackward2"):
     """div(..., rounding_mode='trunc'|'floor'): piecewise constant."""
+    saved_attrs = ("rounding_mode=mode",)
     opmath = "forward"     # bfloat16 (and a Python number) in float32, rounded once (_dtype.opmath)
     dt = None
     mode = "trunc"
@@ -1156,7 +1173,11 @@ class LerpT(Node, name="LerpBackward1"):
 
 # -------------------------------------------------------------------------- public functions
 # the unary ops whose gradient formulas handle complex input (conjugate Wirtinger); the others refuse it
-_COMPLEX_OK = {"ExpBackward0", "ReciprocalBackward0", "LogBackward0", "SinBackward0", "CosBackward0"}
+_COMPLEX_OK = {"ExpBackward0", "ReciprocalBackward0", "LogBackward0", "SinBackward0", "CosBackward0",
+               "Expm1Backward0", "Log2Backward0", "Log10Backward0", "Log1PBackward0", "SqrtBackward0",
+               "RsqrtBackward0", "TanBackward0", "TanhBackward0", "SigmoidBackward0", "AsinBackward0",
+               "AcosBackward0", "AtanBackward0", "AsinhBackward0", "AcoshBackward0", "AtanhBackward0",
+               "SinhBackward0", "CoshBackward0", "Exp2Backward0"}
 
 
 def _float_input(x, cls=None):
@@ -1258,6 +1279,8 @@ def round(input, *, decimals=0):
 
 def threshold(input, threshold, value, inplace=False):
     """x if x > threshold else value."""
+    # Scalars: a 0-dim tensor is its number (grad_fn._saved_threshold reads a Python number)
+    threshold, value = (a.item() if isinstance(a, Tensor) else a for a in (threshold, value))
     if inplace:
         return apply_inplace(input, ThresholdInplace, threshold=threshold, value=value)
     return Threshold.apply(input, threshold=threshold, value=value)
@@ -1500,12 +1523,16 @@ def mul(input, other, *, out=None):
 multiply = mul
 
 
-def div(input, other, *, rounding_mode=None, out=None):
+_NO_MODE = "no rounding_mode given"
+
+
+def div(input, other, *, rounding_mode=_NO_MODE, out=None):
     """True division (integers give floats); rounding_mode 'trunc' or 'floor' rounds the quotient."""
     if not isinstance(input, Tensor):
         input = _numbers(input, other)
-    if rounding_mode is None:
-        r = binary(Div, input, other, float_only=True)
+    if rounding_mode is _NO_MODE or rounding_mode is None:
+        # (rounding_mode=None named: PyTorch's div.Tensor_mode, DivBackward2)
+        r = binary(Div if rounding_mode is _NO_MODE else DivMode, input, other, float_only=True)
     elif rounding_mode in ("trunc", "floor"):
         r = binary(DivRound, input, other, mode=rounding_mode)
     else:

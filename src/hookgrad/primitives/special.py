@@ -18,7 +18,7 @@ from ..autograd.node import Node
 from .._errors import not_tensor, not_implemented_for, is_number, not_number
 from ._dispatch import binary, apply_inplace
 from . import elementwise as E
-from .elementwise import Unary, ZeroGrad, _unary, _float_input, _out, _where, _zeros, scale
+from .elementwise import Unary, ZeroGrad, _unary, _float_input, _out, _where, _zeros, scale, _cj
 from ._kernels import _f64, _erfc64, _erf64, _erfc
 from .. import _dtype as D
 
@@ -383,7 +383,7 @@ class Asin(Unary, name="AsinBackward0"):
 
     def backward(self, g):
         (x,) = self.saved_values
-        return g * (-x * x + 1).rsqrt()
+        return g * _cj((-x * x + 1).rsqrt(), g)
 
 
 class Acos(Unary, name="AcosBackward0"):
@@ -394,7 +394,7 @@ class Acos(Unary, name="AcosBackward0"):
 
     def backward(self, g):
         (x,) = self.saved_values
-        return g * -(-x * x + 1).rsqrt()
+        return g * _cj(-(-x * x + 1).rsqrt(), g)
 
 
 class Atan(Unary, name="AtanBackward0"):
@@ -405,7 +405,7 @@ class Atan(Unary, name="AtanBackward0"):
 
     def backward(self, g):
         (x,) = self.saved_values
-        return g / (x * x + 1)
+        return g / _cj(x * x + 1, g)
 
 
 class Asinh(Unary, name="AsinhBackward0"):
@@ -416,7 +416,7 @@ class Asinh(Unary, name="AsinhBackward0"):
 
     def backward(self, g):
         (x,) = self.saved_values
-        return g * (x * x + 1).rsqrt()
+        return g * _cj((x * x + 1).rsqrt(), g)
 
 
 class Acosh(Unary, name="AcoshBackward0"):
@@ -427,6 +427,8 @@ class Acosh(Unary, name="AcoshBackward0"):
 
     def backward(self, g):
         (x,) = self.saved_values
+        if g.dtype in E._IS_COMPLEX:    # (sqrt(z*z - 1) != sqrt(z + 1) sqrt(z - 1) off the real line)
+            return g * ((x + 1).rsqrt() * (x - 1).rsqrt()).conj()
         return g * (x * x - 1).rsqrt()
 
 
@@ -438,7 +440,7 @@ class Atanh(Unary, name="AtanhBackward0"):
 
     def backward(self, g):
         (x,) = self.saved_values
-        return g * (1 / (-x * x + 1))
+        return g * _cj(1 / (-x * x + 1), g)
 
 
 class AtanhInplace(Atanh, name="AtanhBackward1"):
@@ -456,7 +458,7 @@ class Sinh(Unary, name="SinhBackward0"):
 
     def backward(self, g):
         (x,) = self.saved_values
-        return g * x.cosh()
+        return g * _cj(x.cosh(), g)
 
 
 class Cosh(Unary, name="CoshBackward0"):
@@ -467,7 +469,7 @@ class Cosh(Unary, name="CoshBackward0"):
 
     def backward(self, g):
         (x,) = self.saved_values
-        return g * x.sinh()
+        return g * _cj(x.sinh(), g)
 
 
 class Exp2(Node, name="Exp2Backward0"):
@@ -481,7 +483,7 @@ class Exp2(Node, name="Exp2Backward0"):
 
     def backward(self, g):
         (out,) = self.saved_values
-        return g * (out * _LN2)
+        return g * _cj(out * _LN2, g)
 
 
 class Erfc(Unary, name="ErfcBackward0"):
@@ -837,6 +839,7 @@ class MulScalar(Deg2Rad, name="MulBackward1"):
 
 class Logit(Unary, name="LogitBackward0"):
     eps = None
+    saved_attrs = ("eps=None if eps is None else float(eps)",)
 
     jvp = elementwise_jvp
 
