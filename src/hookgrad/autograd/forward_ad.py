@@ -174,11 +174,12 @@ def _set_tangent(t, tangent):
 
 
 def _alias(tensor):
-    """A view of the whole tensor (PyTorch's alias of make_dual / unpack_dual), made without tangents."""
+    """A view of the whole tensor (PyTorch's aten::alias of make_dual / unpack_dual, which dispatch modes and
+    subclasses see), made without tangents."""
     prev = _fw.enabled
     _fw.enabled = False
     try:
-        return tensor.view(tensor.shape)
+        return tensor[...]
     finally:
         _fw.enabled = prev
 
