@@ -21,6 +21,8 @@ _CPP_NAMES = {"float32": "float", "float64": "double", "int64": "long int", "int
               "int8": "signed char", "uint8": "unsigned char", "bool": "bool", "float16": "c10::Half",
               "bfloat16": "c10::BFloat16", "complex64": "c10::complex<float>", "complex128": "c10::complex<double>"}
 _SAME = object()
+_op_hooks = HookDict()          # autograd.op_hooks' registry, kept here: Tensor.detach reports to it
+_op_hooks_detach = [None]       # set by autograd.op_hooks: fn(tensor, detached)
 _INPLACE_DETACHED = [False]     # set once some non-leaf tensor was detached in place (detach_)
 _UNDELETABLE = {"_grad_fn": (RuntimeError, "Deletion of _grad_fn not allowed. Detach tensor instead!"),
                 "_backward_hooks": (RuntimeError, "Deletion of _backwards_hooks not allowed!"),
@@ -495,6 +497,8 @@ class Tensor:
     # ---- detach / clone share-or-copy ----------------------------------------------------
     def detach(self):
         t = Tensor._make(self._data, False, None, 0, self._vc)
+        if _op_hooks:           # the op hooks (a dispatch mode, the profiler) see aten::detach
+            _op_hooks_detach[0](self, t)
         return t
 
     def detach_(self):

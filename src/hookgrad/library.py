@@ -327,7 +327,7 @@ def _autograd_kernel(op, backward, setup_context):
     from ._tensor import Tensor
 
     def _forward(*args):
-        return _ops._backend_kernel(op)(*args)
+        return _ops._run_backend(op, args)
 
     def _setup(ctx, inputs, output):
         if setup_context is not None:
@@ -346,7 +346,7 @@ def _autograd_kernel(op, backward, setup_context):
             args = _ops._bind(op, args, kwargs)
         if _state.enabled and any(isinstance(a, Tensor) and a.requires_grad for a in _flat(args)):
             return fn_cls.apply(*args)
-        return _ops._backend_kernel(op)(*args)
+        return _ops._run_backend(op, args)
     kernel._function = fn_cls
     return kernel
 

@@ -237,6 +237,10 @@ class OpOverload:
         return self._name
 
     def __call__(self, *args, **kwargs):
+        if _redirect:
+            fn = _redirect.get(self._name)
+            if fn is not None:      # inside a dispatch mode's __torch_dispatch__ for this op: the op below the mode
+                return fn(*args, **kwargs)
         return self._overloadpacket._call("." + self._overloadname, args, kwargs or {})
 
     # an operator is its qualified name: the overload a dispatch mode is handed (utils._python_dispatch) equals,
@@ -471,6 +475,22 @@ def _set_kernel(ns, name, key, fn, overload=None):
     return old
 
 
+# The dispatch modes (utils._python_dispatch): while a mode runs __torch_dispatch__ for an operator, calling that
+# operator's overload runs what is below the mode: ``_redirect`` maps its qualified name to that. ``_mode_dispatch[0]``,
+# set while a mode is active, runs the backend kernel of a defined operator through the mode: fn(overload, kernel, args).
+_redirect = {}
+_mode_dispatch = [None]
+
+
+def _run_backend(op, args):
+    """The backend kernel of defined operator ``op`` on ``args``, through the active dispatch mode if any."""
+    kernel = _backend_kernel(op)
+    hook = _mode_dispatch[0]
+    if hook is not None:
+        return hook(getattr(_packet(op.ns, op.name), op.overload), kernel, args)
+    return kernel(*args)
+
+
 def _backend_kernel(op):
     for key in _BACKEND_KEYS:
         fn = op.kernels.get(key)
@@ -499,7 +519,7 @@ def _dispatch(ns, name, overload, args, kwargs):
         fn = op.kernels.get(key)
         if fn is not None:
             return fn(*args)
-    return _backend_kernel(op)(*args)
+    return _run_backend(op, args)
 
 
 def _bind(op, args, kwargs):

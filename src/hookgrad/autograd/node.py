@@ -22,7 +22,7 @@ from .._errors import NUMPY_ERRORS as _NUMPY_ERRORS, from_numpy as _from_numpy
 from ..utils.hooks import add_hook, HookDict, hook_name
 from .grad_mode import _state
 from .saved import SavedTensor, _NoneSaved, _hooks_tls, _version_error, _short_name, _FREED  # noqa: F401
-from .op_hooks import _op_hooks, _op_tls, _apply_with_op_hooks, op_name
+from .op_hooks import _op_hooks, _op_tls, _apply_with_op_hooks, op_name, post_now as _post_now
 from .anomaly_mode import state as _anomaly   # .enabled: nodes record the forward traceback
 from .formulas import TENSORS, ARRAYS, takes_space, expand_np, sum_to_shape, cast_array as _cast_array  # noqa: F401
 from .._array import is_array as _is_array, module_of as _module_of, writeable as _writeable
@@ -330,6 +330,8 @@ class Node:
                 for k in self._pack_order or range(len(save)):
                     if mask is None or mask[k]:
                         i = save[k]
+                        if i < 0 and _op_tls.pending is not None:   # dispatch modes see the op now (op_hooks)
+                            _post_now(self, res)
                         a = (first if i == -1 else douts[-1 - i]) if i < 0 else args[i]
                         saved[k] = SavedTensor(a, self, -1 - i) if i < 0 else SavedTensor(a) if isinstance(a, T) else a
             else:

@@ -4,12 +4,12 @@ engine's node step calls ``run_backward_op_hooks`` around each node while one is
 import re
 import threading
 
-from ..utils.hooks import add_hook, HookDict
+from ..utils.hooks import add_hook
 
 __all__ = ["OpHook", "register_op_hook", "op_name", "aten_name", "run_composite", "composite_open"]
 
 
-_op_hooks = HookDict()          # id -> OpHook; checked (one global lookup) on every op
+from .._tensor import _op_hooks, _op_hooks_detach   # noqa: E402  id -> OpHook; checked (one global lookup) on every op
 # The input cast at an op's entry (autocast, hookgrad.amp): None, or fn(cls, args, params) -> (args, fix), where
 # fix is None or fn(out) -> out, applied to the op's result (params, a dict or None, may be updated in place).
 # Its owner also keeps an entry in _op_hooks while it is set, so that every op (fast paths included) comes
@@ -25,6 +25,7 @@ class _OpTLS(threading.local):
     def __init__(self):
         self.busy = False       # True while op hooks run: ops they call themselves are not hooked
         self.composites = []    # the composite ops open on this thread (run_composite), innermost last
+        self.pending = None     # (class, hooks, name, args): forward_post of the op running, not called yet
 
 
 _op_tls = _OpTLS()
@@ -141,19 +142,60 @@ def _apply_with_op_hooks(cls, args, params, run=None):
         for h in hooks:
             h.forward_pre(name, args)
         step = _tangent_step[0]
+        early = ()
+        if step is None and fix is None:
+            early = tuple(h for h in hooks if getattr(h, "early_post", False))
+            if early:           # the op's node calls their forward_post between its saved inputs and outputs
+                tls.pending = (cls, early, name, args)
         if step is None:
             out = run(*args) if run is not None else cls.apply(*args, **params)
         else:
             out = step(cls, args, params, run)
         if fix is not None:
             out = fix(out)
+        done = early if early and tls.pending is None else ()
+        tls.pending = None
         node = (out[0] if type(out) is tuple else out).grad_fn
         node = node if type(node) is cls else None
         for h in hooks:
-            h.forward_post(name, args, out, node)
+            if h not in done:
+                h.forward_post(name, args, out, node)
     finally:
         tls.busy = False
+        tls.pending = None
     return out
+
+
+def _detach_seen(t, out):
+    """Tensor.detach, for the op hooks: an op (``aten::detach``) that records no node."""
+    tls = _op_tls
+    if tls.busy:
+        return
+    hooks = tuple(_op_hooks.values())
+    tls.busy = True
+    try:
+        for h in hooks:
+            h.forward_pre("Detach", (t,))
+        for h in hooks:
+            h.forward_post("Detach", (t,), out, None)
+    finally:
+        tls.busy = False
+
+
+_op_hooks_detach[0] = _detach_seen
+
+
+def post_now(node, out):
+    """Called by ``node`` while it records its graph under saved-tensor hooks, before packing its outputs: the
+    forward_post of the op hooks marked ``early_post`` (dispatch modes) runs now, as PyTorch's modes see an op
+    after its inputs were saved and before its outputs are (a pack hook that raises, a checkpoint's early stop,
+    then stops after the mode saw the op). Other op hooks see the op once it is recorded."""
+    p = _op_tls.pending
+    if p is not None and type(node) is p[0]:
+        _op_tls.pending = None
+        _, hooks, name, args = p
+        for h in hooks:
+            h.forward_post(name, args, out, node)
 
 
 def composite_open(name=None):

@@ -9,6 +9,7 @@ from collections import defaultdict
 
 from .._tensor import Tensor
 from .grad_mode import _state
+from .op_hooks import _op_tls
 
 _new = object.__new__
 
@@ -75,10 +76,13 @@ class SavedTensor:
         version = vc[0]
         prev = _state.enabled
         _state.enabled = False
+        busy = _op_tls.busy
+        _op_tls.busy = False        # the hook's own ops are seen by the op hooks (dispatch modes), as in PyTorch
         try:
             packed = pack(tensor)
         finally:
             _state.enabled = prev
+            _op_tls.busy = busy
         if vc[0] != version:
             raise RuntimeError(_PACK_INPLACE)
         self._packed = packed

@@ -2,12 +2,17 @@
 hookgrad's op-level hooks (``autograd.graph.register_op_hook``).
 
 Inside ``with Mode():`` every primitive hookgrad runs calls ``mode.__torch_dispatch__(func, types, args,
-kwargs)`` once, with ``func`` the ``ops.aten`` overload of the primitive (its grad_fn name without
-``Backward0``, in snake case: ``AddmmBackward0`` -> ``aten.addmm.default``; convolutions get aten's nine
-arguments). The primitive has already run when the mode sees it: ``func(*args, **kwargs)`` returns its
-result, and the value ``__torch_dispatch__`` returns is not used, so a mode can observe (count, log,
-profile) but not replace results. Ops that ``__torch_dispatch__`` runs itself are not dispatched again,
-as in PyTorch.
+kwargs)`` once, with ``func`` the ``torch.ops.aten`` overload of the primitive (the object itself, so ``func is
+torch.ops.aten.sin.default`` holds; named from its grad_fn without ``Backward0``, in snake case:
+``AddmmBackward0`` -> ``aten.addmm.default``; the overload is ``default`` where aten has one, else aten's first;
+convolutions get aten's nine arguments). ``Tensor.detach`` is seen as ``aten.detach.default``. A primitive has
+already run when the mode sees it (after its inputs were saved for backward, before its outputs are, as in
+PyTorch): ``func(*args, **kwargs)`` returns its result, and the value ``__torch_dispatch__`` returns is not
+used, so a mode can observe (count, log, profile) but not replace a primitive's result. An operator defined
+through ``torch.library`` (``custom_op``) is dispatched for real: its backend kernel runs only when the mode
+calls ``func``, and what ``__torch_dispatch__`` returns is the result (below the autograd kernel, as in
+PyTorch; nested modes in turn, innermost first). Ops that ``__torch_dispatch__`` runs itself are not
+dispatched again, as in PyTorch.
 """
 
 from .. import ops as _ops
@@ -58,44 +63,65 @@ _ARGS = {"convolution": _conv_args, "addmm": _addmm_args, "view": _size_args, "_
 _FUNCS = {}
 
 
-def _func(cls):
-    f = _FUNCS.get(cls)
+def _func(name):
+    """The overload a mode is handed for the primitive of aten name ``name`` (``torch.ops.aten.<name>.<overload>``,
+    or an operator of namespace ``hookgrad`` for a primitive aten lacks)."""
+    f = _FUNCS.get(name)
     if f is None:
-        name = aten_name(cls)          # the one naming of primitives as aten ops (the profiler's too)
-        table = _ops._aten_table()
-        packet = getattr(_ops.aten, name) if name in table else \
-            _ops.OpOverloadPacket("hookgrad", name, ("default",))
-        f = _FUNCS[cls] = _Ran(packet, "default")
+        if name in _ops._aten_table():
+            packet = getattr(_ops.aten, name)
+            names = packet._overload_names
+            f = getattr(packet, "default" if "default" in names else names[0])
+        else:
+            f = _ops.OpOverloadPacket("hookgrad", name, ("default",)).default
+        _FUNCS[name] = f
     return f
 
 
-class _Ran(_ops.OpOverload):
-    """The overload handed to ``__torch_dispatch__``: calling it returns the result the op produced."""
-
-    _result = None
-
-    def __call__(self, *args, **kwargs):
-        return self._result
+def _call(mode, f, below, args, kwargs):
+    """``mode.__torch_dispatch__(f, ...)`` with ``f(...)`` running ``below`` (ops.OpOverload.__call__ reads it)."""
+    key = f._name
+    prev = _ops._redirect.get(key)
+    _ops._redirect[key] = below
+    try:
+        return mode.__torch_dispatch__(f, (), args, kwargs)
+    finally:
+        if prev is None:
+            _ops._redirect.pop(key, None)
+        else:
+            _ops._redirect[key] = prev
 
 
 class _Hook(OpHook):
+    early_post = True       # sees a primitive between its saved inputs and its saved outputs (op_hooks.post_now)
+
     def __init__(self, mode):
         self.mode = mode
 
     def forward_post(self, name, inputs, output, node):
-        mode = self.mode
         cls = type(node) if node is not None else _CLASSES.get(name)
-        if cls is None:
-            return
-        f = _func(cls)
-        adapt = _ARGS.get(f._opname)
+        f = _func(aten_name(cls) if cls is not None else aten_name(name))      # (the profiler's naming too)
+        adapt = _ARGS.get(f._opname) if cls is not None else None
         params = getattr(_op_tls, "params", None) or {}
         args, kwargs = adapt(cls, inputs, params, output) if adapt else (tuple(inputs), {})
-        f._result = output
-        try:
-            mode.__torch_dispatch__(f, (), args, kwargs)
-        finally:
-            f._result = None
+        _call(self.mode, f, lambda *a, **k: output, args, kwargs)
+
+
+def _library_dispatch(f, kernel, args):
+    """A defined operator's backend kernel, through the active modes (``ops._mode_dispatch``)."""
+    if not _stack or _op_tls.busy:
+        return kernel(*args)
+    _op_tls.busy = True         # the kernel's own ops are below the modes
+    try:
+        return _through(f, kernel, tuple(args), {}, len(_stack) - 1)
+    finally:
+        _op_tls.busy = False
+
+
+def _through(f, kernel, args, kwargs, depth):
+    if depth < 0:
+        return kernel(*args, **kwargs)
+    return _call(_stack[depth], f, lambda *a, **k: _through(f, kernel, a, k, depth - 1), args, kwargs)
 
 
 _CLASSES = {}
@@ -127,14 +153,17 @@ class TorchDispatchMode:
             _index_classes()
         self._handle = register_op_hook(_Hook(self))
         _stack.append(self)
+        _ops._mode_dispatch[0] = _library_dispatch
         return self
 
     def __exit__(self, exc_type, exc_val, exc_tb):
-        if self._handle is not None:
+        if getattr(self, "_handle", None) is not None:
             self._handle.remove()
             self._handle = None
         if self in _stack:
             _stack.remove(self)
+        if not _stack:
+            _ops._mode_dispatch[0] = None
 
     @classmethod
     def push(cls, *args, **kwargs):

@@ -534,9 +534,10 @@ def checkpoint_sequential(functions, segments, input, use_reentrant=None, **kwar
 # ------------------------------------------------------------------------- selective checkpointing
 # The policy of each op run inside a non-reentrant checkpoint decides whether its output is kept from the
 # forward (MUST_SAVE / PREFER_SAVE) or recomputed. hookgrad's dispatch modes observe ops after they ran
-# (utils._python_dispatch): the recomputation computes every op again (the same values), and the modes keep
-# PyTorch's bookkeeping on top: the policy calls (``ctx.is_recompute``), the cached outputs per op (detached,
-# with their version), and the errors of a second recomputation or of a cached output mutated in place.
+# (utils._python_dispatch): the recomputation computes every primitive again (the same values), and the modes
+# keep PyTorch's bookkeeping on top: the policy calls (``ctx.is_recompute``), the cached outputs per op (detached,
+# with their version), and the errors of a second recomputation or of a cached output mutated in place. An
+# operator defined through torch.library is dispatched for real: its saved output is used and it is not run again.
 
 import enum  # noqa: E402
 
@@ -627,9 +628,8 @@ def _modes():
 
             def __torch_dispatch__(self, func, types, args=(), kwargs=None):
                 kwargs = kwargs or {}
-                out = func(*args, **kwargs)
                 if _ignored(func):
-                    return out
+                    return func(*args, **kwargs)
                 policy = self.policy_fn(SelectiveCheckpointContext(is_recompute=True), func, *args, **kwargs)
                 if isinstance(policy, bool):
                     policy = _policy_from_bool(policy)
@@ -640,8 +640,10 @@ def _modes():
                     if len(storage) == 0:
                         raise RuntimeError("Trying to backward an extra time. You are only allowed to backward once on any "
                                            "region computed under selective activation checkpoint.")
-                    storage.pop(0).get_val(self.allow_cache_entry_mutation)
-                return out
+                    # the saved output, not computed again (an operator defined through torch.library is not run;
+                    # a primitive has run already and its result stands: see utils._python_dispatch)
+                    return storage.pop(0).get_val(self.allow_cache_entry_mutation)
+                return func(*args, **kwargs)
 
 
         _MODES["caching"], _MODES["cached"] = _CachingTorchDispatchMode, _CachedTorchDispatchMode
@@ -663,7 +665,7 @@ def create_selective_checkpoint_contexts(policy_fn_or_list, allow_cache_entry_mu
     if isinstance(policy_fn_or_list, list):
         for op in policy_fn_or_list:
             kind = type(op).__name__        # (torch.ops' classes, named: they live above this layer)
-            if kind not in ("OpOverload", "_Ran"):
+            if kind != "OpOverload":
                 _extra_msg = ("Please update the OpOverloadPacket to a specific OpOverload."
                               "For example, if you have `torch.ops.aten.mm`, change it to `torch.ops.aten.mm.default`."
                               ) if kind == "OpOverloadPacket" else ""
