@@ -11,6 +11,10 @@ from .autograd import grad_mode as _grad_mode
 from .autograd.graph import AccumulateGrad
 from .autograd.basic_ops import UndefinedGrad, DelayedError
 
+# the build's features: LAPACK and FFTs through NumPy; no MKL, no OpenMP (torch.backends.mkl / openmp say the same)
+has_lapack = has_spectral = True
+has_mkl = has_openmp = False
+
 _functions = SimpleNamespace(AccumulateGrad=AccumulateGrad, UndefinedGrad=UndefinedGrad, DelayedError=DelayedError)
 _autograd = SimpleNamespace(
     _saved_tensors_hooks_is_enabled=lambda: _saved._hooks_tls.disabled is None,

@@ -732,7 +732,7 @@ class _NodeNS(dict):
             raise KeyError(key) from None      # falls through to the builtins
 
 
-_EVAL_GLOBALS = {"__builtins__": {"tuple": tuple, "len": len, "int": int, "type": type}}
+_EVAL_GLOBALS = {"__builtins__": {"tuple": tuple, "len": len, "int": int, "float": float, "type": type}}
 
 
 def _is_tensor_list(v):
