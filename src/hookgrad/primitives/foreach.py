@@ -5,7 +5,11 @@ shows its fused ``ForeachExpBackward0``); the values, the in-place semantics and
 PyTorch's. ``_foreach_<op>_`` changes the tensors in place and returns the list it was given; the other forms
 return a tuple. The second operand of a binary op is a number, a list of numbers, a Tensor or a list of Tensors.
 """
+import numpy as np
+
 from .._tensor import Tensor
+from .._dtype import is_floating as _is_floating
+from ..autograd.node import Node
 
 _UNARY = ("abs", "acos", "asin", "atan", "ceil", "cos", "cosh", "erf", "erfc", "exp", "expm1", "floor", "frac",
           "lgamma", "log", "log10", "log1p", "log2", "neg", "reciprocal", "round", "sigmoid", "sign", "sin", "sinh",
@@ -40,6 +44,38 @@ def _binary_fn(name, t, o, kw):
     return getattr(t, name)(o, **kw)
 
 
+class _ForeachMaxMin(Node):
+    """_foreach_maximum / _foreach_minimum of floating tensors and numbers: one node for the list (PyTorch's fused
+    ForeachMaximumBackward0 / 1), saving the tensors and the number(s). Gradient per tensor: PyTorch's
+    ``where(self == scalar, grad / 2, grad)``, zero where the number wins."""
+    materialize_grads = False
+
+    def forward(self, *xs):
+        self.xs = xs
+        op = np.maximum if self.maximum else np.minimum
+        return tuple(op(x, x.dtype.type(s)) for x, s in zip(xs, self.per))
+
+    def backward(self, *grads):
+        out = []
+        for g, x, s in zip(grads, self.xs, self.per):
+            if g is None:
+                out.append(None)
+                continue
+            lose = x < s if self.maximum else x > s
+            f = np.where(x == s, 0.5, np.where(lose, 0.0, 1.0)).astype(x.dtype)
+            out.append(g * Tensor._make(f))
+        return tuple(out)
+
+
+def _maxmin_node(name, which):
+    return type(name, (_ForeachMaxMin,), {"__module__": __name__, "maximum": name.startswith("ForeachMax"),
+                                           "saved_attrs": (which, "self=xs")}, name=name)
+
+
+_MAXMIN = {(op, lst): _maxmin_node(f"Foreach{op.title()}Backward{int(lst)}", ("scalars=per" if lst else "scalar=per[0]"))
+           for op in ("maximum", "minimum") for lst in (False, True)}
+
+
 def _make_unary(name):
     def fn(self):
         return tuple(getattr(t, name)() for t in _check_list(self))
@@ -57,7 +93,12 @@ def _make_binary(name):
             return tuple(self ** t for t in _check_list(other))
         tensors = _check_list(self)
         kw = {} if alpha is None else {"alpha": alpha}
-        return tuple(_binary_fn(name, t, o, kw) for t, o in zip(tensors, _operands(tensors, other)))
+        ops = _operands(tensors, other)
+        if name in ("maximum", "minimum") and not isinstance(ops[0], Tensor) and \
+                all(_is_floating(t._data.dtype) for t in tensors):     # numbers: one fused node, as PyTorch
+            cls = _MAXMIN[name, isinstance(other, (list, tuple))]
+            return cls.apply(*tensors, per=tuple(ops))
+        return tuple(_binary_fn(name, t, o, kw) for t, o in zip(tensors, ops))
 
     def fn_(self, other, *, alpha=None):
         tensors = _check_list(self)

@@ -564,6 +564,7 @@ class _AddProduct(Node):
 
 class Addmv(_AddProduct, name="AddmvBackward0"):
     saved_names = ("mat", "vec")
+    saved_attrs = ("alpha", "beta")
     _product = staticmethod(np.matmul)
 
     def _grad_a(self, g, vec):
@@ -597,6 +598,12 @@ class Baddbmm(_AddProduct, name="BaddbmmBackward0"):
 
 class Addbmm(_AddProduct, name="AddbmmBackward0"):
     saved_names = ("batch1", "batch2")
+    saved_attrs = ("alpha", "beta", "batch1_sym_argsize_0=b1_shape[0]", "batch1_sym_argsize_1=b1_shape[1]",
+                   "batch2_sym_argsize_2=b2_shape[2]")
+
+    def forward(self, bias, a, b):
+        self.b1_shape, self.b2_shape = a.shape, b.shape
+        return _AddProduct.forward(self, bias, a, b)
 
     @staticmethod
     def _product(a, b):

@@ -15,6 +15,7 @@ from .._tensor import Tensor
 from ..autograd.node import Node
 from ..autograd.formulas import TENSORS
 from ..autograd.grad_mode import _state
+from ..autograd.saved import _FREED
 from .._array import array_module
 from .. import _parallel
 from .._jit import fast, kernel, rows
@@ -602,6 +603,9 @@ class ConvW(_ConvBase, name="ConvolutionBackwardBackward0"):
 
 # ------------------------------------------------------------------------------ unfold / fold
 class Im2col(_ConvBase, name="Im2ColBackward0"):
+    saved_attrs = ("dilation", "kernel_size=kernel", "padding=padding[::2]", "stride",
+                   "self_sym_argsize_minus_1=in_shape[-1]", "self_sym_argsize_minus_2=in_shape[-2]")
+
     def forward(self, x):
         self.in_shape = x.shape
         cols, (self.oh, self.ow) = _im2col(x, self.kernel, self.stride, self.padding, self.dilation)
@@ -1599,9 +1603,28 @@ class NllLoss(Node, name="NllLossBackward0"):
     """Negative log-likelihood of class-index targets; the grad is g times a constant sparse matrix."""
     save = (0,)
     saved_names = ("self",)
-    saved_attrs = ('ignore_index', 'reduction=("none", "mean", "sum").index(reduction)', 'weight=wt', 'target=ts')
+    saved_attrs = ('ignore_index', 'reduction=("none", "mean", "sum").index(reduction)', 'weight=_weight',
+                   'target=_target', 'total_weight=_total_weight')
+
+    # the tensors PyTorch saves (released after a pass, as the input is): the weight and target as given, the
+    # total weight (the sum of the weights of the counted targets; 0 for reduction="none")
+    def _kept(self, v):
+        if self._freed:
+            raise RuntimeError(_FREED)
+        return v
+
+    _weight = property(lambda self: self._kept(self.w_in))
+    _target = property(lambda self: self._kept(self.t_in))
+
+    @property
+    def _total_weight(self):
+        dt, xp = self.xdtype, array_module(self.ts)
+        if self.reduction == "none":
+            return self._kept(xp.zeros((), dt))
+        return self._kept(xp.asarray(len(self.ts) if self.wt is None else self.wt.sum(), dt))
 
     def forward(self, x, t, w=None):
+        self.w_in, self.t_in, self.xdtype = w, t, x.dtype
         c = x.shape[1] if x.ndim > 1 else x.shape[0]
         xc = x if x.ndim == 2 else np.moveaxis(x, 1, -1).reshape(-1, c) if x.ndim > 1 else x.reshape(1, c)
         tf = t.reshape(-1)

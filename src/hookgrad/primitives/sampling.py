@@ -247,7 +247,14 @@ class _ResampleT(Node):
 
 
 def _resample_pair(name):
-    fwd = type(name, (_Resample,), {"__module__": __name__}, name=name + "Backward0")
+    # PyTorch's saved values: output_size, the scale per spatial dim (None: a size was given), align_corners
+    # (not for nearest), the input's sizes
+    n = int(name[-4] if name.endswith("DAa") else name[-2])
+    scales = ("scales=scales[0]",) if n == 1 else tuple(f"scales_{d}=scales[{i}]" for i, d in
+                                                         enumerate("dhw"[3 - n:]))
+    attrs = ("output_size",) + ("align_corners",) * ("Nearest" not in name) + scales + \
+        ("self_sym_sizes=input_sizes(0)",)
+    fwd = type(name, (_Resample,), {"__module__": __name__, "saved_attrs": attrs}, name=name + "Backward0")
     bwd = type(name + "T", (_ResampleT,), {"__module__": __name__}, name=name + "BackwardBackward0")
     fwd._pair = bwd._pair = (fwd, bwd)
     return fwd
@@ -283,7 +290,9 @@ def resample(input, mode, out_size, scales, align_corners, antialias):
     btaps = taps if n == 2 or mode != "nearest" else taps_of(True)
     if mode == "bicubic" and not antialias and list(out_size) == list(x.shape[2:]):
         btaps = ()          # PyTorch's bicubic backward copies a same-size gradient (its forward still filters)
-    return cls.apply(input, taps=taps, btaps=btaps)
+    sc = (None,) * n if scales is None else tuple(None if s is None else float(s) for s in scales)
+    return cls.apply(input, taps=taps, btaps=btaps, output_size=tuple(int(s) for s in out_size), scales=sc,
+                     align_corners=bool(align_corners))
 
 
 # ------------------------------------------------------------------------------- grid_sampler

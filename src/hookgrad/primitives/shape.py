@@ -967,6 +967,8 @@ class AsStridedView(Node, name="AsStridedBackward0"):
     """as_strided: a view of the input's storage with any geometry. Backward scatters the gradient into the
     storage positions it read, then reads back the input's positions (averaged where the input's own
     elements share memory, as PyTorch)."""
+    saved_attrs = ("size", "stride", "storage_offset=offset_arg")     # (the offset as given: None if not)
+    offset_arg = None
 
     jvp = linear_jvp
 
@@ -1001,7 +1003,8 @@ def as_strided(input, size, stride, storage_offset=None):
     off = storage_offset_of(input._data) if storage_offset is None else int(storage_offset)
     if off < 0:
         raise RuntimeError(f"Tensor: invalid storage offset {off}")
-    out = AsStridedView.apply(input, size=size, stride=stride, storage_offset=off)
+    out = AsStridedView.apply(input, size=size, stride=stride, storage_offset=off,
+                              offset_arg=None if storage_offset is None else off)
     n = len(size)       # (the replay's SymInts: the sizes, the strides, the offset)
     return make_view(out, input, ViewFunc(lambda t, *s: as_strided(t, s[:n], s[n:2 * n], s[-1]), size + stride + (off,)))
 

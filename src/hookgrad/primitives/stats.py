@@ -996,6 +996,7 @@ class Pdist(Node, name="PdistBackward0"):
     """p-distances between all pairs of rows i < j of a 2-D input, in row-major order."""
     save = (0, -1)
     saved_names = ("self", "result")
+    saved_attrs = ("p=float(p)",)
 
     def forward(self, x):
         xp = array_module(x)
