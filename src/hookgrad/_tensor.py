@@ -254,6 +254,38 @@ class Tensor:
         return t
 
     @staticmethod
+    def _make_wrapper_subclass(cls, size, strides=None, storage_offset=None, memory_format=None, dtype=None,
+                               layout=None, device=None, pin_memory=False, requires_grad=False,
+                               dispatch_sizes_strides_policy=None, dispatch_device=False, dispatch_layout=False,
+                               _extra_dispatch_keys=None, storage_size=None):
+        """torch.Tensor._make_wrapper_subclass: an instance of ``cls`` (its __init__ runs next, as for any
+        ``__new__``) with the given size, strides, dtype and requires_grad, and no data of its own: a subclass
+        keeps the tensors it wraps. NOTE: hookgrad does not dispatch ops to ``__torch_dispatch__``: an op on such
+        a tensor raises (its ``__torch_function__``, where it has one, is called by autograd.backward/grad and
+        by custom Functions as in PyTorch)."""
+        if not (isinstance(cls, type) and issubclass(cls, Tensor)):
+            raise TypeError("Creating a Tensor subclass from a class that does not inherit from Tensor is not "
+                            "possible. Make sure your class inherits from Tensor.")
+        shape = tuple(int(n) for n in size)
+        dt = (dtype if dtype is not None else D.get_default_dtype()).np
+        if strides is None:
+            st, k = [], 1
+            for n in reversed(shape):
+                st.insert(0, k)
+                k *= max(n, 1)
+        else:
+            st = [int(v) for v in strides]
+        off = int(storage_offset or 0)
+        n = off + 1 + sum((a - 1) * b for a, b in zip(shape, st)) if all(shape) else off
+        buf = np.zeros(max(n, 1) if storage_size is None else max(int(storage_size), n, 1), dt)   # (calloc: no pages)
+        arr = np.lib.stride_tricks.as_strided(buf[off:], shape, tuple(v * buf.itemsize for v in st))
+        t = object.__new__(cls)
+        _init(t, arr.view(_WrapperArray), False, None, 0, None)
+        if requires_grad:
+            t.requires_grad_(True)
+        return t
+
+    @staticmethod
     def _make(data, requires_grad=False, grad_fn=None, output_nr=0, vc=None):
         t = object.__new__(Tensor)
         t._data = data
@@ -743,6 +775,26 @@ def _zero_grad(t, set_to_none):
         g.requires_grad_(False)
     g._data[...] = 0
     g._vc[0] += 1
+
+
+class _WrapperArray(np.ndarray):
+    """The array of a tensor made by ``_make_wrapper_subclass``: its shape, strides and dtype, and no values (an op
+    on it raises: hookgrad does not run ``__torch_dispatch__``)."""
+
+    def __array_ufunc__(self, *args, **kwargs):
+        raise NotImplementedError(_WRAPPER_OP)
+
+    def __array_function__(self, *args, **kwargs):
+        raise NotImplementedError(_WRAPPER_OP)
+
+    def _no_values(self, *args, **kwargs):
+        raise NotImplementedError(_WRAPPER_OP)
+
+    tolist = item = copy = astype = __array__ = __getitem__ = __setitem__ = _no_values
+
+
+_WRAPPER_OP = ("hookgrad does not dispatch ops to __torch_dispatch__: a tensor made by Tensor._make_wrapper_subclass "
+               "has no values of its own to compute on (unwrap the tensors it holds; see docs/differences.md)")
 
 
 _data_slot = Tensor.__dict__["_data"]

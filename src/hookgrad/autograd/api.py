@@ -1,6 +1,7 @@
 """autograd's entry points: ``backward()`` and ``grad()`` (every argument checked before anything runs, then one
 call of the engine), ``Tensor.backward`` (installed on Tensor here: _tensor sits below autograd and does not import
 it) and the legacy ``Variable``. hookgrad.autograd re-exports them."""
+import threading
 import warnings
 
 from . import engine as _engine
@@ -177,6 +178,45 @@ def _input_edges(inputs, accumulate):
     return targets
 
 
+def _subclass_overloads(tensors):
+    """The tensors among ``tensors`` whose class (a Tensor subclass) overrides ``__torch_function__``, one per class,
+    a subclass before its parent (PyTorch's order for autograd.backward / autograd.grad)."""
+    found = []
+    if _tf_tls.active:      # inside a subclass's __torch_function__ for these: the call runs as it is
+        return found
+    for t in tensors:
+        c = type(t)
+        if c is _Tensor:
+            continue
+        f = getattr(c, "__torch_function__", None)      # (torch._C._disabled_torch_function_impl: opted out)
+        if f is None or type(f).__name__ == "_DisabledTorchFunctionImpl" or any(type(o) is c for o in found):
+            continue
+        k = next((i for i, o in enumerate(found) if issubclass(c, type(o))), len(found))
+        found.insert(k, t)
+    return found
+
+
+class _TorchFunctionTLS(threading.local):
+    active = False
+
+
+_tf_tls = _TorchFunctionTLS()
+
+
+def _call_overloads(found, public, args, kwargs):
+    types = tuple(type(t) for t in found)
+    for t in found:
+        _tf_tls.active = True       # (PyTorch's DisableTorchFunctionSubclass while the subclass calls ``public``)
+        try:
+            out = type(t).__torch_function__(public, types, args, kwargs)
+        finally:
+            _tf_tls.active = False
+        if out is not NotImplemented:
+            return out
+    raise TypeError(f"no implementation found for 'torch.autograd.{public.__name__}' on types that implement "
+                    f"__torch_function__: {list(types)}")
+
+
 def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, grad_variables=None, inputs=None):
     """Compute the sum of gradients of tensors w.r.t. graph leaves (or ``inputs``), into ``.grad``.
     Every argument is checked before anything runs."""
@@ -193,6 +233,10 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
         if len(inputs) == 0:
             raise RuntimeError("`inputs` argument to `backward()` cannot be empty.")
     tensors = (tensors,) if isinstance(tensors, (Tensor, GradientEdge)) else tuple(tensors)
+    overloaded = _subclass_overloads(tensors + (inputs or ()))
+    if overloaded:      # a Tensor subclass's __torch_function__ answers, as PyTorch
+        return _call_overloads(overloaded, backward, (tensors,), dict(
+            grad_tensors=grad_tensors, retain_graph=retain_graph, create_graph=create_graph, inputs=inputs))
     grads = _make_grads(tensors, _grads_tuple(grad_tensors, len(tensors)))
     if retain_graph is None:
         retain_graph = create_graph
@@ -231,6 +275,12 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
         allow_unused = materialize_grads
     t_outputs = (outputs,) if isinstance(outputs, (Tensor, GradientEdge)) else tuple(outputs)
     t_inputs = (inputs,) if isinstance(inputs, (Tensor, GradientEdge)) else tuple(inputs)
+    overloaded = _subclass_overloads(t_outputs + t_inputs)
+    if overloaded:      # a Tensor subclass's __torch_function__ answers, as PyTorch
+        res = _call_overloads(overloaded, grad, (t_outputs, t_inputs), dict(
+            grad_outputs=grad_outputs, retain_graph=retain_graph, create_graph=create_graph, only_inputs=only_inputs,
+            allow_unused=allow_unused, is_grads_batched=is_grads_batched, materialize_grads=materialize_grads))
+        return dict(zip(inputs.keys(), res)) if type(inputs) is dict else res
     if not only_inputs:
         warnings.warn("only_inputs argument is deprecated and is ignored now (defaults to True). To accumulate "
                       "gradient for other parts of the graph, please use torch.autograd.backward.",

@@ -335,7 +335,8 @@ def _wrap_outputs(ctx, args, outputs, record):
         diff = record and id(o) not in nondiff and (_is_floating(dt) or dt.kind == "c")
         if id(o) in nondiff:
             nondiff_idx.append(i)
-        if is_input and not modified and getattr(type(o), "__torch_function__", None) is not None:
+        if is_input and not modified and type(getattr(type(o), "__torch_function__", None)).__name__ not in \
+                ("NoneType", "_DisabledTorchFunctionImpl"):
             # an input returned as-is whose class overrides __torch_function__: aliased by ``o.view_as(o)`` through
             # the protocol, as PyTorch does (the class may wrap the alias in its own type)
             o = type(o).__torch_function__(T.view_as, (type(o),), (o, o), {})
