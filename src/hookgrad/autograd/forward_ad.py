@@ -174,12 +174,12 @@ def _set_tangent(t, tangent):
 
 
 def _alias(tensor):
-    """A view of the whole tensor (PyTorch's aten::alias of make_dual / unpack_dual, which dispatch modes and
-    subclasses see), made without tangents."""
+    """A view of the whole tensor (PyTorch's alias of make_dual / unpack_dual, whose grad_fn is ViewBackward0),
+    made without tangents. NOTE: a dispatch mode sees aten::view here, PyTorch's sees aten::alias."""
     prev = _fw.enabled
     _fw.enabled = False
     try:
-        return tensor[...]
+        return tensor.view(tensor.shape)
     finally:
         _fw.enabled = prev
 
