@@ -149,3 +149,176 @@ def test_returns_value_heuristic():
     def f(p):
         p.grad.zero_()
     assert not returns_value(f)
+
+
+# ---- node hooks, state_dict / optimizer / global / multi-grad hooks (issue 25, strict mode's other kinds) ----
+import importlib  # noqa: E402
+
+from hookgrad.tools.hookcheck import check_node_hook  # noqa: E402
+from hookgrad.tools.registry import HookRegistry  # noqa: E402
+
+
+def _strict(m, lib, register):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with strict_hooks(m) as s:
+            register()
+    mine = [w for w in caught if w.category is HookMisuseWarning]
+    assert len(mine) == len(s.found)
+    return s.found, mine
+
+
+def _node_registrations(lib, via):
+    """Node hooks and pre-hooks, good and bad, registered with grad_fn.register_* or through a registry."""
+    x = lib.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    reg = HookRegistry()
+
+    def on(node, kind, fn):
+        return reg.register(node, kind, fn) if via == "registry" else getattr(
+            node, "register_hook" if kind == "node" else "register_prehook")(fn)
+
+    def register():
+        a, _ = (x * 2).split(2)
+        on(a.grad_fn, "node", lambda gi: None)                       # arity: node hooks take 2
+        on(a.grad_fn, "node_pre", lambda go: (go[0], go[1]))         # SplitBackward0 has 2 outputs: fine
+        on((x * 2).grad_fn, "node_pre", lambda go: (go[0], None))    # MulBackward0 has 1 output: wrong
+        on((x * x).grad_fn, "node", lambda gi, go: (gi[0],))         # MulBackward0 has 2 inputs: wrong
+        on((x * x).grad_fn, "node", lambda gi, go: (gi[0], gi[1]))   # fine
+        on((x + 1).grad_fn, "node_pre", lambda go: None)             # fine
+    return register
+
+
+NODE_EXPECTED = [
+    ("node", "node SplitBackward0", "it takes 1 positional argument ('gi',) but node hooks are called with 2"),
+    ("node", "node MulBackward0", "it returns a tuple of 1 value but MulBackward0 has 2 grad_inputs"),
+    ("node_pre", "node MulBackward0", "it returns a tuple of 2 values but MulBackward0 has 1 grad_outputs"),
+]
+
+
+def _check(found, expected):
+    got = sorted((p.kind, p.where, p.problem) for p in found)
+    assert len(got) == len(expected), got
+    for kind, where, text in expected:
+        assert any(k == kind and w == where and text in p for k, w, p in got), (kind, where, text, got)
+
+
+@pytest.mark.parametrize("lib,via", [(hookgrad, "direct"), (hookgrad, "registry"), (torch, "registry")],
+                         ids=["hookgrad-direct", "hookgrad-registry", "torch-registry"])
+def test_strict_mode_checks_node_hooks(lib, via):
+    found, warned = _strict(model(lib), lib, _node_registrations(lib, via))
+    _check(found, NODE_EXPECTED)
+    assert all(p.registered_at and "test_tools2_hookcheck.py:" in p.registered_at for p in found), \
+        [p.registered_at for p in found]
+    assert all(f"(registered at {p.registered_at})" in str(w.message) for p, w in zip(found, warned))
+
+
+def test_torch_direct_node_hooks_are_out_of_strict_modes_reach():
+    """PyTorch's nodes are C++ types: grad_fn.register_hook cannot be patched (documented); check_node_hook
+    checks one explicitly, with the same findings as hookgrad's."""
+    found, _ = _strict(model(torch), torch, _node_registrations(torch, "direct"))
+    assert found == []
+    out = {}
+    for lib in (hookgrad, torch):
+        x = lib.tensor([1.0, 2.0], requires_grad=True)
+        node = (x * x).grad_fn
+        out[lib.__name__] = [p.message() for p in check_node_hook(node, lambda gi, go: (gi[0],))
+                             + check_node_hook(node, lambda go: (go[0], go[0]), "node_pre")]
+    assert out["hookgrad"] == out["torch"] and len(out["torch"]) == 2
+    with pytest.raises(ValueError, match="kind must be 'node' or 'node_pre'"):
+        check_node_hook(node, lambda g: None, "grad")
+
+
+@pytest.mark.parametrize("lib", [hookgrad, torch], ids=["hookgrad", "torch"])
+def test_the_wrong_tuple_lengths_flagged_do_raise_in_backward(lib):
+    """What the node checks predict: the backward raises PyTorch's error (both libraries)."""
+    for register in (lambda n: n.register_hook(lambda gi, go: (gi[0],)),
+                     lambda n: n.register_prehook(lambda go: (go[0], None))):
+        x = lib.tensor([1.0, 2.0], requires_grad=True)
+        y = x * x
+        register(y.grad_fn)
+        with pytest.raises(RuntimeError, match="has returned an incorrect number of values"):
+            y.sum().backward()
+    x = lib.tensor([1.0, 2.0], requires_grad=True)
+    x.register_hook(lambda g: (g,))
+    with pytest.raises(TypeError, match="hook returned 'tuple'"):
+        (x * 2).sum().backward()
+
+
+def _other_registrations(m, lib):
+    opt = lib.optim.SGD(m.parameters(), 0.1)
+    optim_mod = importlib.import_module(lib.__name__ + ".optim.optimizer")
+    graph = importlib.import_module(lib.__name__ + ".autograd.graph")
+    module_mod = importlib.import_module(lib.__name__ + ".nn.modules.module")
+    x = lib.ones(2, requires_grad=True)
+
+    def register():
+        m.register_state_dict_pre_hook(lambda mod, prefix: None)                    # arity
+        m[0].register_state_dict_post_hook(lambda mod, sd, prefix, meta: sd)        # must return None
+        m[0].register_load_state_dict_pre_hook(lambda *a: None)                     # fine
+        m[2].register_load_state_dict_pre_hook(lambda mod, sd: None)                # arity
+        opt.register_state_dict_pre_hook(lambda o: None)                            # fine
+        opt.register_state_dict_post_hook(lambda o: None)                           # arity
+        opt.register_load_state_dict_pre_hook(lambda o, sd: sd)                     # fine: may return
+        opt.register_load_state_dict_post_hook(lambda o: o)                         # must return None
+        module_mod.register_module_forward_hook(lambda mod, out: None).remove()     # arity
+        module_mod.register_module_forward_pre_hook(lambda mod, args: None).remove()  # fine
+        optim_mod.register_optimizer_step_post_hook(lambda o, a: None).remove()     # arity
+        graph.register_multi_grad_hook((x,), lambda g, h: None).remove()            # arity
+        graph.register_multi_grad_hook((x,), lambda grads: None).remove()           # fine
+        x.register_hook(lambda g: (g,))                                             # a tuple from a tensor hook
+    return register, opt
+
+
+OTHER_EXPECTED = [
+    ("state_dict_pre", "module '<root>'", "but state_dict_pre hooks are called with 3 arguments (module, prefix, keep_vars)"),
+    ("state_dict", "module '0'", "state_dict hooks must return None, but this one returns a value (ignored or an "
+                                 "error; modify the state_dict in place instead)"),
+    ("load_state_dict_pre", "module '2'", "but load_state_dict_pre hooks are called with 8 arguments"),
+    ("optimizer_state_dict", "optimizer SGD", "but optimizer_state_dict hooks are called with 2 arguments (optimizer, "
+                                              "state_dict)"),
+    ("optimizer_load_state_dict_post", "optimizer SGD", "must return None"),
+    ("forward", "the global module hooks", "but forward hooks are called with 3 arguments"),
+    ("step_post", "the global optimizer hooks", "but step_post hooks are called with 3 arguments"),
+    ("multi_grad", "register_multi_grad_hook", "but multi_grad hooks are called with 1 argument (grads)"),
+    ("tensor", "tensor of shape (2,)", "it returns a tuple, but a tensor hook returns one tensor"),
+]
+
+
+def test_strict_mode_checks_state_dict_optimizer_global_and_multi_grad_hooks_the_same_on_both():
+    res = {}
+    for lib in (hookgrad, torch):
+        m = model(lib)
+        register, opt = _other_registrations(m, lib)
+        found, _ = _strict(m, lib, register)
+        _check(found, OTHER_EXPECTED)
+        res[lib.__name__] = sorted((p.kind, p.where, p.problem.split(" (test_tools2")[0]) for p in found)
+        # the hooks already on the model: check_hooks finds those it can list (state_dict post-hooks'
+        # return values are not judged: PyTorch keeps its private ones, which may return, in the same dict)
+        listed = sorted((p.kind, p.where) for p in check_hooks(m, opt, warn=False))
+        assert listed == [("load_state_dict_pre", "module '2'"), ("optimizer_load_state_dict_post", "optimizer SGD"),
+                          ("optimizer_state_dict", "optimizer SGD"), ("state_dict_pre", "module '<root>'")], listed
+    assert res["hookgrad"] == res["torch"]
+
+
+def test_check_hooks_lists_node_hooks_of_given_tensors_on_hookgrad():
+    x = hookgrad.tensor([1.0, 2.0], requires_grad=True)
+    y = x * x
+    y.grad_fn.register_hook(lambda gi, go: (gi[0],))
+    y.register_hook(lambda g: None)
+    found = check_hooks(model(hookgrad), warn=False, tensors=[y])
+    assert [(p.kind, p.where) for p in found] == [("node", "node MulBackward0")]
+
+
+@pytest.mark.parametrize("lib", [hookgrad, torch], ids=["hookgrad", "torch"])
+def test_strict_mode_restores_every_patched_function(lib):
+    module_mod = importlib.import_module(lib.__name__ + ".nn.modules.module")
+    graph = importlib.import_module(lib.__name__ + ".autograd.graph")
+    before = (module_mod.register_module_forward_hook, graph.register_multi_grad_hook, HookRegistry.register,
+              lib.nn.Module.register_state_dict_pre_hook)
+    node_cls = type((lib.ones(1, requires_grad=True) * 1).grad_fn)
+    node_before = node_cls.register_hook
+    with strict_hooks(model(lib)):
+        assert module_mod.register_module_forward_hook is not before[0]
+    assert (module_mod.register_module_forward_hook, graph.register_multi_grad_hook, HookRegistry.register,
+            lib.nn.Module.register_state_dict_pre_hook) == before
+    assert node_cls.register_hook == node_before

@@ -8,20 +8,34 @@
 
 The checks: the hook's arity against what its kind is called with; a post-accumulate-grad hook whose
 parameter is named like a gradient (it receives the parameter: read ``param.grad``); a hook of a kind
-that must return None whose code returns a value; the legacy ``register_backward_hook`` on a module of
-several ops (its grad_input then belongs to the module's last op only). Each warning names the hook
-(qualified name, file:line) and the module path (or parameter name).
+that must return None whose code returns a value; a node hook or pre-hook (``grad_fn.register_hook`` /
+``register_prehook``) that returns a tuple of the wrong length (PyTorch raises "hook ... has returned an
+incorrect number of values" in the backward), and a tensor hook returning a tuple; the legacy
+``register_backward_hook`` on a module of several ops (its grad_input then belongs to the module's last op
+only). The kinds: module hooks (forward, backward, state_dict and load_state_dict hooks), the global module
+hooks, tensor and node hooks, ``register_multi_grad_hook``, optimizer hooks (step, state_dict,
+load_state_dict) and the global optimizer step hooks. Each warning names the hook (qualified name,
+file:line), where it sits (module path, parameter name, node) and, in strict mode, the line that
+registered it.
+
+PyTorch's graph nodes are C++ types whose methods cannot be replaced: on torch, strict mode sees a node
+hook registered through a :class:`~hookgrad.tools.registry.HookRegistry` (``reg.register(node, "node",
+fn)``), not one registered with ``grad_fn.register_hook`` directly; :func:`check_node_hook` checks one
+explicitly, on both libraries.
 """
 import dis
+import importlib
 import inspect
 import re
+import sys
 import threading
 import warnings
 
-from .lib import library_of, lib_of
+from .lib import library_of, lib_of, torch_attr
 from .paths import module_paths
+from .registry import user_where as _user_where
 
-__all__ = ["check_hooks", "strict_hooks", "HookMisuseWarning", "HookProblem", "KINDS"]
+__all__ = ["check_hooks", "check_node_hook", "strict_hooks", "HookMisuseWarning", "HookProblem", "KINDS"]
 
 
 class HookMisuseWarning(UserWarning):
@@ -31,13 +45,15 @@ class HookMisuseWarning(UserWarning):
 class HookProblem:
     """One finding: ``kind`` (e.g. ``"forward"``), ``where`` (module path or parameter name), ``hook``,
     ``problem`` (a sentence)."""
-    __slots__ = ("kind", "where", "hook", "problem")
+    __slots__ = ("kind", "where", "hook", "problem", "registered_at")
 
-    def __init__(self, kind, where, hook, problem):
+    def __init__(self, kind, where, hook, problem, registered_at=None):
         self.kind, self.where, self.hook, self.problem = kind, where, hook, problem
+        self.registered_at = registered_at      # file:line of the register_* call (strict mode)
 
     def message(self):
-        return f"{self.kind} hook {hook_name(self.hook)} on {self.where}: {self.problem}"
+        at = f" (registered at {self.registered_at})" if self.registered_at else ""
+        return f"{self.kind} hook {hook_name(self.hook)} on {self.where}{at}: {self.problem}"
 
     def __repr__(self):
         return f"HookProblem({self.message()!r})"
@@ -57,6 +73,24 @@ KINDS = {
     "post_accumulate_grad": (1, "(param)", True),
     "step_pre": (3, "(optimizer, args, kwargs)", False),
     "step_post": (3, "(optimizer, args, kwargs)", True),
+    # a module's state_dict hooks (PyTorch raises when a public state_dict post-hook returns a value)
+    "state_dict_pre": (3, "(module, prefix, keep_vars)", True),
+    "state_dict": (4, "(module, state_dict, prefix, local_metadata)", True),
+    "load_state_dict_pre": (8, "(module, state_dict, prefix, local_metadata, strict, missing_keys, "
+                               "unexpected_keys, error_msgs)", True),
+    # autograd graph nodes: a hook may return a tuple replacing grad_inputs (hook) / grad_outputs (prehook)
+    "node": (2, "(grad_inputs, grad_outputs)", False),
+    "node_pre": (1, "(grad_outputs)", False),
+    "multi_grad": (1, "(grads)", False),
+    # an optimizer's state_dict hooks (the post and load-pre hooks may return a new state_dict)
+    "optimizer_state_dict_pre": (1, "(optimizer)", True),
+    "optimizer_state_dict": (2, "(optimizer, state_dict)", False),
+    "optimizer_load_state_dict_pre": (2, "(optimizer, state_dict)", False),
+    "optimizer_load_state_dict_post": (1, "(optimizer)", True),
+    # the global module registration hooks (may return a replacement)
+    "buffer_registration": (3, "(module, name, buffer)", False),
+    "module_registration": (3, "(module, name, submodule)", False),
+    "parameter_registration": (3, "(module, name, param)", False),
 }
 
 _GRADLIKE = re.compile(r"^(g|dp|dw|grads?|gradient|grad_.*|.*_grads?|d_?param)$")
@@ -80,7 +114,7 @@ def _arity_problem(hook, kind):
     try:
         sig.bind(*([None] * n))
     except TypeError:
-        return f"it takes {_describe(sig)} but {kind} hooks are called with {n} arguments {names}"
+        return f"it takes {_describe(sig)} but {kind} hooks are called with {n} argument{'s' if n != 1 else ''} {names}"
     return None
 
 
@@ -144,8 +178,44 @@ def returns_value(hook):
     return False
 
 
-def problems_of(hook, kind, where, module=None):
-    """The :class:`HookProblem` list for one hook of ``kind`` registered at ``where``."""
+def returned_tuple_sizes(hook):
+    """The lengths of the tuples the hook's code visibly returns (``return g, None``, ``return (x,)``,
+    a constant tuple); a tuple built at run time (``tuple(...)``) is not counted."""
+    fn = inspect.unwrap(getattr(hook, "func", hook))
+    code = getattr(fn, "__code__", None) or getattr(getattr(fn, "__call__", None), "__code__", None)
+    if code is None:
+        return set()
+    ins = [i for i in dis.get_instructions(code) if i.opname not in ("CACHE", "NOP", "PRECALL", "KW_NAMES")]
+    sizes = set()
+    for k, i in enumerate(ins):
+        if i.opname == "RETURN_CONST" and isinstance(i.argval, tuple):
+            sizes.add(len(i.argval))
+        if i.opname != "RETURN_VALUE" or k == 0:
+            continue
+        prev = ins[k - 1]
+        if prev.opname == "BUILD_TUPLE":
+            sizes.add(prev.arg)
+        elif prev.opname == "LOAD_CONST" and isinstance(prev.argval, tuple):
+            sizes.add(len(prev.argval))
+    return sizes
+
+
+def _node_counts(node):
+    """(grad_inputs, grad_outputs) a node's hooks see: its next_functions, its forward's outputs."""
+    meta = torch_attr(node, "input_metadata")
+    return len(node.next_functions), (None if meta is None else len(meta))
+
+
+def problems_of(hook, kind, where, module=None, node=None, registered_at=None):
+    """The :class:`HookProblem` list for one hook of ``kind`` registered at ``where`` (``module``: the
+    module of a legacy backward hook; ``node``: the graph node of a node hook or pre-hook)."""
+    out = _problems(hook, kind, where, module, node)
+    for p in out:
+        p.registered_at = registered_at
+    return out
+
+
+def _problems(hook, kind, where, module, node):
     out = []
     msg = _arity_problem(hook, kind)
     if msg:
@@ -157,8 +227,20 @@ def problems_of(hook, kind, where, module=None):
                                    "hook receives the parameter itself, not its gradient: read param.grad "
                                    "(and modify it in place) instead"))
     if KINDS[kind][2] and returns_value(hook):
+        what = "the state_dict" if "state_dict" in kind else "the tensor"
         out.append(HookProblem(kind, where, hook, f"{kind} hooks must return None, but this one returns a value "
-                               "(ignored or an error; modify the tensor in place instead)"))
+                               f"(ignored or an error; modify {what} in place instead)"))
+    if kind in ("node", "node_pre") and node is not None:
+        n_in, n_out = _node_counts(node)
+        want, what = (n_in, "grad_inputs") if kind == "node" else (n_out, "grad_outputs")
+        bad = sorted(k for k in returned_tuple_sizes(hook) if want is not None and k != want)
+        if bad:
+            out.append(HookProblem(kind, where, hook, f"it returns a tuple of {bad[0]} value{'s' if bad[0] != 1 else ''} "
+                                   f"but {node.name()} has {want} {what}: the backward will raise (the tuple "
+                                   f"replaces {what}, one entry each, None for no gradient)"))
+    if kind == "tensor" and returned_tuple_sizes(hook):
+        out.append(HookProblem(kind, where, hook, "it returns a tuple, but a tensor hook returns one tensor (the new "
+                               "gradient) or None"))
     if kind == "backward" and module is not None and next(iter(module.children()), None) is not None:
         kids = [n for n, _ in module.named_children()][:4]
         out.append(HookProblem(kind, where, hook, f"the legacy register_backward_hook on {type(module).__name__}, "
@@ -179,44 +261,91 @@ _inside = threading.local()      # a strict wrapper is running on this thread
 
 
 def _module_hooks(mod):
-    """(kind, hook) for every hook on one module, from the library's own listing (tools.lib)."""
+    """(kind, hook, check the return value) for every hook on one module, from the library's own listing
+    (tools.lib)."""
     out = []
     for h in lib_of(mod).module_hooks(mod):
         kind = _KIND.get(h.kind, h.kind)
         if "with_kwargs" in h.flags and kind in ("forward", "forward_pre"):
             kind += "_with_kwargs"
-        out.append((kind, getattr(h.hook, "hook", h.hook) if kind == "load_state_dict_post" else h.hook))
+        hook = h.hook
+        if kind in ("load_state_dict_post", "load_state_dict_pre"):
+            hook = getattr(h.hook, "hook", h.hook)          # the user's function inside the module-binding wrapper
+            if kind == "load_state_dict_pre" and not getattr(h.hook, "with_module", True):
+                continue                                     # a private 7-argument hook (no module)
+        # the listing mixes public state_dict post-hooks with private ones (which may return a state_dict)
+        out.append((kind, hook, kind != "state_dict"))
     return out
 
 
-def check_hooks(model, optimizer=None, warn=True):
+_OPTIMIZER_KIND = {"state_dict_pre": "optimizer_state_dict_pre", "state_dict": "optimizer_state_dict",
+                   "load_state_dict_pre": "optimizer_load_state_dict_pre",
+                   "load_state_dict_post": "optimizer_load_state_dict_post"}
+
+
+def check_hooks(model, optimizer=None, warn=True, tensors=()):
     """Check every hook already registered on ``model`` (a hookgrad or torch module): its modules'
-    hooks, its parameters' tensor and post-accumulate-grad hooks, and ``optimizer``'s step hooks.
+    hooks, its parameters' tensor and post-accumulate-grad hooks, ``optimizer``'s hooks, and the hooks of
+    ``tensors`` (with, on hookgrad, those on their ``grad_fn``: PyTorch keeps a node's hooks in C++).
     Returns the :class:`HookProblem` list (empty when all is well); with ``warn`` each is also warned."""
     found = []
     for path, mod in model.named_modules():
-        for kind, h in _module_hooks(mod):
-            found += problems_of(h, kind, f"module {path or '<root>'!r}", mod)
+        for kind, h, check_return in _module_hooks(mod):
+            ps = problems_of(h, kind, f"module {path or '<root>'!r}", mod)
+            found += [p for p in ps if check_return or "must return None" not in p.problem]
     lib = lib_of(model)
-    for name, p in model.named_parameters():
-        for h in lib.tensor_hooks(p):
-            found += problems_of(h.hook, "tensor" if h.kind == "grad" else h.kind, f"parameter {name!r}")
+    named = [(f"parameter {name!r}", p) for name, p in model.named_parameters()]
+    named += [(f"tensor of shape {tuple(t.shape)}", t) for t in tensors]
+    for where, t in named:
+        for h in lib.tensor_hooks(t):
+            found += problems_of(h.hook, "tensor" if h.kind == "grad" else h.kind, where)
+        node = t.grad_fn
+        for h in (lib.listing(node) or ()) if node is not None else ():
+            found += problems_of(h.hook, h.kind, f"node {node.name()}", node=node)
     if optimizer is not None:
         for h in lib.optimizer_hooks(optimizer):
-            if h.kind in ("step_pre", "step_post"):
-                found += problems_of(h.hook, h.kind, f"optimizer {type(optimizer).__name__}")
+            found += problems_of(h.hook, _OPTIMIZER_KIND.get(h.kind, h.kind), f"optimizer {type(optimizer).__name__}")
     if warn:
         _warn(found, 3)
     return found
+
+
+def check_node_hook(node, hook, kind="node"):
+    """The problems of ``hook`` as a hook (``kind="node"``) or pre-hook (``"node_pre"``) of the graph
+    node ``node`` (``tensor.grad_fn``), on either library, without registering it."""
+    if kind not in ("node", "node_pre"):
+        raise ValueError(f"check_node_hook: kind must be 'node' or 'node_pre', got {kind!r}")
+    return problems_of(hook, kind, f"node {node.name()}", node=node)
 
 
 # ---- strict mode: the register_* methods checked as they are called ---------------------------------
 _MODULE_METHODS = (("register_forward_pre_hook", "forward_pre"), ("register_forward_hook", "forward"),
                    ("register_full_backward_pre_hook", "full_backward_pre"),
                    ("register_full_backward_hook", "full_backward"), ("register_backward_hook", "backward"),
+                   ("register_state_dict_pre_hook", "state_dict_pre"), ("register_state_dict_post_hook", "state_dict"),
+                   ("register_load_state_dict_pre_hook", "load_state_dict_pre"),
                    ("register_load_state_dict_post_hook", "load_state_dict_post"))
 _TENSOR_METHODS = (("register_hook", "tensor"), ("register_post_accumulate_grad_hook", "post_accumulate_grad"))
-_OPTIM_METHODS = (("register_step_pre_hook", "step_pre"), ("register_step_post_hook", "step_post"))
+_NODE_METHODS = (("register_hook", "node"), ("register_prehook", "node_pre"))
+_OPTIM_METHODS = (("register_step_pre_hook", "step_pre"), ("register_step_post_hook", "step_post"),
+                  ("register_state_dict_pre_hook", "optimizer_state_dict_pre"),
+                  ("register_state_dict_post_hook", "optimizer_state_dict"),
+                  ("register_load_state_dict_pre_hook", "optimizer_load_state_dict_pre"),
+                  ("register_load_state_dict_post_hook", "optimizer_load_state_dict_post"))
+# module-level register functions: (module of the library, function, kind, index of the hook argument)
+_GLOBAL_FUNCTIONS = (
+    ("nn.modules.module", "register_module_forward_pre_hook", "forward_pre", 0),
+    ("nn.modules.module", "register_module_forward_hook", "forward", 0),
+    ("nn.modules.module", "register_module_full_backward_pre_hook", "full_backward_pre", 0),
+    ("nn.modules.module", "register_module_full_backward_hook", "full_backward", 0),
+    ("nn.modules.module", "register_module_backward_hook", "backward", 0),
+    ("nn.modules.module", "register_module_buffer_registration_hook", "buffer_registration", 0),
+    ("nn.modules.module", "register_module_module_registration_hook", "module_registration", 0),
+    ("nn.modules.module", "register_module_parameter_registration_hook", "parameter_registration", 0),
+    ("optim.optimizer", "register_optimizer_step_pre_hook", "step_pre", 0),
+    ("optim.optimizer", "register_optimizer_step_post_hook", "step_post", 0),
+    ("autograd.graph", "register_multi_grad_hook", "multi_grad", 1),
+)
 
 
 class strict_hooks:
@@ -245,6 +374,10 @@ class strict_hooks:
         name = self._params.get(id(t))
         return f"parameter {name!r}" if name else f"tensor of shape {tuple(t.shape)}"
 
+    @staticmethod
+    def _where_node(node):
+        return f"node {node.name()}"
+
     def _report(self, found):
         self.found += found
         if found and self.error:
@@ -261,7 +394,8 @@ class strict_hooks:
             k = kind
             if kwargs.get("with_kwargs") and kind in ("forward", "forward_pre"):
                 k = kind + "_with_kwargs"
-            report(problems_of(hook, k, where(obj), obj if kind == "backward" else None))
+            report(problems_of(hook, k, where(obj), obj if kind == "backward" else None,
+                               obj if kind in ("node", "node_pre") else None, _user_where()))
             _inside.on = True
             try:
                 return orig(obj, hook, *args, **kwargs)
@@ -272,6 +406,48 @@ class strict_hooks:
         wrapper.__doc__ = getattr(orig, "__doc__", None)
         self._saved.append((owner, meth, orig))
         setattr(owner, meth, wrapper)
+
+    def _wrap_function(self, module, name, kind, at):
+        """A module-level ``register_*`` function (the global hooks, ``register_multi_grad_hook``)."""
+        orig = module.__dict__[name]
+        report = self._report
+        where = "the global module hooks" if kind not in ("step_pre", "step_post", "multi_grad") else (
+            "the global optimizer hooks" if kind != "multi_grad" else "register_multi_grad_hook")
+
+        def wrapper(*args, **kwargs):
+            if getattr(_inside, "on", False):
+                return orig(*args, **kwargs)
+            hook = args[at] if len(args) > at else kwargs.get("fn", kwargs.get("hook"))
+            if hook is not None:
+                k = kind + "_with_kwargs" if kwargs.get("with_kwargs") and kind == "forward" else kind
+                report(problems_of(hook, k, where, registered_at=_user_where()))
+            _inside.on = True
+            try:
+                return orig(*args, **kwargs)
+            finally:
+                _inside.on = False
+        wrapper.__wrapped__ = orig
+        wrapper.__name__ = name
+        wrapper.__doc__ = getattr(orig, "__doc__", None)
+        self._saved.append((module, name, orig))
+        setattr(module, name, wrapper)
+
+    def _wrap_registry(self, registry_cls):
+        """On torch, node hooks registered through a HookRegistry (PyTorch's nodes cannot be patched)."""
+        orig = registry_cls.__dict__["register"]
+        report = self._report
+
+        def register(reg, target, kind, hook, *args, **kwargs):
+            if kind in ("node", "node_pre", "pre", "post") and not getattr(_inside, "on", False) \
+                    and lib_of(target).root is self.lib:
+                k = {"pre": "node_pre", "post": "node"}.get(kind, kind)
+                report(problems_of(hook, k, self._where_node(target), node=target, registered_at=_user_where()))
+            return orig(reg, target, kind, hook, *args, **kwargs)     # (its tensor hooks are checked by their wrappers)
+        register.__wrapped__ = orig
+        register.__name__ = "register"
+        register.__doc__ = orig.__doc__
+        self._saved.append((registry_cls, "register", orig))
+        setattr(registry_cls, "register", register)
 
     def __enter__(self):
         if self._saved:
@@ -287,6 +463,19 @@ class strict_hooks:
             for meth, kind in _OPTIM_METHODS:
                 self._wrap(_owner(lib.optim.Optimizer, meth), meth, kind,
                            lambda o: f"optimizer {type(o).__name__}")
+            with lib.enable_grad():
+                node_cls = type((lib.ones(1, requires_grad=True) * 1).grad_fn)
+            for meth, kind in _NODE_METHODS:
+                owner = _owner(node_cls, meth)
+                if owner.__module__ != "builtins":   # PyTorch's C++ node types cannot be patched: see below
+                    self._wrap(owner, meth, kind, self._where_node)
+            if lib.__name__ == "torch":
+                from .registry import HookRegistry
+                self._wrap_registry(HookRegistry)
+            for modname, fname, kind, at in _GLOBAL_FUNCTIONS:
+                module = sys.modules.get(f"{lib.__name__}.{modname}") or importlib.import_module(f"{lib.__name__}.{modname}")
+                if fname in module.__dict__:
+                    self._wrap_function(module, fname, kind, at)
         except BaseException:
             self.__exit__()
             raise

@@ -27,6 +27,7 @@ TORCH_NAMES = {
     # both libraries' (PyTorch documents them in its autograd notes; no public accessor):
     "version": "_version",                            # a tensor's version counter (in-place checks)
     "base": "_base",                                  # the tensor a view is of
+    "input_metadata": "_input_metadata",              # a graph node's forward outputs (autograd.graph.Node)
     "queue_callback": "autograd.Variable._execution_engine.queue_callback",   # run at the end of this backward
 }
 

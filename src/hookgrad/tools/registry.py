@@ -36,7 +36,7 @@ from .lib import GLOBAL_OPTIMIZER_KINDS, lib_of
 from .paths import module_paths
 
 __all__ = ["HookRecord", "HookRegistry", "default_registry", "register", "handle_ids", "is_global", "listing",
-           "norm_kind", "ddp_reducer_of", "comm_hook_of"]
+           "norm_kind", "ddp_reducer_of", "comm_hook_of", "user_where"]
 
 # kind -> (method name, accepted options) per target type; options are passed through unchanged
 _MODULE_KINDS = {
@@ -86,6 +86,9 @@ def _user_where():
             return f"{fn}:{f.f_lineno}"
         f = f.f_back
     return None
+
+
+user_where = _user_where      # public for the other tools (strict_hooks names the registering line)
 
 
 def _ref(obj):
