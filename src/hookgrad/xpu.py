@@ -82,21 +82,20 @@ def set_rng_state(new_state, device="xpu"):
 
 
 class device:
-    """``with torch.xpu.device(i)``: raises for a device index, as PyTorch built without XPU does (-1: nothing)."""
+    """``with torch.xpu.device(i)``: raises, as PyTorch built without XPU does."""
 
     def __init__(self, device):
         self.idx = device if isinstance(device, int) else getattr(device, "index", 0) or 0
 
     def __enter__(self):
-        if self.idx >= 0:
-            raise NotImplementedError("PyTorch was compiled without XPU support")
+        raise NotImplementedError("PyTorch was compiled without XPU support")
 
     def __exit__(self, *exc):
         return False
 
 
 class device_of(device):
-    """``with torch.xpu.device_of(tensor)``: the tensor's XPU device; none here (no tensor is on an XPU)."""
+    """``with torch.xpu.device_of(tensor)``: the tensor's XPU device (none here: entering raises, as in PyTorch)."""
 
     def __init__(self, obj):
         super().__init__(-1)

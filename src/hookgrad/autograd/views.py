@@ -378,6 +378,8 @@ def make_view(out, src, fn):
     a replay function ``fn(tensor) -> view`` used to regenerate its history after in-place ops."""
     if out._fw_grad is not None:
         _view_tangent[0](out, src, fn)
+    if src._bits:
+        out._bits = src._bits       # a view of a conjugate (negative) keeps the bit, as PyTorch's
     if src._inference or out._inference:
         # a view of an inference tensor is one, and no view (no base, version counter or history: PyTorch's
         # inference tensors skip view tracking); a view of a normal tensor made in inference mode is normal
@@ -488,12 +490,19 @@ def set_view_func(out, src, fn):
     return out
 
 
-def _view_func(self, new_base, symint_visitor_fn=None, tensor_visitor_fn=None):
+def _same_meta(a, b):
+    """PyTorch's has_same_meta: the same sizes, strides, storage offset and storage size."""
+    return (a.shape == b.shape and a.stride() == b.stride() and a.storage_offset() == b.storage_offset()
+            and a.untyped_storage().nbytes() == b.untyped_storage().nbytes())
+
+
+def _view_func(self, new_base, symint_visitor_fn=None, tensor_visitor_fn=None, _check=True):
     """``Tensor._view_func(new_base)``: this view's view op(s) replayed on ``new_base``; ``symint_visitor_fn`` /
     ``tensor_visitor_fn`` map the op's saved SymInts / tensors first (the view itself keeps its own). A view made
     without view replay (torch.autograd._force_original_view_tracking) is replayed as an as_strided of its geometry,
-    as PyTorch does; not a view: None."""
-    if self._base is None:
+    as PyTorch does. None: not a view, or (``_view_func``, not ``_view_func_unsafe``) ``new_base`` unlike the
+    view's base in sizes, strides, offset or storage size."""
+    if self._base is None or (_check and not _same_meta(new_base, self._base)):
         return None
     fn = self._view_fn
     if fn is None or not (self.__dict__.get("_replay") or self._base._data.dtype != self._data.dtype):
@@ -505,4 +514,9 @@ def _view_func(self, new_base, symint_visitor_fn=None, tensor_visitor_fn=None):
     return fn(new_base)
 
 
-Tensor._view_func = Tensor._view_func_unsafe = _view_func
+def _view_func_unsafe(self, new_base, symint_visitor_fn=None, tensor_visitor_fn=None):
+    return _view_func(self, new_base, symint_visitor_fn, tensor_visitor_fn, _check=False)
+
+
+Tensor._view_func = _view_func
+Tensor._view_func_unsafe = _view_func_unsafe

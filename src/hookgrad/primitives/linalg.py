@@ -576,6 +576,7 @@ class Addmv(_AddProduct, name="AddmvBackward0"):
 
 class Addr(_AddProduct, name="AddrBackward0"):
     saved_names = ("vec1", "vec2")
+    saved_attrs = ("alpha", "beta")
     _product = staticmethod(np.outer)
 
     def _grad_a(self, g, vec2):
@@ -587,6 +588,7 @@ class Addr(_AddProduct, name="AddrBackward0"):
 
 class Baddbmm(_AddProduct, name="BaddbmmBackward0"):
     saved_names = ("batch1", "batch2")
+    saved_attrs = ("alpha", "beta")
     _product = staticmethod(np.matmul)
 
     def _grad_a(self, g, b2):
