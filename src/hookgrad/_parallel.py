@@ -18,6 +18,8 @@ import ctypes
 import os
 import threading
 
+import numpy as np
+
 __all__ = ["get_num_threads", "set_num_threads", "parallel_for", "chunks", "tiles", "ufunc"]
 
 
@@ -104,13 +106,16 @@ class _Pool:
         self.lock = threading.Lock()
 
     def grow(self, n):
+        err = np.geterr()       # NumPy's error state is per thread: the workers take the library's (no warnings)
         with self.lock:
             while self.workers < n:
-                threading.Thread(target=self._work, name=f"hookgrad-pool-{self.workers}", daemon=True).start()
+                threading.Thread(target=self._work, args=(err,), name=f"hookgrad-pool-{self.workers}",
+                                 daemon=True).start()
                 self.workers += 1
 
-    def _work(self):
+    def _work(self, err):
         _local.in_pool = True
+        np.seterr(**err)
         while True:
             self.tasks.get().work()
 

@@ -6,6 +6,8 @@ scatter (ties, -inf, NaN, padding, dilation, ceil mode), avg pooling's scatter. 
 small and large spatial sizes, groups, dilation, batch 1 and batches larger than the thread count,
 non-contiguous inputs, empty batches, second order on one small case."""
 
+import warnings
+
 import numpy as np
 import pytest
 import torch
@@ -125,6 +127,57 @@ def test_conv2d_nan_inf(path):
     x = _rng(2, 3, 8, 8)
     x[0, 1, 2, 3], x[1, 0, 5, 5], x[1, 2, 0, 0] = np.nan, np.inf, -np.inf
     _check(_run(lambda L, x, w: L.nn.functional.conv2d(x, w, None, 1, 1), [x, _rng(4, 3, 3, 3, seed=1)]))
+
+
+# 3x3 stride-1 convolutions with >= 16 channels in and out: Winograd F(2x2, 3x3) on the compiled path
+WINOGRAD = [
+    (2, 16, 10, 10, 16, 1, True),      # even sizes, padding 1
+    (3, 24, 7, 9, 32, 1, False),       # odd sizes: the last tile row and column cropped
+    (1, 16, 5, 6, 20, 0, True),        # no padding, batch 1
+    (2, 32, 4, 4, 16, 2, True),        # padding larger than the kernel's reach
+    (5, 16, 3, 3, 16, 1, False),       # one tile per image, bands crossing images
+]
+
+
+@pytest.mark.parametrize("case", WINOGRAD, ids=str)
+def test_conv2d_winograd(path, case, monkeypatch):
+    """Forward and every gradient (the input gradient is itself a 3x3 stride-1 convolution: Winograd again) against
+    torch, on both paths; on the compiled path the Winograd route must have been taken. Bands of one tile row
+    (a 1-byte budget) and one band for the whole batch give the same."""
+    n, c, h, w, o, p, bias = case
+    calls = []
+    real = N._winograd
+    monkeypatch.setattr(N, "_winograd", lambda *a: calls.append(1) or real(*a))
+    x, wt, b = _rng(n, c, h, w), _rng(o, c, 3, 3, seed=1) * 0.2, _rng(o, seed=2)
+    for band in (1, 1 << 30):
+        monkeypatch.setattr(N, "_WINO_BLOCK", band)
+        if bias:
+            _check(_run(lambda L, x, w, b: L.nn.functional.conv2d(x, w, b, 1, p), [x, wt, b]), tol=2e-4)
+        else:
+            _check(_run(lambda L, x, w: L.nn.functional.conv2d(x, w, None, 1, p), [x, wt]), tol=2e-4)
+    assert bool(calls) == (path == "compiled")
+
+
+def test_conv2d_winograd_nan_inf_and_threads(path, monkeypatch):
+    """A NaN or inf in the input or the weight: the columns' route (Winograd's tiles would mix an inf into its
+    neighbours as NaN), torch's values. More images than threads: tiles of images, each its own bands."""
+    x, wt = _rng(2, 16, 8, 8), _rng(16, 16, 3, 3, seed=1) * 0.2
+    x[0, 1, 2, 3], x[1, 0, 5, 5], x[1, 2, 0, 0] = np.nan, np.inf, -np.inf
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")      # the pool's threads keep NumPy quiet too, as torch is
+        _check(_run(lambda L, x, w: L.nn.functional.conv2d(x, w, None, 1, 1), [x, wt]))
+    w2 = wt.copy()
+    w2[3, 4, 1, 1] = np.inf
+    ref = torch.nn.functional.conv2d(torch.tensor(_rng(2, 16, 8, 8)), torch.tensor(w2), None, 1, 1)
+    with hookgrad.no_grad():
+        out = hookgrad.nn.functional.conv2d(hookgrad.tensor(_rng(2, 16, 8, 8)), hookgrad.tensor(w2), None, 1, 1)
+    _close(out, ref, 1e-4, "inf weight")
+    was = hookgrad.get_num_threads()
+    hookgrad.set_num_threads(3)
+    try:
+        _check(_run(lambda L, x, w: L.nn.functional.conv2d(x, w, None, 1, 1), [_rng(7, 16, 9, 9), wt]), tol=2e-4)
+    finally:
+        hookgrad.set_num_threads(was)
 
 
 @pytest.mark.parametrize("kw", [dict(stride=2, padding=1, output_padding=1), dict(stride=2), dict(stride=1, padding=1),

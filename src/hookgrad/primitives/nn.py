@@ -393,6 +393,127 @@ def _tiles(x, per):
     return [n * i // k for i in range(k + 1)]
 
 
+# Winograd F(2x2, 3x3): a 3x3 stride-1 convolution as 16 GEMMs over 4x4 input tiles (stride 2), 2.25x fewer
+# multiplications than the columns' GEMM and a quarter of their copying. Used on the compiled path for float32
+# images with enough channels (the transforms are adds; the products are BLAS's).
+
+
+def _winograd_ok(x, w, s, d, g):
+    return (w.ndim == 4 and tuple(w.shape[2:]) == (3, 3) and tuple(s) == (1, 1) and tuple(d) == (1, 1)
+            and g == 1 and w.shape[0] >= 16 and w.shape[1] >= 16 and fast(x, w))
+
+
+@kernel
+def _wino_in_kernel(xp, r0, r1, v):
+    """Padded images xp (n, C, 2th+2, 2tw+2), tile rows r0:r1 of the batch (row r: image r // th, row r % th)
+    -> v (16, C, (r1-r0)*tw): the 4x4 window of tile (i, j) at (2i, 2j) as B^T d B, in column (r - r0)*tw + j.
+    B^T d is taken once per column of a row of tiles, into its even and odd columns (contiguous loads after)."""
+    th, tw = (xp.shape[2] - 2) // 2, (xp.shape[3] - 2) // 2
+    ev = np.empty((4, tw + 1), xp.dtype)
+    od = np.empty((4, tw + 1), xp.dtype)
+    for c in range(xp.shape[1]):
+        for row in range(r0, r1):
+            b, i = row // th, row % th
+            for h in range(2):
+                e = ev if h == 0 else od
+                for q in range(tw + 1):
+                    x0, x1 = xp[b, c, 2 * i, 2 * q + h], xp[b, c, 2 * i + 1, 2 * q + h]
+                    x2, x3 = xp[b, c, 2 * i + 2, 2 * q + h], xp[b, c, 2 * i + 3, 2 * q + h]
+                    e[0, q] = x0 - x2
+                    e[1, q] = x1 + x2
+                    e[2, q] = x2 - x1
+                    e[3, q] = x1 - x3
+            t0 = (row - r0) * tw
+            for k in range(4):
+                for j in range(tw):
+                    a0, a1, a2, a3 = ev[k, j], od[k, j], ev[k, j + 1], od[k, j + 1]
+                    v[4 * k, c, t0 + j] = a0 - a2
+                    v[4 * k + 1, c, t0 + j] = a1 + a2
+                    v[4 * k + 2, c, t0 + j] = a2 - a1
+                    v[4 * k + 3, c, t0 + j] = a1 - a3
+
+
+@kernel
+def _wino_out_kernel(m, r0, r1, th, tw, bias, out):
+    """Products m (16, K, (r1-r0)*tw) of the batch's tile rows r0:r1 -> images out (n, K, OH, OW): A^T m A for
+    each tile, plus bias (K,), cropped."""
+    oh, ow = out.shape[2], out.shape[3]
+    s = np.empty((8, tw), m.dtype)
+    for k in range(out.shape[1]):
+        bk = bias[k]
+        for row in range(r0, r1):
+            b, i = row // th, row % th
+            t0 = (row - r0) * tw
+            for q in range(4):            # rows: A^T m
+                for j in range(tw):
+                    a1, a2 = m[4 + q, k, t0 + j], m[8 + q, k, t0 + j]
+                    s[q, j] = m[q, k, t0 + j] + a1 + a2
+                    s[4 + q, j] = a1 - a2 - m[12 + q, k, t0 + j]
+            for r in range(2):
+                rr = 2 * i + r
+                if rr < oh:
+                    for j in range(tw):
+                        qq = 2 * j
+                        out[b, k, rr, qq] = s[4 * r, j] + s[4 * r + 1, j] + s[4 * r + 2, j] + bk
+                        if qq + 1 < ow:
+                            out[b, k, rr, qq + 1] = s[4 * r + 1, j] - s[4 * r + 2, j] - s[4 * r + 3, j] + bk
+
+
+@kernel
+def _wino_w_kernel(w, u):
+    """The weight w (K, C, 3, 3) -> u (16, K, C): G w G^T for each (k, c)."""
+    t = np.empty(12, w.dtype)
+    for k in range(w.shape[0]):
+        for c in range(w.shape[1]):
+            for j in range(3):              # G g: rows
+                g0, g1, g2 = w[k, c, 0, j], w[k, c, 1, j], w[k, c, 2, j]
+                t[j], t[3 + j], t[6 + j], t[9 + j] = g0, (g0 + g1 + g2) * 0.5, (g0 - g1 + g2) * 0.5, g2
+            for a in range(4):              # (G g) G^T: columns
+                g0, g1, g2 = t[3 * a], t[3 * a + 1], t[3 * a + 2]
+                u[4 * a, k, c] = g0
+                u[4 * a + 1, k, c] = (g0 + g1 + g2) * 0.5
+                u[4 * a + 2, k, c] = (g0 - g1 + g2) * 0.5
+                u[4 * a + 3, k, c] = g2
+
+
+def _staggered(shape, dtype):
+    """An array (16, *shape) whose planes start one cache line apart from a multiple of 4 KiB: 16 planes a power
+    of two in size would map the kernels' 16 streams to one cache set (4K aliasing: 4x slower)."""
+    size = _prod(shape)
+    return np.empty((16, size + 16), dtype)[:, :size].reshape((16,) + tuple(shape))
+
+
+def _winograd_weight(w):
+    """The weight (K, C, 3, 3) as G w G^T: (16, K, C)."""
+    u = _staggered(w.shape[:2], w.dtype)
+    _wino_w_kernel(w, u)
+    return u
+
+
+_WINO_BLOCK = 4 << 20       # bytes of transformed input per band of tile rows: cache-sized
+
+
+def _winograd(x, u, bias, p, out):
+    """x (n, C, H, W) convolved with the transformed weight u (16, K, C), padding p: into out (n, K, OH, OW).
+    Per band of the batch's tile rows (cache-sized): the band's transform, its 16 products, their transform back."""
+    n, c, hh, ww = x.shape
+    oh, ow = out.shape[2], out.shape[3]
+    th, tw = -(-oh // 2), -(-ow // 2)
+    band = max(1, min(n * th, _WINO_BLOCK // (64 * c * tw)))
+    xp = np.zeros((n, c, 2 * th + 2, 2 * tw + 2), x.dtype)
+    rows, cols = min(hh, 2 * th + 2 - p[0]), min(ww, 2 * tw + 2 - p[2])
+    xp[:, :, p[0]:p[0] + rows, p[2]:p[2] + cols] = x[:, :, :rows, :cols]
+    v, m = _staggered((c, band * tw), x.dtype), _staggered((u.shape[1], band * tw), x.dtype)
+    for r0 in range(0, n * th, band):
+        r1 = min(n * th, r0 + band)
+        nt = (r1 - r0) * tw
+        vb, mb = (v, m) if nt == band * tw else (v[:, :, :nt], m[:, :, :nt])
+        _wino_in_kernel(xp, r0, r1, vb)
+        np.matmul(u, vb, out=mb)
+        _wino_out_kernel(mb, r0, r1, th, tw, bias, out)
+    return out
+
+
 def _gemm(w, cols, g):
     """The weight (O, C/g, *k) against columns (C*prod(k), M): (O, M), one product per group."""
     o = w.shape[0]
@@ -406,14 +527,22 @@ def _conv(x, w, b, s, p, d, g, keep=True):
     GEMM (per group), written into the output. Returns (out, tiles): with ``keep``, the tiles' bounds, columns
     and grid, which the weight gradient reuses; else None."""
     n, o, k = x.shape[0], w.shape[0], w.shape[2:]
-    bounds = _tiles(x, x.itemsize * x.shape[1] * _prod(k) * _prod(x.shape[2:]))
+    # Winograd where it applies and every value is finite (its tiles mix neighbours: an inf would make NaNs)
+    wino = _winograd_ok(x, w, s, d, g) and bool(np.isfinite(x.sum())) and bool(np.isfinite(w.sum()))
+    if wino:
+        u, bias = _winograd_weight(w), (np.zeros(o, x.dtype) if b is None else np.ascontiguousarray(b, x.dtype))
+        bounds = _tiles(x, x.itemsize * 4 * x.shape[1] * _prod(x.shape[2:]))
+    else:
+        bounds = _tiles(x, x.itemsize * x.shape[1] * _prod(k) * _prod(x.shape[2:]))
     nt = len(bounds) - 1
     cols_of, grid_of = [None] * nt, [None]
-    out = None if nt == 1 else array_module(x).empty(
-        (n, o) + _conv_size(x.shape[2:], k, s, p, d), x.dtype)
+    osz = _conv_size(x.shape[2:], k, s, p, d)
+    out = None if nt == 1 and not wino else array_module(x).empty((n, o) + osz, x.dtype)
 
     def tile(i):
         n0, n1 = bounds[i], bounds[i + 1]
+        if wino:
+            return _winograd(x[n0:n1], u, bias, p, out[n0:n1])
         cols, osz, grid = _columns(x[n0:n1], k, s, p, d, o)
         y = _gemm(w, cols, g).reshape((o, -1) + grid)
         if keep:
