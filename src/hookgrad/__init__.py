@@ -85,6 +85,7 @@ from .primitives.special import (asin, arcsin, acos, arccos, atan, arctan, asinh
                                  threshold_, relu_, selu_, celu_)
 from .primitives.complex import (real, imag, conj, conj_physical, resolve_conj, is_conj, sgn, angle, complex,
                                  polar, view_as_real, view_as_complex)
+from .primitives.special import _neg_view  # noqa: E402
 from .primitives.special import INPLACE_FUNCS as _C_INPLACE
 globals().update(_C_INPLACE)
 from math import pi, inf, nan, e

@@ -186,6 +186,7 @@ class Tensor:
     _retains_grad = False
     _view_fn = None
     _creation = None          # views: "no_grad" / "inference" when made there (PyTorch's CreationMeta)
+    _bits = 0                 # PyTorch's conjugate (1) and negative (2) bits, as metadata (primitives/complex.py)
     _lazy_rg = False          # views compute requires_grad (PyTorch: own flag, grad_fn or the base's)
     _inference = False        # an inference tensor: allocated in inference mode (torch.is_inference)
     _tensor_repr = True       # _printing: prints as tensor(...) (read from a class's own dict: subclasses print their name)
@@ -529,6 +530,8 @@ class Tensor:
     # ---- detach / clone share-or-copy ----------------------------------------------------
     def detach(self):
         t = Tensor._make(self._data, False, None, 0, self._vc)
+        if self._bits:
+            t._bits = self._bits
         if _op_hooks:           # the op hooks (a dispatch mode, the profiler) see aten::detach
             _op_hooks_detach[0](self, t)
         return t

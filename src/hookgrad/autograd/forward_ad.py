@@ -219,6 +219,9 @@ def _laid_out_like(tangent, tensor):
     """The tangent as it is when it has the primal's layout (strides, and a storage of the primal's size), else a
     copy laid out like the primal within a storage like the primal's (PyTorch's make_dual: as_strided on the dual
     then works on the tangent too)."""
+    if tangent._bits != tensor._bits:
+        # (PyTorch's layout check compares the conjugate and negative bits too: a copy, without them)
+        tangent = Tensor._make(_module_of(tangent._data).array(tangent._data, copy=True))
     d, g = tensor._data, tangent._data
     root = d
     while getattr(root, "base", None) is not None:

@@ -378,6 +378,8 @@ def make_view(out, src, fn):
     a replay function ``fn(tensor) -> view`` used to regenerate its history after in-place ops."""
     if out._fw_grad is not None:
         _view_tangent[0](out, src, fn)
+    if src._bits:
+        out._bits = src._bits       # a view of a conjugate (negative) keeps the bit, as PyTorch's
     if src._inference or out._inference:
         # a view of an inference tensor is one, and no view (no base, version counter or history: PyTorch's
         # inference tensors skip view tracking); a view of a normal tensor made in inference mode is normal

@@ -6,8 +6,12 @@ Gradients follow PyTorch's convention for complex inputs: the gradient of a real
 the conjugate Wirtinger derivative times two, dL/d(conj z) * 2 (so for L = |z|^2, z.grad == 2 * z). A complex
 gradient reaching a real input is reduced to its real part once, in ``Node._run_backward`` (the cast).
 
-hookgrad has no lazy conjugate bit: ``conj()`` computes the conjugate (not a view; ``is_conj()`` is always
-False; ``resolve_conj()`` returns the tensor). See docs/differences.md for the ops that take complex input.
+hookgrad computes conjugates: ``conj()`` (and ``_neg_view()``) returns a new tensor holding the conjugated (negated)
+values, not a view of the input's memory. PyTorch's conjugate and negative bits are kept as metadata
+(``Tensor._bits``: 1 conjugate, 2 negative), so that ``is_conj()`` / ``is_neg()`` answer as PyTorch's do: set by
+``conj()`` (``_neg_view()``; ``.imag`` of a conjugate), carried by views, ``detach()`` and in-place ops, dropped by
+``resolve_conj()`` / ``resolve_neg()`` (a copy) and by every op that makes a new tensor; ``view_as_real`` refuses
+a conjugate, as PyTorch. See docs/differences.md for the ops that take complex input.
 """
 import builtins as _builtins
 
@@ -54,15 +58,23 @@ class ViewAsComplex(Node, name="ViewAsComplexBackward0"):
         return x.view(np.complex64 if x.dtype == np.float32 else np.complex128)[..., 0]
 
     def backward(self, g):
-        return view_as_real(g.contiguous())
+        return _view_as_real(g.contiguous())     # (a conjugate gradient: its values, whatever its bit)
 
 
 def view_as_real(input):
     """The complex tensor as a real one with a trailing dimension of 2 (real, imaginary): a view."""
     _tensor_in("view_as_real", input)
+    if input._bits & _CONJ:
+        raise RuntimeError("view_as_real doesn't work on unresolved conjugated tensors.  To resolve the conjugate "
+                           "tensor so you can view it as real, use self.resolve_conj(); however, be warned that the "
+                           "resulting tensor will NOT alias the original.")
+    return _view_as_real(input)
+
+
+def _view_as_real(input):
     if not _is_complex(input):
         raise RuntimeError("view_as_real is only supported for complex tensors")
-    return make_view(ViewAsReal.apply(input), input, view_as_real)
+    return make_view(ViewAsReal.apply(input), input, _view_as_real)
 
 
 def view_as_complex(input):
@@ -92,15 +104,26 @@ def real(input):
     _tensor_in("real", input)
     if not _is_complex(input):
         return input
-    return select(view_as_real(input), -1, 0)
+    return _with_bits(select(_view_as_real(input), -1, 0), input._bits & _NEG)
 
 
 def imag(input):
-    """The imaginary part: a view (select(view_as_real(z), -1, 1)); an error for a real tensor."""
+    """The imaginary part: a view (select(view_as_real(z), -1, 1)); an error for a real tensor. The imaginary part
+    of a conjugate has the negative bit, as PyTorch's."""
     _tensor_in("imag", input)
     if not _is_complex(input):
         raise RuntimeError("imag is not implemented for tensors with non-complex dtypes.")
-    return select(view_as_real(input), -1, 1)
+    b = input._bits
+    return _with_bits(select(_view_as_real(input), -1, 1), (b & _NEG) ^ (_NEG if b & _CONJ else 0))
+
+
+_CONJ, _NEG = 1, 2      # Tensor._bits
+
+
+def _with_bits(t, bits):
+    if t._bits != bits:
+        t._bits = bits
+    return t
 
 
 def _set_part(k):
@@ -127,7 +150,7 @@ class ConjPhysical(Conj, name="ConjPhysicalBackward0"):
 def conj(input):
     """The complex conjugate (computed: hookgrad has no lazy conjugate bit); a real tensor itself."""
     _tensor_in("conj", input)
-    return Conj.apply(input) if _is_complex(input) else input
+    return _with_bits(Conj.apply(input), input._bits ^ _CONJ) if _is_complex(input) else input
 
 
 def conj_physical(input, *, out=None):
@@ -141,14 +164,16 @@ def conj_physical(input, *, out=None):
 
 
 def resolve_conj(input):
-    """The tensor itself: hookgrad's conjugates are always computed (no conjugate bit to resolve)."""
-    return _tensor_in("resolve_conj", input)
+    """The tensor itself, or where it has the conjugate bit a copy without it (the values are the same: hookgrad's
+    conjugates are computed)."""
+    _tensor_in("resolve_conj", input)
+    return _with_bits(input.clone(), input._bits & ~_CONJ) if input._bits & _CONJ else input
 
 
 def is_conj(input):
-    """False: hookgrad has no lazy conjugate bit."""
+    """Whether the tensor has PyTorch's conjugate bit (made by conj(), see the module's docstring)."""
     _tensor_in("is_conj", input)
-    return False
+    return bool(input._bits & _CONJ)
 
 
 # ---------------------------------------------------------------------------------------- abs, angle, sgn

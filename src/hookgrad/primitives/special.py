@@ -1391,7 +1391,26 @@ def _identity(fname):
     return fn
 
 
-resolve_neg = _identity("resolve_neg")      # real, imag, conj, ...: primitives/complex.py
+class NegView(E.Neg, name="NegViewBackward0"):
+    pass
+
+
+def _neg_view(input):
+    """PyTorch's negative view: the negated values (computed, see primitives/complex.py) with the negative bit."""
+    _tensor_in("_neg_view", input)
+    r = NegView.apply(input)
+    r._bits = input._bits ^ 2
+    return r
+
+
+def resolve_neg(input):
+    """The tensor itself, or where it has the negative bit a copy without it (the values are the same)."""
+    _tensor_in("resolve_neg", input)
+    if not input._bits & 2:
+        return input
+    r = input.clone()
+    r._bits = input._bits & ~2
+    return r
 
 
 def conj_physical_(input):
@@ -1399,8 +1418,9 @@ def conj_physical_(input):
 
 
 def is_neg(input):
+    """Whether the tensor has PyTorch's negative bit (_neg_view(), the imaginary part of a conjugate)."""
     _tensor_in("is_neg", input)
-    return False
+    return bool(input._bits & 2)
 
 
 def _float_binary(kernel):
@@ -1824,7 +1844,7 @@ METHODS = {
     "lgamma": lgamma, "digamma": digamma, "polygamma": lambda self, n: polygamma(n, self), "mvlgamma": mvlgamma,
     "i0": i0, "sinc": sinc, "deg2rad": deg2rad, "rad2deg": rad2deg, "logit": logit, "sgn": sgn, "angle": angle,
     "nan_to_num": nan_to_num, "signbit": signbit, "isreal": isreal, "frexp": frexp, "positive": positive,
-    "resolve_neg": resolve_neg, "is_neg": is_neg, "conj_physical_": conj_physical_,
+    "resolve_neg": resolve_neg, "is_neg": is_neg, "conj_physical_": conj_physical_, "_neg_view": _neg_view,
     "hypot": hypot, "logaddexp": logaddexp, "logaddexp2": logaddexp2, "xlogy": xlogy, "copysign": copysign,
     "ldexp": ldexp, "heaviside": heaviside, "nextafter": nextafter, "gcd": gcd, "lcm": lcm,
     "bitwise_left_shift": bitwise_left_shift, "bitwise_right_shift": bitwise_right_shift,
