@@ -166,7 +166,10 @@ def test_input_metadata():
                 return g
 
         v, _ = L.var_mean(y, dim=0)
-        return (meta((x * y).grad_fn), meta((x * 2).grad_fn), meta(v.grad_fn), meta(x.double().sum().grad_fn),
+        z = y.clone()
+        w = z[0]
+        w.mul_(2)               # CopySlices (the base's history) and AsStridedBackward0 (the view's, regenerated)
+        return (meta(z.grad_fn), meta(w.grad_fn), meta((x * y).grad_fn), meta((x * 2).grad_fn), meta(v.grad_fn), meta(x.double().sum().grad_fn),
                 meta(x.exp().grad_fn.next_functions[0][0]), meta(Test.apply(y).grad_fn),
                 meta(L.unbind(y)[0].grad_fn))
     both(run)
@@ -178,7 +181,8 @@ def _index_nodes(L):
     i = L.tensor([0, 1])
     outs = [a[:, i], a[i], a[i, :2], a[1], a[:, 1:3], a[None], a.narrow(1, 1, 2), a.unsqueeze(1), a[:, -2:],
             a[:, :-1], a[-1], a[..., None], a.select(1, -2), a[1:, i], a[..., i], a[i, None], a[[0, 1], [1, 2]],
-            a[a > 0], a.index_put((i,), L.tensor(1.), accumulate=True), a.index_put((i, i), L.tensor(1.))]
+            a[a > 0], a.index_put((i,), L.tensor(1.), accumulate=True), a.index_put((i, i), L.tensor(1.)),
+            a.unsqueeze(-1), a.unsqueeze(2), a.clone().unsqueeze_(-3)]
     b = a.clone()
     b[:, i] = 2.0
     outs.append(b)

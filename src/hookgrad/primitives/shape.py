@@ -377,7 +377,9 @@ class Squeeze(Node, name="SqueezeBackward0"):
 
 
 class Unsqueeze(Squeeze, name="UnsqueezeBackward0"):
-    saved_attrs = ("dim=inserted_dim",)
+    # the dim as given (a negative one reads wrapped, as PyTorch's int64), else the one inserted
+    saved_attrs = ("dim=inserted_dim if dim_arg is None else dim_arg",)
+    dim_arg = None
 
     jvp = linear_jvp
 
@@ -427,7 +429,7 @@ def unsqueeze(input, dim):
     shp = input._data.shape
     d = wrap_dim(dim, len(shp) + 1)
     new = shp[:d] + (1,) + shp[d:]
-    return make_view(Unsqueeze.apply(input, shape=new), input, lambda t: t.unsqueeze(d))
+    return make_view(Unsqueeze.apply(input, shape=new, dim_arg=int(dim)), input, lambda t: t.unsqueeze(d))
 
 
 class Contiguous(Node, name="CloneBackward0"):
@@ -1347,7 +1349,7 @@ def unsqueeze_(self, dim):
     shp = self._data.shape
     d = wrap_dim(dim, len(shp) + 1)
     new = shp[:d] + (1,) + shp[d:]
-    return _meta_inplace(self, UnsqueezeInplace.apply(self, shape=new), lambda t: t.unsqueeze(d))
+    return _meta_inplace(self, UnsqueezeInplace.apply(self, shape=new, dim_arg=int(dim)), lambda t: t.unsqueeze(d))
 
 
 def t_(self):
