@@ -229,6 +229,8 @@ def _as_strided_node(view, base):
     node.index = index
     node.base_shape = base._data.shape
     node.base_complex, node.view_complex = bc, vc
+    vd = view._data
+    node._out1 = (vd.shape, vd.dtype, type(vd))     # (_input_metadata: the view it is the history of)
     e, m = _node._edge(base)
     node.next_functions = (e,)
     node._in_meta = (m,)
@@ -341,6 +343,8 @@ def _copy_slices(view, base, fn, edge=None):
         cs.next_functions = (e, oe)
         cs._in_meta = (m, om)
     cs._seq = next(_node._seq)
+    bd = base._data
+    cs._out1 = (bd.shape, bd.dtype, type(bd))       # (_input_metadata: the base it is the history of)
     cs._saved = [None]          # (non-empty: the engine releases it after a pass, see _release)
     _rebase(base, cs, 0)
     _regenerate(view, base)
