@@ -202,19 +202,21 @@ class Tensor:
             cls._data = _user_data
 
     def __new__(cls, *args, **kwargs):
+        # the legacy constructor torch.Tensor(data) / torch.Tensor(2, 3) / torch.Tensor(tensor) (an alias), built
+        # here as PyTorch does: a subclass's __init__ (``super().__init__()``) finds the tensor made
         self = object.__new__(cls)
+        if args and isinstance(args[0], np.ndarray) and kwargs.get("_internal"):
+            return self
+        try:
+            _legacy_init(self, args)
+        except (TypeError, ValueError):
+            if cls is Tensor:
+                raise
+            _legacy_init(self, ())      # a subclass's own arguments: its __init__ makes what it needs
         return self
 
     def __init__(self, *args, **kwargs):
-        # legacy constructor torch.Tensor(data) / torch.Tensor(2, 3)
-        if args and isinstance(args[0], np.ndarray) and kwargs.get("_internal"):
-            return
-        xp = _array.default_module()
-        if len(args) == 1 and not isinstance(args[0], int):
-            data = xp.array(args[0].tolist() if isinstance(args[0], Tensor) else args[0], dtype=D.get_default_dtype().np)
-        else:
-            data = xp.zeros(tuple(args) if args else (0,), D.get_default_dtype().np)
-        _init(self, data, False, None, 0, None)
+        pass
 
     # NOTE: the flag lives in the slot ``_requires_grad``: code inside hookgrad reads and writes the slot
     # (a property costs ~4x a slot read on CPython 3.11, and ops read the flag of every input); the public
@@ -267,6 +269,8 @@ class Tensor:
         if not (isinstance(cls, type) and issubclass(cls, Tensor)):
             raise TypeError("Creating a Tensor subclass from a class that does not inherit from Tensor is not "
                             "possible. Make sure your class inherits from Tensor.")
+        if type(getattr(cls, "__torch_dispatch__", None)).__name__ in ("NoneType", "_DisabledTorchFunctionImpl"):
+            raise TypeError(f"{cls.__name__} must define __torch_dispatch__")
         shape = tuple(int(n) for n in size)
         dt = (dtype if dtype is not None else D.get_default_dtype()).np
         if strides is None:
@@ -831,6 +835,22 @@ def _del_user_data(self):
 _MISSING = object()
 _user_data = property(_get_user_data, _set_user_data, _del_user_data,
                       "A Tensor subclass's own ``_data`` attribute (hookgrad's array is read by hookgrad's code).")
+
+
+def _legacy_init(t, args):
+    xp = _array.default_module()
+    dt = D.get_default_dtype().np
+    if len(args) == 1 and isinstance(args[0], Tensor):
+        a = args[0]
+        if a._data.dtype == dt:         # an alias of the tensor (its memory and version counter)
+            _init(t, a._data, False, None, 0, a._vc)
+            return
+        data = xp.array(a.tolist(), dtype=dt)
+    elif len(args) == 1 and not isinstance(args[0], int):
+        data = xp.array(args[0], dtype=dt)
+    else:
+        data = xp.zeros(tuple(args) if args else (0,), dt)
+    _init(t, data, False, None, 0, None)
 
 
 def _init(t, data, requires_grad, grad_fn, output_nr, vc):

@@ -210,11 +210,12 @@ def composite_open(name=None):
     return not c or (c[-1] is not None and name not in c)
 
 
-def run_composite(name, fn, args, kwargs=None, parts=None):
+def run_composite(name, fn, args, kwargs=None, parts=None, inputs=None):
     """``fn(*args, **kwargs)``, PyTorch's composite op ``name`` (``"linear"``: made of primitives, each
     hooked as usual) or factory (``"randn"``, with ``parts``: the ops its aten kernel runs), as one range for
     the op hooks' ``composite_pre``/``composite_post`` (the profiler's ``aten::linear`` event around
-    ``aten::t`` and ``aten::addmm``). Check ``composite_open(name)`` first."""
+    ``aten::t`` and ``aten::addmm``); the hooks see ``inputs`` (aten's arguments; default ``args``). Check
+    ``composite_open(name)`` first."""
     tls = _op_tls
     hooks = tuple(_op_hooks.values())
     factory = parts is not None
@@ -226,7 +227,7 @@ def run_composite(name, fn, args, kwargs=None, parts=None):
             for h in hooks:
                 pre = getattr(h, "composite_pre", None)
                 if pre is not None:
-                    pre(name, args, parts or ())
+                    pre(name, args if inputs is None else inputs, parts or ())
                     opened.append(h)
         finally:
             tls.busy = factory          # a factory's own ops are its parts, not events of their own

@@ -370,7 +370,8 @@ def _conv(name, n, input, weight, bias, stride, padding, dilation, groups):
         raise TypeError(f"{name}() received an invalid combination of arguments - got (Tensor, {C._tname(weight)}), "
                         "but expected one of:")
     if _op_hooks and composite_open(name):          # the profiler's aten::conv<n>d range
-        return run_composite(name, _conv, (name, n, input, weight, bias, stride, padding, dilation, groups))
+        return run_composite(name, _conv, (name, n, input, weight, bias, stride, padding, dilation, groups),
+                             inputs=(input, weight, bias, stride, padding, dilation, groups))
     if _input_cast[0] is not None:      # autocast casts aten::conv<n>d's arguments
         input, weight, bias = _cast_composite(name, (input, weight, bias))
     if nd == n + 1:

@@ -68,6 +68,8 @@ class EmbeddingBag(Node, name="EmbeddingBagBackward0"):
         if self.mode == "mean":
             rows = rows / np.maximum(self.counts, 1)[kb][:, None].astype(ga.dtype)
         if self.scale_grad_by_freq:
+            if self.sparse:
+                raise RuntimeError("embedding_backward: scale_grad_by_freq not supported with sparse gradients")
             rows = rows / np.bincount(self.idx, minlength=self.num)[ki][:, None].astype(ga.dtype)
         if self.sparse:     # PyTorch's _embedding_bag_sparse_backward: one COO entry per index in a bag, in order
             return SparseCOO(xp.asarray(ki, np.int64)[None], xp.ascontiguousarray(rows, ga.dtype),
