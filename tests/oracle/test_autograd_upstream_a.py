@@ -127,11 +127,11 @@ def test_once_differentiable_differentiated_again_raises():
                 return g * 3
 
         x = L.arange(3.).requires_grad_()
-        g, = L.autograd.grad(F.apply(x).sum(), x, create_graph=True)
+        g, = L.autograd.grad(F.apply(x).sum(), x, L.ones((), requires_grad=True), create_graph=True)
         try:
             g.sum().backward()
         except RuntimeError as e:
-            return type(g.grad_fn).__name__, str(e)
+            return type(g.grad_fn).__name__, g.grad_fn.name(), str(e)
     both(run)
 
 
@@ -142,7 +142,8 @@ def test_delayed_error_with_undefined_inputs():
         one = L._C._functions.DelayedError(b"msg", 1)(a)
         return ([None if o is None else (type(o.grad_fn).__name__, o.output_nr) for o in r],
                 [None if f is None else type(f).__name__ for f, _ in r[0].grad_fn.next_functions],
-                type(one).__name__, type(one.grad_fn).__name__)
+                type(one).__name__, type(one.grad_fn).__name__, one.grad_fn.name(),
+                L._C._functions.UndefinedGrad()(a).grad_fn.name())
     both(run)
 
 

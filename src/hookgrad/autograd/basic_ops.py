@@ -44,6 +44,9 @@ class UndefinedGradBackward(Node, name="UndefinedGradBackward"):
     def backward(self, *grads):
         return (None,) * len(self.next_functions)
 
+    def name(self):
+        return "torch::autograd::UndefinedGradBackward"
+
 
 class Error(Node, name="Error"):
     """Passes its inputs through; raises ``msg`` if a backward pass runs it."""
@@ -56,6 +59,9 @@ class Error(Node, name="Error"):
     def backward(self, *grads):
         msg = self.msg
         raise RuntimeError(msg.decode() if isinstance(msg, bytes) else msg)
+
+    def name(self):
+        return "torch::autograd::Error"
 
 
 class UndefinedGrad(Node, name="UndefinedGrad"):
