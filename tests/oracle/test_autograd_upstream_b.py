@@ -15,7 +15,7 @@ LIBS = (torch, hookgrad)
 
 def to_np(x):
     if isinstance(x, (torch.Tensor, hookgrad.Tensor)):
-        return x.detach().resolve_conj().numpy() if isinstance(x, torch.Tensor) else x.detach().numpy()
+        return x.detach().resolve_conj().resolve_neg().numpy() if isinstance(x, torch.Tensor) else x.detach().numpy()
     return x
 
 
@@ -457,3 +457,48 @@ def test_empty_strides_and_as_strided_storage():
         return [L.randn(1, 0, 2).stride(), L.zeros(0, 3).stride(), z.storage_offset(),
                 z.untyped_storage().nbytes()]
     same(f)
+
+
+# ------------------------------------------------------------------ conjugate / negative bits (metadata)
+def test_conj_neg_bits():
+    def f(L):
+        x = L.randn(2, 2, dtype=L.cdouble, requires_grad=True)
+        c = x.conj()
+        n = x._neg_view()
+        r = L.randn(3)
+        bits = lambda t: (t.is_conj(), t.is_neg())
+        out = [bits(c), bits(c.conj()), bits(c.clone()), bits(c.resolve_conj()), bits(c * 2), bits(c[1:]),
+               bits(c.t()), bits(c.reshape(4)), bits(c.imag), bits(c.real), bits(n), bits(n.resolve_neg()),
+               bits(-x), bits(c.detach()), bits(r.conj()), bits(r._neg_view()), bits(c.resolve_neg()),
+               bits(c.imag.resolve_neg()), bits(c.to(L.cfloat)), bits(c.contiguous()), bits(c.sum()),
+               L.is_conj(c), L.is_neg(c.imag), r.conj() is r,
+               type(c.grad_fn).__name__, type(n.grad_fn).__name__, type(c.resolve_conj().grad_fn).__name__,
+               c, n, c.imag, c.resolve_conj(), n.resolve_neg()]
+        c2 = x.detach().clone().conj()
+        c2.add_(1)
+        out.append(bits(c2))
+        try:
+            L.view_as_real(c)
+        except RuntimeError as e:
+            out.append(str(e))
+        g, = L.autograd.grad((c * c.imag).abs().sum() + n.real.sum(), x)
+        return out + [g]
+    same(f)
+
+
+@pytest.mark.parametrize("primal_key", ["NEITHER", "CONJ", "NEG"])
+@pytest.mark.parametrize("tangent_key", ["NEITHER", "CONJ", "NEG"])
+def test_make_dual_compares_conj_neg_bits(primal_key, tangent_key):
+    def f(L):
+        keys = {"NEITHER": lambda x: x, "CONJ": lambda x: x.conj(), "NEG": lambda x: x._neg_view()}
+        fw = L.autograd.forward_ad
+        x = keys[primal_key](L.randn(2, 3, dtype=L.cdouble))
+        t = keys[tangent_key](L.randn(2, 3, dtype=L.cdouble))
+        with fw.dual_level():
+            dual = fw.make_dual(x, t)
+            tan = fw.unpack_dual(dual).tangent
+            re, im = L.real(dual), L.imag(dual)
+            parts = [fw.unpack_dual(v).tangent for v in (re, im, dual[1:])]
+            return [tan is t, tan.is_conj(), tan.is_neg(), tan] + [(p.is_conj(), p.is_neg(), p) for p in parts]
+    t, h = same(f)
+    assert t[0] is (primal_key == tangent_key)

@@ -220,8 +220,9 @@ def _laid_out_like(tangent, tensor):
     copy laid out like the primal within a storage like the primal's (PyTorch's make_dual: as_strided on the dual
     then works on the tangent too)."""
     if tangent._bits != tensor._bits:
-        # (PyTorch's layout check compares the conjugate and negative bits too: a copy, without them)
+        # (PyTorch's layout check compares the conjugate and negative bits too: a copy, with the primal's)
         tangent = Tensor._make(_module_of(tangent._data).array(tangent._data, copy=True))
+        tangent._bits = tensor._bits
     d, g = tensor._data, tangent._data
     root = d
     while getattr(root, "base", None) is not None:

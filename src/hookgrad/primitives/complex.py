@@ -104,7 +104,7 @@ def real(input):
     _tensor_in("real", input)
     if not _is_complex(input):
         return input
-    return _with_bits(select(_view_as_real(input), -1, 0), input._bits & _NEG)
+    return _part(input, 0)
 
 
 def imag(input):
@@ -113,11 +113,24 @@ def imag(input):
     _tensor_in("imag", input)
     if not _is_complex(input):
         raise RuntimeError("imag is not implemented for tensors with non-complex dtypes.")
-    b = input._bits
-    return _with_bits(select(_view_as_real(input), -1, 1), (b & _NEG) ^ (_NEG if b & _CONJ else 0))
+    return _part(input, 1)
 
 
 _CONJ, _NEG = 1, 2      # Tensor._bits
+
+
+def _part_bits(bits, k):
+    """The bits of the real (k = 0) or imaginary (k = 1) part of a tensor with ``bits``: the imaginary part of a
+    conjugate is a negative."""
+    return (bits & _NEG) ^ (_NEG if k and bits & _CONJ else 0)
+
+
+def _part(input, k):
+    r = _with_bits(select(_view_as_real(input), -1, k), _part_bits(input._bits, k))
+    t, it = r._fw_grad, input._fw_grad
+    if t is not None and it is not None:        # (forward AD: the tangent is the same part of the input's)
+        _with_bits(t, _part_bits(it._bits, k))
+    return r
 
 
 def _with_bits(t, bits):
