@@ -19,8 +19,8 @@ bytes; the timer and the memory hook do not count them a second time as forward 
 On a PyTorch model (or with ``lib=torch``), which has no op hook, :class:`TorchOpRunner` feeds the same
 four methods: PyTorch's public ``TorchDispatchMode`` gives the forward ops (aten names in hookgrad's
 spelling, ``aten.addmm`` -> ``Addmm``; ``forward_post`` gets ``node=None``, the node following in
-``forward_node``), and pre- and post-hooks on the autograd graph's nodes give the backward.
-:class:`HookTimeAccount` is hookgrad-only.
+``forward_node``), and pre- and post-hooks on the autograd graph's nodes give the backward. :class:`HookTimeAccount` on
+torch places its backward markers where PyTorch's engine allows (see its docstring).
 """
 import os
 import re
@@ -171,6 +171,10 @@ class OpTool(OpHook):
     def forward_node(self, output, node):
         """On torch: the grad_fn ``node`` of a forward op's ``output`` became known (after ``forward_post``,
         which there gets ``node=None``: TorchDispatchMode runs below autograd)."""
+
+    def node_hooked(self, node):
+        """On torch: the runner is about to hook ``node`` (a node of an op run inside the context, or one
+        reachable from it); a tool may keep what it needs in ``node.metadata``, never the node itself."""
 
     def in_backward(self):
         """True while a backward node of this thread is running (its pre-hook ran, its post-hook not yet)."""
@@ -344,6 +348,8 @@ class TorchOpRunner:
             if self.token in md:
                 continue
             md[self.token] = True
+            with _in_tool():
+                self.tool.node_hooked(node)
             view = NodeView(node.name(), md)
             self.handles.append(node.register_prehook(self._pre(view)))
             self.handles.append(node.register_hook(self._post(view)))
@@ -686,19 +692,28 @@ class HookTimeAccount(OpTool):
     * framework: the rest of the wall time (module call machinery, Python in ``forward()``, the
       engine's scheduling, and the cost of this accounting itself, which grows with the op count).
 
+    On a PyTorch model, whose engine runs a node's tensor hooks before its node pre-hooks and must not
+    get a hook registered on the node it is running, the backward window of a node is: the gap since
+    the previous node of the same backward finished (the node's tensor hooks: hook time when the node
+    has any, on a tensor of the forward that made it or on the leaf it accumulates into; else engine
+    time, framework), then the op runner's pre-hook, the user's node pre-hooks, a marker pre-hook, the
+    computation, the runner's post-hook, the user's node post-hooks and a marker post-hook. The two
+    markers are registered on a node when its parent node starts (before the node runs, after the
+    user registered the node's hooks); the first node of a backward has none, so its node hooks count
+    as framework time.
+
     >>> with HookTimeAccount(model) as acc:
     ...     model(x).sum().backward()
     >>> acc.report()   # {"wall", "model", "hooks", "framework", ...} in seconds
     """
 
     def __init__(self, model):
-        super().__init__(None)      # the markers replace the module stack
-        if lib_of(model).is_torch:
-            raise NotImplementedError("HookTimeAccount: hookgrad models only (on torch its node markers would be "
-                                      "registered while the node runs); use OpTimer on a PyTorch model")
+        super().__init__(None, lib=lib_of(model))      # the markers replace the module stack
         self.model_ = model
         self._mhandles = []
         self._nhandles = {}
+        self._late = []              # torch: the marker hooks registered on nodes before they run
+        self._keys = (_Token(), _Token(), _Token(), _Token())   # torch: node.metadata keys (kids, ins, late, th)
         self._t0 = 0.0
         self.reset()
 
@@ -753,6 +768,9 @@ class HookTimeAccount(OpTool):
         for h in self._nhandles.values():
             h.remove()
         self._nhandles = {}
+        for h in self._late:
+            h.remove()
+        self._late = []
         super()._stop()
 
     # ---- ops ----
@@ -767,6 +785,66 @@ class HookTimeAccount(OpTool):
         self.n_ops += 1
         if node is not None:
             self._nhandles[id(node)] = node.register_hook(self._post_mark)
+        elif self.lib.is_torch:         # the node comes in forward_node: keep the op's tensors (weakly) till then
+            self._tls.last = [weakref.ref(t) for t in flat(inputs) if isinstance(t, self.lib.Tensor)]
+
+    # ---- torch: what the markers need, kept in the nodes' own metadata (never the node in its own hooks) ----
+    def node_hooked(self, node):
+        kids, _, _, _ = self._keys
+        node.metadata[kids] = [n for n, _ in node.next_functions if n is not None]
+
+    def forward_node(self, output, node):
+        _, ins, _, _ = self._keys
+        last, self._tls.last = getattr(self._tls, "last", None), None
+        if last:
+            node.metadata[ins] = last
+
+    def _has_tensor_hooks(self, node, parent_md):
+        """Whether ``node`` has tensor hooks (PyTorch runs them before its pre-hooks): on the leaf it
+        accumulates into, or on an input of the parent's forward op that ``node`` produced."""
+        var = getattr(node, "variable", None)         # AccumulateGrad's leaf
+        if var is not None:
+            return any(h.kind == "grad" for h in self.lib.tensor_hooks(var))
+        for ref in parent_md.get(self._keys[1], ()):
+            t = ref()
+            if t is not None and t.grad_fn is node and any(h.kind == "grad" for h in self.lib.tensor_hooks(t)):
+                return True
+        return False
+
+    def _torch_pre(self, node, grad_outputs):
+        kids, _, late, th = self._keys
+        now = _perf()
+        md = node.metadata
+        task = self._task()
+        prev = getattr(self._tls, "last_end", None)
+        gap = now - prev[1] if prev is not None and prev[0] == task and md.get(th) else 0.0
+        self._enter_backward()
+        self._st("marks").append([now, None, None, late in md, gap, node.name()])
+        for kid in md.get(kids, ()):                  # before the kids run: markers after the user's hooks
+            km = kid.metadata
+            if late not in km:
+                km[late] = True
+                km[th] = self._has_tensor_hooks(kid, md)
+                self._late += [kid.register_prehook(self._pre_mark), kid.register_hook(self._late_post)]
+
+    def _late_post(self, grad_inputs, grad_outputs):
+        self._torch_end(_perf())
+
+    def _torch_end(self, t3):
+        t0, t1, t2, _, gap, name = self._st("marks").pop()
+        self._leave_backward()
+        self._tls.last_end = (self._task(), t3)
+        self.n_nodes += 1
+        if name == "BackwardHookFunctionBackward":
+            self.hooks_backward += gap + t3 - t0
+            return
+        t1 = t0 if t1 is None else t1
+        t2 = t3 if t2 is None else t2
+        self.hooks_backward += gap + (t1 - t0) + (t3 - t2)
+        self.model_backward += t2 - t1
+
+    def _task(self):
+        return torch_attr(self.lib.root, "graph_task_id", lambda: -1)()
 
     # ---- backward: window = [t0 | tensor + node pre-hooks | t1 | node | t2 | post-hooks | t3] ----
     def _pre_mark(self, grad_outputs):
@@ -776,6 +854,8 @@ class HookTimeAccount(OpTool):
         self._st("marks")[-1][2] = _perf()
 
     def backward_pre(self, node, grad_outputs):
+        if self.lib.is_torch:
+            return self._torch_pre(node, grad_outputs)
         self._enter_backward()
         rec = [None, None, None, node.register_prehook(self._pre_mark)]
         self._st("marks").append(rec)
@@ -783,6 +863,12 @@ class HookTimeAccount(OpTool):
 
     def backward_post(self, node, grad_inputs, grad_outputs):
         t3 = _perf()
+        if self.lib.is_torch:            # the runner's post-hook: after the computation, before the user's
+            rec = self._st("marks")[-1]
+            rec[2] = t3
+            if not rec[3]:               # no marker after the user's post-hooks: the window ends here
+                self._torch_end(t3)
+            return
         self._leave_backward()
         t0, t1, t2, h = self._st("marks").pop()
         h.remove()
