@@ -141,6 +141,7 @@ MODEL_TOOLS = {
     "grads_ready": lambda lib, m: register_full_post_accumulate_grad_hook(m, lambda mod: None),
     "OpTimer": lambda lib, m: ophooks.OpTimer(m),
     "MemoryHook": lambda lib, m: ophooks.MemoryHook(m),
+    "HookTimeAccount": lambda lib, m: ophooks.HookTimeAccount(m),
     "detect_nonfinite": lambda lib, m: nan.detect_nonfinite(m, raise_=False),
     "GradientMonitor": lambda lib, m: gradmon.GradientMonitor(m),
     "explain_autograd_errors": lambda lib, m: explain_autograd_errors(m),
