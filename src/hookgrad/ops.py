@@ -125,7 +125,13 @@ def _has_same_storage_numel(self, other):
             == other.untyped_storage().nbytes() // other.element_size())
 
 
+def _alias(self):
+    """aten::alias: a view of the whole tensor (AliasBackward0)."""
+    return self[...]
+
+
 _ADAPTERS = {
+    "alias": _alias,
     "convolution_backward": _convolution_backward,
     "_new_zeros_with_same_feature_meta": _new_zeros_with_same_feature_meta,
     "_has_same_storage_numel": _has_same_storage_numel,

@@ -502,3 +502,12 @@ def test_make_dual_compares_conj_neg_bits(primal_key, tangent_key):
             return [tan is t, tan.is_conj(), tan.is_neg(), tan] + [(p.is_conj(), p.is_neg(), p) for p in parts]
     t, h = same(f)
     assert t[0] is (primal_key == tangent_key)
+
+
+def test_aten_alias():
+    def f(L):
+        x = L.randn(3, requires_grad=True)
+        a = L.ops.aten.alias(x)
+        a.sum().backward()
+        return type(a.grad_fn).__name__, a._base is x, a.data_ptr() == x.data_ptr(), x.grad
+    same(f)
