@@ -112,6 +112,7 @@ from .primitives.linalg_legacy import (det, inverse, slogdet, logdet, matrix_exp
                                        cholesky, cholesky_solve, cholesky_inverse, lu, lu_unpack, lu_solve,
                                        triangular_solve, geqrf, orgqr, ormqr, frobenius_norm, nuclear_norm, solve,
                                        lstsq, eig, symeig, matrix_rank, svd_lowrank, pca_lowrank)
+from .primitives.lobpcg import lobpcg
 from ._creation import (hann_window, hamming_window, blackman_window, bartlett_window, kaiser_window,
                         range_deprecated as range, scalar_tensor, empty_strided, empty_permuted, frombuffer,
                         tril_indices, triu_indices, fill, get_default_device, set_default_device, result_type,

@@ -362,3 +362,46 @@ def test_custom_op_through_modes_and_selective_checkpointing():
             (ref,) = lib.autograd.grad(fn(x).sum(), (x,))
             log("sac", counter[0], g, ref)
     events(scenario)
+
+
+# ------------------------------------------------------------------------------------------------- lobpcg
+
+def _sym(n, batch=(), seed=0):
+    a = np.random.default_rng(seed).random(batch + (n, n))
+    return a @ np.swapaxes(a, -1, -2) / 10
+
+
+def _signed(lib, U):
+    _, idx = U.abs().max(-2, keepdim=True)
+    return U * U.gather(-2, idx).sign()
+
+
+def test_lobpcg_eigenpairs_and_gradient():
+    def scenario(lib, log):
+        for k, batch, n, largest in ((1, (), 6, True), (2, (), 6, False), (3, (2,), 9, True), (2, (2, 2), 6, False)):
+            A = lib.tensor(_sym(n, batch), requires_grad=True)
+            X = lib.eye(n, k, dtype=A.dtype).expand(*batch, n, k)
+            D, U = lib.lobpcg(A=A, k=k, X=X, largest=largest)
+            U = _signed(lib, U)
+            (D.sum() + U.sum()).backward()
+            log("eig", k, batch, largest, D, U, A.grad, bool((A.grad - A.grad.mT).abs().max() < 1e-9))
+        A = lib.tensor(_sym(9))
+        B = lib.tensor(_sym(9, seed=1) + np.eye(9))
+        D, U = lib.lobpcg(A, 2, B, X=lib.eye(9, 2, dtype=A.dtype))
+        log("generalized", D, _signed(lib, U), U.mT @ B @ U)
+        log("too many", _err(lambda: lib.lobpcg(lib.tensor(_sym(5)), k=2)))
+        Ag = lib.tensor(_sym(9), requires_grad=True)
+        Bg = lib.tensor(_sym(9, seed=1) + np.eye(9))
+        D, U = lib.lobpcg(Ag, 1, Bg, X=lib.eye(9, 1, dtype=Ag.dtype))
+        log("backward with B", _err(lambda: D.sum().backward()))
+    events(scenario)
+
+
+def test_lobpcg_gradcheck():
+    import hookgrad
+
+    def f(A):
+        D, U = hookgrad.lobpcg(A=A, k=2, X=hookgrad.eye(6, 2, dtype=A.dtype), largest=False)
+        return D, _signed(hookgrad, U)
+    A = hookgrad.tensor(_sym(6), requires_grad=True)
+    assert hookgrad.autograd.gradcheck(f, A, check_batched_grad=False)
