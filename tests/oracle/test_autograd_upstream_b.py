@@ -511,3 +511,20 @@ def test_aten_alias():
         a.sum().backward()
         return type(a.grad_fn).__name__, a._base is x, a.data_ptr() == x.data_ptr(), x.grad
     same(f)
+
+
+def test_nested_vmap_batched_tangents():
+    def f(L):
+        fw = L.autograd.forward_ad
+        V = L._vmap_internals._vmap
+        p = L.randn(3, 4)
+
+        def jvp(t):
+            with fw.dual_level():
+                d = fw.make_dual(p, t)
+                o = (d.sin() * d).t()[1:].sum(0) + d.as_strided((2,), (1,), 1).sum() + d.exp().mean()
+                v = L.zeros(4, 3).t()
+                v.copy_(d)
+                return fw.unpack_dual(o).tangent, fw.unpack_dual(v)[1], fw.unpack_dual(v._base)[1]
+        return V(V(jvp))(L.randn(2, 5, 3, 4))
+    same(f, rtol=1e-5, atol=1e-6)

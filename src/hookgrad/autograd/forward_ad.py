@@ -345,11 +345,13 @@ def _tangents(cls, node, args, params, tans, outs, nrs):
     if not any(d is not None for d in douts):
         return
     V = _vmap_support[0]
-    level = None if V is None else V.top_level(tans)
-    if level is None:
-        res = _tangent_values(cls, node, args, params, tans, outs, douts, nrs)
-    else:       # a vmap BatchedTensor tangent: the formula runs once per sample
-        res = V.per_sample(level, lambda ts: _tangent_values(cls, node, args, params, ts, outs, douts, nrs), tans)
+
+    def compute(ts):
+        level = None if V is None else V.top_level(ts)
+        if level is None:
+            return _tangent_values(cls, node, args, params, ts, outs, douts, nrs)
+        return V.per_sample(level, compute, ts)     # a vmap BatchedTensor tangent: once per sample (each level)
+    res = compute(tans)
     for o, t in zip(douts, res):
         if o is not None and t is not None:
             _set_tangent(o, t)

@@ -120,12 +120,21 @@ def view_tangent(fn, tangent):
     storage offset, and a view reaching outside its sample raises). None if the tangent is batched at several
     levels or ``fn`` makes no view of the sample (the per-sample tangent is kept)."""
     from ._rules import batched_as_strided
-    v = tangent._value
-    if type(v) is BatchedTensor or v.shape[0] == 0:
+    levels = []
+    v = tangent
+    while type(v) is BatchedTensor:         # (nested vmaps: the physical value has one batch dim per level)
+        levels.append(v._level)
+        v = v._value
+    n = len(levels)
+    if 0 in tuple(v.shape[:n]):
         return None
-    first = v.select(0, 0)
+    first = v
+    for _ in range(n):
+        first = first.select(0, 0)
     r = fn(first)
     if not isinstance(r, type(first)) or r.untyped_storage().data_ptr() != v.untyped_storage().data_ptr():
         return None
-    return BatchedTensor(batched_as_strided(v, tuple(r.shape), tuple(r.stride()), r.storage_offset()),
-                         tangent._level)
+    out = batched_as_strided(v, tuple(r.shape), tuple(r.stride()), r.storage_offset(), n)
+    for lv in reversed(levels):
+        out = BatchedTensor(out, lv)
+    return out

@@ -472,11 +472,15 @@ def check_as_strided_slice(first, sizes, strides, offset):
                            "PyTorch view operations")
 
 
-def batched_as_strided(v, sizes, strides, offset):
-    """Each sample of ``v`` (batch at dim 0) viewed with (sizes, strides) at ``offset`` plus the sample's distance
-    from the first one (PyTorch's as_strided under vmap: the offset counts from the batch's storage offset)."""
-    check_as_strided_slice(v.select(0, 0), sizes, strides, offset)
-    return v.as_strided((v.shape[0],) + tuple(sizes), (v.stride(0),) + tuple(strides), offset)
+def batched_as_strided(v, sizes, strides, offset, nbatch=1):
+    """Each sample of ``v`` (``nbatch`` batch dims in front) viewed with (sizes, strides) at ``offset`` plus the
+    sample's distance from the first one (PyTorch's as_strided under vmap: the offset counts from the batch's
+    storage offset)."""
+    first = v
+    for _ in range(nbatch):
+        first = first.select(0, 0)
+    check_as_strided_slice(first, sizes, strides, offset)
+    return v.as_strided(tuple(v.shape[:nbatch]) + tuple(sizes), tuple(v.stride()[:nbatch]) + tuple(strides), offset)
 
 
 @register("as_strided")
