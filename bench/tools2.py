@@ -112,7 +112,8 @@ def bench_capture():
     print(f"  plain forward, 1,000 sentences:   peak RSS {plain['peak_rss_mb']:7.1f} MB")
     print(f"  capture to disk, 1,000 sentences: peak RSS {disk['peak_rss_mb']:7.1f} MB  "
           f"({disk['bytes'] / 2**20:,.0f} MB written)  target < 256 MB: "
-          f"{'OK' if disk['peak_rss_mb'] < 256 else 'OVER'}")
+          f"{'OK' if disk['peak_rss_mb'] < 256 else 'OVER'} (numba kernels {'off' if os.environ.get('HOOKGRAD_JIT') == '0' else 'on'}; "
+          "where it goes, with and without numba: python bench/tools_capture.py rss)")
     print(f"  capture in memory, 100 sentences: peak RSS {mem100['peak_rss_mb']:7.1f} MB "
           f"(disk, 100 sentences: {disk100['peak_rss_mb']:.1f} MB)")
     print(f"  time per sentence: disk / memory = {disk100['per_sentence_ms'] / mem100['per_sentence_ms']:.2f} "
