@@ -374,7 +374,7 @@ try:
     HAVE_X = True
 except ImportError:
     HAVE_X = False
-HAS_VMAP = hasattr(torch, "lobpcg")
+HAS_VMAP = hasattr(torch.distributions, "Kumaraswamy")
 DEFAULT = ScheduleGPipe.SOME_MEMBER
 
 
@@ -383,7 +383,7 @@ class MySchedule(ScheduleGPipe):
 
 
 def use_call():
-    return torch.lobpcg(lambda x: x)
+    return torch.distributions.Kumaraswamy(lambda x: x)
 
 
 def use_value():
@@ -437,7 +437,7 @@ def test_lazy_mode_loads_and_fails_where_used(tmp_path, how):
     assert lines[2] == "plain MissingName MissingName"
     used = lines[3:]
     assert [u.split(" | ")[0] for u in used] == [
-        "raised NotImplementedName True torch.lobpcg", "raised NotImplementedName True torch.nn.qat",
+        "raised NotImplementedName True torch.distributions.Kumaraswamy", "raised NotImplementedName True torch.nn.qat",
         "raised NotImplementedName True torch.distributed.pipelining.ScheduleGPipe",
         "raised NotImplementedName True torch.no_such_module.sub.Thing"]
     assert "It was called" in used[0] and f"first named at {init}:21" in used[0] and "comes later" in used[0]
@@ -448,9 +448,10 @@ def test_lazy_mode_loads_and_fails_where_used(tmp_path, how):
 
 def test_strict_mode_names_lazy_mode(tmp_path):
     """Without --lazy, the first missing name stops the program, and the error says where lazy mode is."""
-    r = _run(tmp_path, "-m", "hookgrad", "-c", "import torch\ntry:\n    torch.lobpcg\nexcept AttributeError as e:\n"
+    r = _run(tmp_path, "-m", "hookgrad", "-c", "import torch\ntry:\n    torch.distributions.Kumaraswamy\nexcept AttributeError as e:\n"
              "    print(type(e).__name__, e)\nimport fakepkg")
     assert r.returncode == 1
-    assert r.stdout.startswith("NotImplementedName torch.lobpcg is not implemented in hookgrad yet")
+    assert r.stdout.startswith("NotImplementedName torch.distributions.Kumaraswamy is not implemented in hookgrad "
+                               "yet")
     assert "python -m hookgrad --lazy script.py" in r.stdout
     assert "No module named 'torch.distributed.pipelining'" in r.stderr and "--lazy" in r.stderr
