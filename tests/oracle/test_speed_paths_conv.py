@@ -141,13 +141,16 @@ WINOGRAD = [
 
 @pytest.mark.parametrize("case", WINOGRAD, ids=str)
 def test_conv2d_winograd(path, case, monkeypatch):
-    """Forward and every gradient (the input gradient is itself a 3x3 stride-1 convolution: Winograd again) against
-    torch, on both paths; on the compiled path the Winograd route must have been taken. Bands of one tile row
+    """Forward and every gradient (the input gradient is itself a 3x3 stride-1 convolution: Winograd again; the
+    weight gradient by Winograd's adjoint) against torch, on both paths; on the compiled path the Winograd routes
+    must have been taken. Bands of one tile row
     (a 1-byte budget) and one band for the whole batch give the same."""
     n, c, h, w, o, p, bias = case
+    monkeypatch.setattr(N, "_WINO_MIN_TILES", 1)       # (small batches: the real threshold is ~256 tiles)
     calls = []
-    real = N._winograd
-    monkeypatch.setattr(N, "_winograd", lambda *a: calls.append(1) or real(*a))
+    for name in ("_winograd", "_winograd_weight_grad"):
+        real = getattr(N, name)
+        monkeypatch.setattr(N, name, lambda *a, _name=name, _real=real: calls.append(_name) or _real(*a))
     x, wt, b = _rng(n, c, h, w), _rng(o, c, 3, 3, seed=1) * 0.2, _rng(o, seed=2)
     for band in (1, 1 << 30):
         monkeypatch.setattr(N, "_WINO_BLOCK", band)
@@ -155,12 +158,16 @@ def test_conv2d_winograd(path, case, monkeypatch):
             _check(_run(lambda L, x, w, b: L.nn.functional.conv2d(x, w, b, 1, p), [x, wt, b]), tol=2e-4)
         else:
             _check(_run(lambda L, x, w: L.nn.functional.conv2d(x, w, None, 1, p), [x, wt]), tol=2e-4)
-    assert bool(calls) == (path == "compiled")
+    assert sorted(set(calls)) == (["_winograd", "_winograd_weight_grad"] if path == "compiled" else [])
+    if o >= 16:     # conv_transpose2d, stride 1: its forward and its weight gradient are the same maps
+        _check(_run(lambda L, y, w: L.nn.functional.conv_transpose2d(y, w, None, 1, 1), [_rng(n, o, h, w), wt]),
+               tol=2e-4)
 
 
 def test_conv2d_winograd_nan_inf_and_threads(path, monkeypatch):
     """A NaN or inf in the input or the weight: the columns' route (Winograd's tiles would mix an inf into its
     neighbours as NaN), torch's values. More images than threads: tiles of images, each its own bands."""
+    monkeypatch.setattr(N, "_WINO_MIN_TILES", 1)
     x, wt = _rng(2, 16, 8, 8), _rng(16, 16, 3, 3, seed=1) * 0.2
     x[0, 1, 2, 3], x[1, 0, 5, 5], x[1, 2, 0, 0] = np.nan, np.inf, -np.inf
     with warnings.catch_warnings():

@@ -398,9 +398,19 @@ def _tiles(x, per):
 # images with enough channels (the transforms are adds; the products are BLAS's).
 
 
-def _winograd_ok(x, w, s, d, g):
-    return (w.ndim == 4 and tuple(w.shape[2:]) == (3, 3) and tuple(s) == (1, 1) and tuple(d) == (1, 1)
-            and g == 1 and w.shape[0] >= 16 and w.shape[1] >= 16 and fast(x, w))
+_WINO_MIN_TILES = 256
+
+
+def _winograd_ok(ws, s, d, g, *arrays):
+    """Whether a convolution of weight shape ws goes by Winograd: 3x3, stride 1, no dilation or groups, >= 16
+    channels in and out, enough tiles of the batch for the transforms to pay (about the output's pixels / 4;
+    fewer: the columns' GEMM is as fast), the arrays float32 on the compiled path and every value finite (the
+    tiles mix neighbours: an inf would turn into NaNs beside it). ``arrays[0]``: the images (N, C, H, W)."""
+    x = arrays[0]
+    return (len(ws) == 4 and tuple(ws[2:]) == (3, 3) and tuple(s) == (1, 1) and tuple(d) == (1, 1) and g == 1
+            and ws[0] >= 16 and ws[1] >= 16 and x.ndim == 4
+            and x.shape[0] * ((x.shape[2] + 1) // 2) * ((x.shape[3] + 1) // 2) >= _WINO_MIN_TILES and fast(*arrays)
+            and all(bool(np.isfinite(np.add.reduce(a, axis=None))) for a in arrays))
 
 
 @kernel
@@ -493,6 +503,88 @@ def _winograd_weight(w):
 _WINO_BLOCK = 4 << 20       # bytes of transformed input per band of tile rows: cache-sized
 
 
+def _wino_padded(x, p, th, tw):
+    """x (n, C, H, W) in a zero frame (n, C, 2th+2, 2tw+2): p[0] rows above, p[2] columns to the left."""
+    hh, ww = x.shape[2], x.shape[3]
+    xp = np.zeros(x.shape[:2] + (2 * th + 2, 2 * tw + 2), x.dtype)
+    rows, cols = min(hh, 2 * th + 2 - p[0]), min(ww, 2 * tw + 2 - p[2])
+    xp[:, :, p[0]:p[0] + rows, p[2]:p[2] + cols] = x[:, :, :rows, :cols]
+    return xp
+
+
+@kernel
+def _wino_grad_out_kernel(gy, r0, r1, th, tw, gm):
+    """The adjoint of _wino_out_kernel: gradients gy (n, K, OH, OW) of the batch's tile rows r0:r1 -> gm (16, K,
+    (r1-r0)*tw), A dy A^T for each 2x2 tile of gy (zeros past the edges)."""
+    oh, ow = gy.shape[2], gy.shape[3]
+    for k in range(gy.shape[1]):
+        for row in range(r0, r1):
+            b, i = row // th, row % th
+            t0 = (row - r0) * tw
+            for j in range(tw):
+                y00 = gy[b, k, 2 * i, 2 * j]
+                y01 = gy[b, k, 2 * i, 2 * j + 1] if 2 * j + 1 < ow else gy.dtype.type(0)
+                y10 = gy[b, k, 2 * i + 1, 2 * j] if 2 * i + 1 < oh else gy.dtype.type(0)
+                y11 = gy[b, k, 2 * i + 1, 2 * j + 1] if 2 * i + 1 < oh and 2 * j + 1 < ow else gy.dtype.type(0)
+                for e in range(4):          # row e of A dy, then its columns times A^T
+                    if e == 0:
+                        a0, a1 = y00, y01
+                    elif e == 1:
+                        a0, a1 = y00 + y10, y01 + y11
+                    elif e == 2:
+                        a0, a1 = y00 - y10, y01 - y11
+                    else:
+                        a0, a1 = -y10, -y11
+                    gm[4 * e, k, t0 + j] = a0
+                    gm[4 * e + 1, k, t0 + j] = a0 + a1
+                    gm[4 * e + 2, k, t0 + j] = a0 - a1
+                    gm[4 * e + 3, k, t0 + j] = -a1
+
+
+@kernel
+def _wino_w_grad_kernel(gu, gw):
+    """The adjoint of _wino_w_kernel: gu (16, K, C) -> gw (K, C, 3, 3), G^T gu G for each (k, c)."""
+    t = np.empty(12, gw.dtype)
+    h = np.float32(0.5)
+    for k in range(gw.shape[0]):
+        for c in range(gw.shape[1]):
+            for b in range(4):              # G^T s: rows
+                s0, s1, s2, s3 = gu[b, k, c], gu[4 + b, k, c], gu[8 + b, k, c], gu[12 + b, k, c]
+                t[b], t[4 + b], t[8 + b] = s0 + (s1 + s2) * h, (s1 - s2) * h, (s1 + s2) * h + s3
+            for i in range(3):              # (G^T s) G: columns
+                s0, s1, s2, s3 = t[4 * i], t[4 * i + 1], t[4 * i + 2], t[4 * i + 3]
+                gw[k, c, i, 0] = s0 + (s1 + s2) * h
+                gw[k, c, i, 1] = (s1 - s2) * h
+                gw[k, c, i, 2] = (s1 + s2) * h + s3
+
+
+def _winograd_weight_grad(x, gy, p):
+    """d<gy, conv(x, w)>/dw for a 3x3 stride-1 convolution of x (n, C, H, W) with padding p, gy (n, K, OH, OW):
+    per band of tile rows, the input's transform (as the forward's) and gy's (A dy A^T), 16 products
+    (K, tiles) x (tiles, C) summed over the bands, then G^T . G back to (K, C, 3, 3)."""
+    n, c = x.shape[0], x.shape[1]
+    k, oh, ow = gy.shape[1], gy.shape[2], gy.shape[3]
+    th, tw = -(-oh // 2), -(-ow // 2)
+    band = max(1, min(n * th, _WINO_BLOCK // (64 * max(c, k) * tw)))
+    xp = _wino_padded(x, p, th, tw)
+    v, gm = _staggered((c, band * tw), x.dtype), _staggered((k, band * tw), x.dtype)
+    gu = None
+    for r0 in range(0, n * th, band):
+        r1 = min(n * th, r0 + band)
+        nt = (r1 - r0) * tw
+        vb, gb = (v, gm) if nt == band * tw else (v[:, :, :nt], gm[:, :, :nt])
+        _wino_in_kernel(xp, r0, r1, vb)
+        _wino_grad_out_kernel(gy, r0, r1, th, tw, gb)
+        if gu is None:
+            gu = _staggered((k, c), x.dtype)
+            np.matmul(gb, vb.transpose(0, 2, 1), out=gu)
+        else:
+            gu += np.matmul(gb, vb.transpose(0, 2, 1))
+    gw = np.empty((k, c, 3, 3), x.dtype)
+    _wino_w_grad_kernel(gu, gw)
+    return gw
+
+
 def _winograd(x, u, bias, p, out):
     """x (n, C, H, W) convolved with the transformed weight u (16, K, C), padding p: into out (n, K, OH, OW).
     Per band of the batch's tile rows (cache-sized): the band's transform, its 16 products, their transform back."""
@@ -500,9 +592,7 @@ def _winograd(x, u, bias, p, out):
     oh, ow = out.shape[2], out.shape[3]
     th, tw = -(-oh // 2), -(-ow // 2)
     band = max(1, min(n * th, _WINO_BLOCK // (64 * c * tw)))
-    xp = np.zeros((n, c, 2 * th + 2, 2 * tw + 2), x.dtype)
-    rows, cols = min(hh, 2 * th + 2 - p[0]), min(ww, 2 * tw + 2 - p[2])
-    xp[:, :, p[0]:p[0] + rows, p[2]:p[2] + cols] = x[:, :, :rows, :cols]
+    xp = _wino_padded(x, p, th, tw)
     v, m = _staggered((c, band * tw), x.dtype), _staggered((u.shape[1], band * tw), x.dtype)
     for r0 in range(0, n * th, band):
         r1 = min(n * th, r0 + band)
@@ -528,7 +618,7 @@ def _conv(x, w, b, s, p, d, g, keep=True):
     and grid, which the weight gradient reuses; else None."""
     n, o, k = x.shape[0], w.shape[0], w.shape[2:]
     # Winograd where it applies and every value is finite (its tiles mix neighbours: an inf would make NaNs)
-    wino = _winograd_ok(x, w, s, d, g) and bool(np.isfinite(x.sum())) and bool(np.isfinite(w.sum()))
+    wino = _winograd_ok(w.shape, s, d, g, x, w)
     if wino:
         u, bias = _winograd_weight(w), (np.zeros(o, x.dtype) if b is None else np.ascontiguousarray(b, x.dtype))
         bounds = _tiles(x, x.itemsize * 4 * x.shape[1] * _prod(x.shape[2:]))
@@ -565,6 +655,10 @@ def _conv_weight(x, y, ws, s, p, d, g, tiles=None):
     its part of y, one GEMM (per group) whose inner dimension runs over the tile's output positions; the
     tiles' products summed."""
     o, osz, nd = y.shape[1], tuple(y.shape[2:]), len(ws) - 2
+    if _winograd_ok(ws, s, d, g, x, y):
+        bounds = _tiles(x, x.itemsize * 4 * x.shape[1] * _prod(x.shape[2:]))
+        return _parallel.tiles(len(bounds) - 1, lambda i: _winograd_weight_grad(
+            x[bounds[i]:bounds[i + 1]], y[bounds[i]:bounds[i + 1]], p), reduce=True)
     if tiles is None:
         bounds = _tiles(x, x.itemsize * x.shape[1] * _prod(ws[2:]) * _prod(x.shape[2:]))
         kept, grid = [None] * (len(bounds) - 1), None
