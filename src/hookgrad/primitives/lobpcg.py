@@ -98,11 +98,11 @@ def _poly_at_values(c, x):
 
 
 def _poly_at_matrix(c, a):
-    """sum_j c_j A^j (c's last coefficient 1) for the (batched) matrix ``a``, by Horner's rule."""
+    """sum_j c_j A^j (c's last coefficient 1) for the batch of matrices ``a`` (N, m, m), by Horner's rule."""
     i = eye(a.shape[-1], dtype=a.dtype)
     res = i.expand(a.shape)
     for j in range(c.shape[-1] - 2, -1, -1):
-        res = a.matmul(res) + c[..., j:j + 1].unsqueeze(-1) * i
+        res = a.bmm(res) + c[..., j:j + 1].unsqueeze(-1) * i
     return res
 
 
@@ -112,32 +112,36 @@ def _full_eigenspace_grad(dd, du, d, u):
     diag = eye(k, dtype=Dt.bool_)
     f = gap.masked_fill(diag, float("inf")).reciprocal()         # F_ij = 1 / (d_j - d_i), F_ii = 0
     ut = u.mT
-    return u.matmul((diag_embed(dd) + ut.matmul(du) * f).matmul(ut))
+    return u.bmm((diag_embed(dd) + ut.bmm(du) * f).bmm(ut))
 
 
 def _eigenpairs_grad(dd, du, a, d, u, largest):
+    """The gradient of A from those of the eigenpairs (D, U); the batch is flattened (N, ...) so that every product
+    is one bmm."""
+    batch, m, k = tuple(a.shape[:-2]), u.shape[-2], u.shape[-1]
+    a, d, u = a.reshape(-1, m, m), d.reshape(-1, k), u.reshape(-1, m, k)
+    dd, du = dd.reshape(-1, k), du.reshape(-1, m, k)
     res = _full_eigenspace_grad(dd, du, d, u)
-    m, k = u.shape[-2], u.shape[-1]
-    if k == m:
-        return res
-    ut = u.mT
-    proj = eye(m, dtype=a.dtype) - u.matmul(ut)              # onto the orthogonal complement of span(U)
-    # a fixed spanning set projected onto it (the gradient does not depend on which)
-    fixed = np.random.default_rng(0).standard_normal(tuple(a.shape[:-1]) + (m - k,)).astype(a.dtype.np)
-    u_ortho = proj.matmul(Tensor._make(fixed))
-    u_ortho_t = u_ortho.mT
-    c = _char_poly(d)
-    # sum_k A^(k-1) dU * p_k(D), p_k having the coefficients c_k.. of the characteristic polynomial
-    acc = None
-    du_k = du
-    for j in range(1, k + 1):
-        term = du_k * _poly_at_values(c[..., j:], d).unsqueeze(-2)
-        acc = term if acc is None else acc + term
-        du_k = a.matmul(du_k)
-    restricted = u_ortho_t.matmul(_poly_at_matrix(c, a).matmul(u_ortho))
-    sign = -1.0 if (largest and k % 2 == 1) else 1.0        # restricted * sign is positive definite
-    low = cholesky(sign * restricted)
-    return res - u_ortho.matmul(sign * cholesky_solve(u_ortho_t.matmul(acc), low)).matmul(ut)
+    if k < m:
+        ut = u.mT
+        proj = eye(m, dtype=a.dtype) - u.bmm(ut)             # onto the orthogonal complement of span(U)
+        # a fixed spanning set projected onto it (the gradient does not depend on which)
+        fixed = np.random.default_rng(0).standard_normal((a.shape[0], m, m - k)).astype(a.dtype.np)
+        u_ortho = proj.bmm(Tensor._make(fixed))
+        u_ortho_t = u_ortho.mT
+        c = _char_poly(d)
+        # sum_j A^(j-1) dU * p_j(D), p_j having the coefficients c_j.. of the characteristic polynomial
+        acc = None
+        du_j = du
+        for j in range(1, k + 1):
+            term = du_j * _poly_at_values(c[..., j:], d).unsqueeze(-2)
+            acc = term if acc is None else acc + term
+            du_j = a.bmm(du_j)
+        restricted = u_ortho_t.bmm(_poly_at_matrix(c, a).bmm(u_ortho))
+        sign = -1.0 if (largest and k % 2 == 1) else 1.0    # restricted * sign is positive definite
+        low = cholesky(sign * restricted)
+        res = res - u_ortho.bmm(sign * cholesky_solve(u_ortho_t.bmm(acc), low)).bmm(ut)
+    return res.reshape(*batch, m, m)
 
 
 class _LOBPCG(Function):
