@@ -118,6 +118,18 @@ def base_without_grad(lib):
     return _rows(w)
 
 
+def direct_hooks_on_given_plain_tensors(lib):
+    """Direct hooks on tensors that are not views, given as tensors=: reported only when provably missed."""
+    m = _mlp(lib)
+    x = _x(lib, requires_grad=True)
+    used, unused, leaf = x * 2, x * 3, lib.zeros(3, requires_grad=True)
+    for t in (x, used, unused, leaf):
+        t.register_hook(lambda g: None)
+    with why.watch(m, tensors={"x": x, "used": used, "unused": unused, "leaf": leaf}) as w:
+        m(used).sum().backward()
+    return _rows(w)
+
+
 CASES = {
     slice_of_module_output: [("cls", "view_not_in_graph")],
     slice_of_dead_output: [("cls", "view_base_not_reached")],
@@ -126,6 +138,7 @@ CASES = {
     leaf_base_without_tensors: [("row0", "view_not_in_graph")],
     base_not_observed: [("row0", "view_unknown")],
     base_without_grad: [("v", "view_cannot")],
+    direct_hooks_on_given_plain_tensors: [("unused", "backward_not_reached"), ("leaf", "backward_not_reached")],
 }
 
 

@@ -439,6 +439,11 @@ class Watch:
             return _make_finding(rec, "unknown") if fired is not None else None
         if mod is None and kind == "grad" and is_tensor(rec.owner) and torch_attr(rec.owner, "base") is not None:
             return self._explain_view(rec, fired)
+        if mod is None and fired is None and kind in _TENSOR and is_tensor(rec.owner):
+            # a direct hook on a tensor given in tensors=: reported only when the backward provably missed it
+            if self._reached(rec.owner) is False:
+                return _make_finding(rec, "backward_not_reached", target=f"{rec.path or 'the tensor'}")
+            return None
         if mod is None:                   # a tensor or node outside the model's modules
             if kind in _TENSOR + _NODE:
                 return _make_finding(rec, "backward_not_reached", target=f"{rec.path or 'the tensor'}")
