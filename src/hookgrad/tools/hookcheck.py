@@ -464,9 +464,9 @@ class strict_hooks:
                 self._wrap(_owner(lib.optim.Optimizer, meth), meth, kind,
                            lambda o: f"optimizer {type(o).__name__}")
             with lib.enable_grad():
-                node_cls = type((lib.ones(1, requires_grad=True) * 1).grad_fn)
-            for meth, kind in _NODE_METHODS:
-                owner = _owner(node_cls, meth)
+                node = (lib.ones(1, requires_grad=True) * 1).grad_fn      # None under inference_mode
+            for meth, kind in _NODE_METHODS if node is not None else ():
+                owner = _owner(type(node), meth)
                 if owner.__module__ != "builtins":   # PyTorch's C++ node types cannot be patched: see below
                     self._wrap(owner, meth, kind, self._where_node)
             if lib.__name__ == "torch":
