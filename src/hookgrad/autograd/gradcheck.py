@@ -463,7 +463,21 @@ def _batched_mismatch(output_idx, input_idx, res, exp, forward=False):
             f"\n\nGot:\n{res}\n\nExpected:\n{exp}").strip()
 
 
-def _compare_batched(result, expected, output_idx, forward):
+def _check_batched(fn, vectors, output_idx, forward):
+    """fn (a vjp, or a jvp when forward) on each random vector, stacked, against fn under vmap on the stacked
+    vectors; torch squashes vmap's fallback warnings in the reverse-mode check only."""
+    from ..primitives.join import stack
+    # (a sparse gradient is compared dense: hookgrad stacks no sparse tensors)
+    expected = [stack([_dense(g) for g in shards]) for shards in zip(*[fn(v) for v in vectors])]
+    with warnings.catch_warnings():
+        if not forward:
+            warnings.filterwarnings("ignore", message="There is a performance drop")
+            warnings.filterwarnings("ignore", message="Please use `torch.vmap`")
+        try:
+            result = _vmap[0](fn)(stack(vectors))
+        except RuntimeError as ex:
+            raise GradcheckError(f"While computing batched gradients, got: {ex}\n\n"
+                                 f"{_FAILED_BATCHED_FWD if forward else _FAILED_BATCHED}") from ex
     for k, (res, exp) in enumerate(zip(result, expected)):
         if not np.allclose(_host(res), _host(exp), rtol=1e-5, atol=1e-8):
             raise GradcheckError(_batched_mismatch(k if forward else output_idx, k, res, exp, forward))
@@ -481,23 +495,12 @@ def _test_batched_grad(inputs, output, output_idx):
     """Two autograd.grad calls against one under vmap, with random grad_outputs."""
     from .api import grad
     from .._creation import randn_like
-    from ..primitives.join import stack
     diff = _diff_inputs(inputs)
 
     def vjp(v):
         gs = grad(output, diff, v, retain_graph=True, allow_unused=True)
         return tuple(_zeros_expanded(t) if g is None else g for g, t in zip(gs, diff))
-    gos = [randn_like(output.detach()) for _ in range(2)]
-    # (a sparse gradient is compared dense: hookgrad stacks no sparse tensors)
-    expected = [stack([_dense(g) for g in shards]) for shards in zip(*[vjp(g) for g in gos])]
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message="There is a performance drop")
-        warnings.filterwarnings("ignore", message="Please use `torch.vmap`")
-        try:
-            result = _vmap[0](vjp)(stack(gos))
-        except RuntimeError as ex:
-            raise GradcheckError(f"While computing batched gradients, got: {ex}\n\n{_FAILED_BATCHED}") from ex
-    _compare_batched(result, expected, output_idx, False)
+    _check_batched(vjp, [randn_like(output.detach()) for _ in range(2)], output_idx, False)
     return True
 
 
@@ -505,7 +508,6 @@ def _test_batched_grad_forward_ad(func, inputs):
     """Per differentiable input: two jvp calls against one under vmap (a batched tangent), with random tangents."""
     from . import forward_ad as fw
     from .._creation import randn_like
-    from ..primitives.join import stack
     for idx, current in enumerate(inputs):
         if not (_is_t(current) and current.requires_grad):
             continue
@@ -523,13 +525,7 @@ def _test_batched_grad_forward_ad(func, inputs):
                 return tuple(ret)
         if not (current.is_floating_point() or current.is_complex()):
             continue
-        tangents = [randn_like(current.detach()) for _ in range(2)]
-        expected = [stack(list(shards)) for shards in zip(*[jvp(t) for t in tangents])]
-        try:
-            result = _vmap[0](jvp)(stack(tangents))
-        except RuntimeError as ex:
-            raise GradcheckError(f"While computing batched gradients, got: {ex}\n\n{_FAILED_BATCHED_FWD}") from ex
-        _compare_batched(result, expected, idx, True)
+        _check_batched(jvp, [randn_like(current.detach()) for _ in range(2)], idx, True)
     return True
 
 
