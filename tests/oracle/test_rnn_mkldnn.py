@@ -38,7 +38,8 @@ CONFIGS = [  # layers, bidirectional, bias, batch_first
 
 
 @pytest.mark.parametrize("layers,bidirectional,bias,batch_first", CONFIGS)
-def test_lstm_function_values_and_gradients(layers, bidirectional, bias, batch_first):
+def test_lstm_function_values_and_gradients(layers, bidirectional, bias, batch_first, path):
+    """On both paths: the compiled step kernels (forward gates, backward recurrence) and NumPy's."""
     inp, hid, T, B = 3, 4, 4, 2
     dirs = 2 if bidirectional else 1
     ws = _weights(inp, hid, layers, dirs, bias)
