@@ -11,6 +11,8 @@ import sys
 import types
 
 from ._errors import NoCuda
+from . import _no_accelerator
+from ._no_accelerator import is_bf16_supported, is_tf32_supported, get_arch_list, get_gencode_flags, seed, seed_all  # noqa: F401,E501
 
 default_generators = ()
 
@@ -21,13 +23,6 @@ def _no_cuda():
 
 def _raise_no_cuda(*args, **kwargs):
     raise _no_cuda()
-
-
-def seed():
-    pass
-
-
-seed_all = seed
 
 
 def set_rng_state(new_state, device="cuda"):
@@ -69,22 +64,6 @@ reset_max_memory_cached = reset_max_memory_allocated
 
 def memory_stats(device=None):
     return collections.OrderedDict()
-
-
-def is_bf16_supported(including_emulation=True):
-    return False
-
-
-def is_tf32_supported():
-    return False
-
-
-def get_arch_list():
-    return []
-
-
-def get_gencode_flags():
-    return ""
 
 
 def _no_nvml(*args, **kwargs):
@@ -179,25 +158,24 @@ def set_stream(stream):
     pass
 
 
-class device:
-    """``with torch.cuda.device(i):``: entering switches the current CUDA device, which needs CUDA."""
-
-    def __init__(self, device):
-        self.idx = _get_device_index(device, optional=True) if device is not None else -1
-        self.prev_idx = -1
-
-    def __enter__(self):
-        if self.idx == -1:
-            return None
-        raise RuntimeError("PyTorch was compiled without CUDA support")
-
-    def __exit__(self, *exc):
-        return False
+def _exchange_device(idx):
+    if idx < 0:
+        return -1
+    raise RuntimeError("PyTorch was compiled without CUDA support")
 
 
-class device_of(device):
-    def __init__(self, obj):
-        super().__init__(-1)
+class device(_no_accelerator.device):
+    """``with torch.cuda.device(i):``: entering switches the current CUDA device, which needs CUDA (-1: nothing to
+    switch)."""
+    _exchange_device = staticmethod(_exchange_device)
+
+    @staticmethod
+    def _index(device):
+        return _get_device_index(device, optional=True) if device is not None else -1
+
+
+class device_of(_no_accelerator.device_of, device):
+    pass
 
 
 class OutOfMemoryError(RuntimeError):

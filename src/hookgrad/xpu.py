@@ -6,6 +6,8 @@ raises PyTorch's ``AssertionError: Torch not compiled with XPU enabled`` (here a
 ``with torch.xpu.device(0)`` raises the NotImplementedError PyTorch raises.
 """
 from ._errors import NoCuda as _NoDevice     # (an AssertionError that is also a RuntimeError)
+from . import _no_accelerator
+from ._no_accelerator import is_bf16_supported, is_tf32_supported, get_arch_list, get_gencode_flags, seed, seed_all  # noqa: F401,E501
 
 default_generators = ()
 
@@ -31,27 +33,12 @@ def _is_compiled():
     return False
 
 
-def is_bf16_supported(including_emulation=True):
-    return False
-
-
-def is_tf32_supported():
-    return False
-
-
 def manual_seed(seed):
     pass
 
 
 def manual_seed_all(seed):
     pass
-
-
-def seed():
-    pass
-
-
-seed_all = seed
 
 
 def empty_cache():
@@ -65,14 +52,6 @@ def memory_allocated(device=None):
 max_memory_allocated = memory_reserved = max_memory_reserved = memory_allocated
 
 
-def get_arch_list():
-    return []
-
-
-def get_gencode_flags():
-    return ""
-
-
 def set_rng_state(new_state, device="xpu"):
     pass
 
@@ -81,24 +60,21 @@ def set_rng_state(new_state, device="xpu"):
  get_device_properties, initial_seed, get_rng_state, current_stream, set_stream, mem_get_info) = (_raise_no_xpu,) * 13
 
 
-class device:
+def _exchange_device(idx):
+    raise NotImplementedError("PyTorch was compiled without XPU support")
+
+
+class device(_no_accelerator.device):
     """``with torch.xpu.device(i)``: raises, as PyTorch built without XPU does."""
+    _exchange_device = staticmethod(_exchange_device)
 
-    def __init__(self, device):
-        self.idx = device if isinstance(device, int) else getattr(device, "index", 0) or 0
-
-    def __enter__(self):
-        raise NotImplementedError("PyTorch was compiled without XPU support")
-
-    def __exit__(self, *exc):
-        return False
+    @staticmethod
+    def _index(device):
+        return device if isinstance(device, int) else getattr(device, "index", 0) or 0
 
 
-class device_of(device):
+class device_of(_no_accelerator.device_of, device):
     """``with torch.xpu.device_of(tensor)``: the tensor's XPU device (none here: entering raises, as in PyTorch)."""
-
-    def __init__(self, obj):
-        super().__init__(-1)
 
 
 from . import _missing  # noqa: E402

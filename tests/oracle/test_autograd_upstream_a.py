@@ -428,6 +428,26 @@ def test_xpu_without_xpu():
     both(run)
 
 
+@pytest.mark.parametrize("accel", ["cuda", "xpu"])
+def test_device_context_without_accelerator(accel):
+    """``with torch.<accel>.device(i)`` / ``device_of`` in a build without the accelerator: -1 (or below) passes
+    through and leaves idx at -1 (CUDA), any other index raises; XPU raises NotImplementedError for every index."""
+    if accel == "cuda" and hookgrad.cuda.is_available():
+        pytest.skip("hookgrad sees a CUDA device")
+
+    def run(L):
+        mod, res = getattr(L, accel), []
+        for ctx in [mod.device(i) for i in (0, -1, -2, 3)] + [mod.device_of(L.zeros(1))]:
+            try:
+                with ctx:
+                    res.append(("in", ctx.idx, ctx.prev_idx))
+                res.append(("out", ctx.idx, ctx.prev_idx))
+            except (RuntimeError, NotImplementedError) as e:
+                res.append((type(e).__name__, str(e)))
+        return res
+    assert any(r[0] != "out" for r in both(run))
+
+
 def test_vf_unique_dim_and_integer_outputs():
     def run(L):
         x = L.tensor([[1., 2], [1, 2], [3, 4]], requires_grad=True)

@@ -46,7 +46,7 @@ LAYERS = (
     # above the primitives, built on the ops: the torch.autograd namespace (backward, grad, functional,
     #    gradcheck), nn, optim, utils, serialization, the namespaces of missing names, PyTorch's load-time modules
     ("autograd", "nn", "ao", "optim", "utils", "serialization", "_weights_only_unpickler", "_misc", "_nn_functions",
-     "futures", "distributed", "jit", "hub", "overrides", "multiprocessing", "backends", "cpu", "cuda", "xpu", "amp", "profiler",
+     "futures", "distributed", "jit", "hub", "overrides", "multiprocessing", "backends", "cpu", "cuda", "xpu", "_no_accelerator", "amp", "profiler",
      "primitives.linalg_ns",
      "compiler", "_dynamo", "_tensor_str", "_utils", "_subclasses", "onnx", "accelerator",  # torch's load-time stand-ins (issue 22)
      "primitives.special_ns", "primitives.fft", "primitives.signal", "_missing",
