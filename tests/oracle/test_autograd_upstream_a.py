@@ -10,6 +10,7 @@ import pytest
 import torch
 
 import hookgrad
+from _scen import identity_function
 
 LIBS = (torch, hookgrad)
 
@@ -157,15 +158,7 @@ def test_input_metadata():
             return [(list(m.shape), m.dtype, str(m.device), m.is_nested_tensor, m.is_cpp_nested_tensor)
                     for m in gf._input_metadata]
 
-        class Test(L.autograd.Function):
-            @staticmethod
-            def forward(ctx, t):
-                return t
-
-            @staticmethod
-            def backward(ctx, g):
-                return g
-
+        Test = identity_function(L)
         v, _ = L.var_mean(y, dim=0)
         z = y.clone()
         w = z[0]
