@@ -4,9 +4,15 @@ runs in backward is ``autograd::engine::evaluate_function: AddmmBackward0`` arou
 ``record_function("label")`` is a user range around what runs inside it. Events nest by time on each thread.
 ``torch.profiler.profile`` (hookgrad/profiler) records through the same ``profile`` class.
 
+The composite ops ``aten::linear``, ``aten::matmul`` and ``aten::conv<n>d`` are ranges around their primitives
+(``op_hooks.run_composite``, with aten's input shapes under ``record_shapes``); a factory is one event with the
+parts PyTorch's kernel runs inside it (``aten::randn`` around ``aten::empty`` and ``aten::normal_``). Events of
+ops have sequence number -1 unless they recorded a node; a backward node's two events carry its forward op's
+sequence number and thread (``fwd_thread``), AccumulateGrad's -1 and 0.
+
 NOTE: a gradient formula runs on arrays in a plain backward, so a backward node has no aten children (PyTorch
-shows the mm/t/sum it calls); under create_graph the formula's Tensor ops are recorded inside it. Composite
-ops (``aten::linear``, ``aten::matmul``) are not ranges of their own: their primitives are.
+shows the mm/t/sum it calls); under create_graph the formula's Tensor ops are recorded inside it. Other composite
+ops show their primitives only.
 """
 import contextlib
 import os
