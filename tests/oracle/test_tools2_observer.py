@@ -41,12 +41,9 @@ OP_TOOLS = {
     "strict_hooks": lambda lib: strict_hooks(lib=lib),
 }
 # Known differences, each a bug outside the tool's code, kept visible as xfails:
-# - hookgrad core: under saved_tensors_hooks the float32 Addmm/Mm and Softmax gradient formulas run on Tensors
-#   instead of arrays and round differently in the last bits (test_tools2_saved_bytes.py has the strict xfail)
 # - torch, the op tools' TorchDispatchMode runner (tools/ophooks.py): leaf gradients change in the last bit
 #   (float64 programs basic/matmul seed 0)
-KNOWN_MODELS = {("hookgrad", "saved_tensor_bytes"): "hookgrad core: saved_tensors_hooks change the rounding of "
-                "float32 Addmm/Softmax gradients"}
+KNOWN_MODELS = {}
 KNOWN_CORPUS = {("torch", t): "op tools on torch (TorchDispatchMode runner) change leaf gradients in the last bit"
                 for t in ("OpTimer", "OpPrinter", "MemoryHook", "detect_nonfinite")}
 CATS = ("basic", "matmul", "multi", "views", "inplace", "second", "leafhooks")

@@ -78,6 +78,9 @@ def _saved_arrays(node):
     if node._freed:
         raise RuntimeError(_FREED)
     if vers is None:
+        u = node._unpacked          # packed by saved_tensors_hooks: unpacked once by the node (_run_hook_packed)
+        if u is not None:
+            return [v._data if isinstance(v, Tensor) else v for v in u]
         return [s._array() if type(s) is SavedTensor else s for s in node._saved]
     out = []
     for s, v in zip(node._saved, vers):

@@ -323,9 +323,9 @@ class Node:
             saved = []
             mask = None if self.save_if is None else self._save_mask()
             if _hooks_tls.stack:
-                # packed in PyTorch's order (inputs by name, then outputs); the formula then runs on
-                # Tensors, which unpack in that order (saved_values), and its values are Tensors
-                self._spaced = False
+                # packed in PyTorch's order (inputs by name, then outputs), and unpacked in that order, once
+                # per backward (_run_hook_packed)
+                self._hook_packed = True
                 saved = [None] * len(save)
                 for k in self._pack_order or range(len(save)):
                     if mask is None or mask[k]:
@@ -386,6 +386,8 @@ class Node:
         (PyTorch's built-in nodes have no ``saved_tensors``; custom Function nodes do.)"""
         if self._freed:
             raise RuntimeError(_FREED)
+        if self._unpacked is not None:
+            return self._unpacked
         vers = self._versions
         if vers is None:
             order = self._pack_order
@@ -418,6 +420,27 @@ class Node:
         raise NotImplementedError(f"{self.name()} has no backward")
 
     # ---- called by the engine ----
+    _hook_packed = False        # saved tensors packed by saved_tensors_hooks
+    _unpacked = None            # their unpacked values while the formula runs
+
+    def _run_hook_packed(self, grads, F):
+        """A node whose saved tensors were packed by saved_tensors_hooks: the unpack hooks run once here, in
+        PyTorch's order, then the formula runs as it would without hooks (on arrays in a plain backward: the
+        same arithmetic, so attaching hooks changes no bit), unless an unpack hook gave back another shape or
+        dtype: then on Tensors, whose ops raise PyTorch's errors or promote as PyTorch's formula would."""
+        vals = self.saved_values
+        same = all(type(s) is not SavedTensor or (v._data.shape, v._data.dtype) == s._meta
+                   for s, v in zip(self._saved, vals) if s is not None)
+        self._unpacked = vals
+        spaced = self._spaced
+        if not same:
+            self._spaced = False
+        try:
+            return self._run_backward(grads, F)
+        finally:
+            self._unpacked = None
+            self._spaced = spaced
+
     def _run_backward(self, grads, F=TENSORS):
         """grad_inputs from grad_outputs, both carried in the gradient space ``F`` (Tensors or arrays),
         one per next_functions entry: materialise missing grads of a multi-output node, run the formula,
@@ -427,6 +450,8 @@ class Node:
         ``F``; a formula on Tensors alone runs on ARRAYS with its gradients wrapped (grad mode is off)."""
         if _INPLACE_DETACHED[0] and self._saved:
             _check_detached(self)
+        if self._hook_packed and self._unpacked is None:
+            return self._run_hook_packed(grads, F)
         spaced = self._spaced
         arrays = F is ARRAYS
         if arrays and not spaced:       # a formula on Tensors alone, in a plain backward: wrapped for it

@@ -42,7 +42,7 @@ class SavedTensor:
     output_nr, or the leaf's AccumulateGrad), so a pack hook that detaches still gives a
     differentiable gradient under create_graph=True."""
     __slots__ = ("_tensor", "_version", "_vc", "_node_ref", "_output_nr", "_data", "_requires_grad",
-                 "_packed", "_unpack", "_grad_fn", "_grad_acc")
+                 "_packed", "_unpack", "_grad_fn", "_grad_acc", "_meta")
 
     def __init__(self, tensor=None, node=None, output_nr=0):
         if tensor is None:
@@ -85,6 +85,7 @@ class SavedTensor:
             _op_tls.busy = busy
         if vc[0] != version:
             raise RuntimeError(_PACK_INPLACE)
+        self._meta = (tensor._data.shape, tensor._data.dtype)      # what an unpack hook should give back
         self._packed = packed
         self._unpack = unpack
         self._tensor = None
