@@ -6,6 +6,7 @@ Families: elementwise ops (operands padded so that broadcasting lines up behind 
 dims (a logical dim d >= 0 is physical d + 1; negative dims stay), views and reshapes, indexing, matmul and
 the products built on it, linear/conv/norms/attention/losses from nn.functional, and the random ops
 (vmap's ``randomness``)."""
+import functools
 import inspect
 
 from ._batched import BatchedTensor, level_info, inplace_error, fallback, RULES
@@ -111,10 +112,15 @@ _OPS_SCALAR_FIRST = {"rsub"}
 _RANDOM_FILL = {"uniform_", "normal_"}
 
 
+def _padded(level, r, args, kwargs):
+    """The arguments with each batch at ``level`` padded to logical rank ``r`` (broadcasting lines up)."""
+    return ([pad(a._value, r - lrank(a, level)) if at(a, level) else a for a in args],
+            {k: pad(a._value, r - lrank(a, level)) if at(a, level) else a for k, a in kwargs.items()})
+
+
 def elementwise(level, func, args, kwargs):
-    r = max([lrank(a, level) for a in (*args, *kwargs.values()) if _is_tensor(a)] or [0])
-    new = [pad(a._value, r - lrank(a, level)) if at(a, level) else a for a in args]
-    newk = {k: pad(a._value, r - lrank(a, level)) if at(a, level) else a for k, a in kwargs.items()}
+    new, newk = _padded(level, max([lrank(a, level) for a in (*args, *kwargs.values()) if _is_tensor(a)] or [0]),
+                        args, kwargs)
     return wrap(func(*new, **newk), level)
 
 
@@ -122,10 +128,8 @@ def inplace(level, func, args, kwargs, name="inplace arithmetic"):
     self = args[0]
     if not at(self, level):
         raise RuntimeError(inplace_error(name))
-    r = lrank(self, level)
-    new = [self._value] + [pad(a._value, r - lrank(a, level)) if at(a, level) else a for a in args[1:]]
-    newk = {k: pad(a._value, r - lrank(a, level)) if at(a, level) else a for k, a in kwargs.items()}
-    func(*new, **newk)
+    new, newk = _padded(level, lrank(self, level), args[1:], kwargs)
+    func(self._value, *new, **newk)
     return self
 
 
@@ -187,6 +191,37 @@ def call_bound(func, b):
     return func(*b.args, **b.kwargs)
 
 
+def bound(rule, key, **kw):
+    """The rule ``rule(level, func, b, **kw)`` over the call bound to the signature of ``key`` (or of ``key(func)``),
+    every default filled in; a call that does not bind returns NotImplemented (the op runs once per sample)."""
+    def run(level, func, args, kwargs):
+        b = bind(key(func) if callable(key) else key, func, args, kwargs)
+        if b is None:
+            return NotImplemented
+        b.apply_defaults()
+        return rule(level, func, b, **kw)
+    return run
+
+
+def register_bound(*names, key=None):
+    """``register`` for a rule over the bound call (``bound``): the signature is the first name's, or ``key``'s."""
+    def deco(rule):
+        register(*names)(bound(rule, names[0] if key is None else key))
+        return rule
+    return deco
+
+
+def _first(b):
+    """The bound call's first argument (the tensor an op is a method of)."""
+    return b.arguments[next(iter(b.signature.parameters))]
+
+
+def on_value(level, func, b, name="input"):
+    """The op once on the whole batch: argument ``name`` (batched at ``level``) replaced by its batch value."""
+    b.arguments[name] = b.arguments[name]._value
+    return wrap(call_bound(func, b), level)
+
+
 # ------------------------------------------------------------------ ops with dims
 # name: (dim parameter, what dim=None means: "all" = every dim (tuple ok), "flat" = the flattened tensor,
 #        None = not allowed / op default, rank change of the output for ``unsqueeze``-like ops)
@@ -199,6 +234,11 @@ F.softmax F.log_softmax F.softmin F.normalize F.glu F.cosine_similarity cosine_s
 
 def _first_batched(args, level):
     return bool(args) and at(args[0], level)
+
+
+def _only_batched(level, x, rest, kwargs):
+    """Whether ``x`` is batched at ``level`` and no other argument is."""
+    return at(x, level) and not any(at(a, level) for a in (*rest, *kwargs.values()))
 
 
 def _reduce(level, func, args, kwargs, key, mode):
@@ -244,27 +284,21 @@ def _reduce(level, func, args, kwargs, key, mode):
 
 
 for _n in _REDUCE_ALL:
-    RULES[_n] = (lambda n: lambda level, func, args, kwargs: _reduce(level, func, args, kwargs, n, "all"))(_n)
+    RULES[_n] = functools.partial(_reduce, key=_n, mode="all")
 for _n in _REDUCE_FLAT:
-    RULES[_n] = (lambda n: lambda level, func, args, kwargs: _reduce(level, func, args, kwargs, n, "flat"))(_n)
+    RULES[_n] = functools.partial(_reduce, key=_n, mode="flat")
 
 
-def _dims(level, func, args, kwargs, key, extra=0, names=("dim", "dims", "dim0", "dim1", "dim2", "start_dim",
-                                                              "end_dim", "source", "destination", "axis", "axis0",
-                                                              "axis1")):
+def _dims(level, func, b, extra=0, names=("dim", "dims", "dim0", "dim1", "dim2", "start_dim", "end_dim", "source",
+                                          "destination", "axis", "axis0", "axis1")):
     """An op whose dims are named parameters: every tensor argument batched (expanded where it is not), each
     dim shifted past the batch dim. ``extra``: the output's rank minus the input's (``unsqueeze``: 1)."""
-    b = bind(key, func, args, kwargs)
-    if b is None:
-        return NotImplemented
-    first = next(iter(b.signature.parameters))
-    x = b.arguments.get(first)
+    x = _first(b)
     if not _is_tensor(x):
         return NotImplemented
     r = lrank(x, level) + extra
     if r == 0:
         return NotImplemented
-    b.apply_defaults()
     for n in names:
         d = b.arguments.get(n)
         if d is not None and n in b.signature.parameters and not isinstance(d, str) and not _is_tensor(d):
@@ -278,28 +312,24 @@ def _dims(level, func, args, kwargs, key, extra=0, names=("dim", "dims", "dim0",
     return wrap(call_bound(func, b), level)
 
 
-def _dims_rule(key, **kw):
-    return lambda level, func, args, kwargs: _dims(level, func, args, kwargs, key, **kw)
+def _dims_given(level, func, b):
+    """softmax/log_softmax/softmin with a dim (without one, the op's legacy implicit dim: once per sample)."""
+    return NotImplemented if b.arguments.get("dim") is None else _dims(level, func, b)
 
 
 for _n in _DIM_OPS:
-    RULES[_n] = _dims_rule(_n)
+    RULES[_n] = bound(_dims, _n)
 for _n in ("F.softmax", "F.log_softmax", "F.softmin"):
-    RULES[_n] = (lambda n: lambda level, func, args, kwargs: (
-        NotImplemented if (bind(n, func, args, kwargs) is None
-                           or bind(n, func, args, kwargs).arguments.get("dim") is None)
-        else _dims(level, func, args, kwargs, n)))(_n)
+    RULES[_n] = bound(_dims_given, _n)
 for _n in ("transpose", "swapaxes", "swapdims", "movedim", "moveaxis", "diagonal", "gather", "scatter",
            "scatter_add", "scatter_reduce", "take_along_dim"):
-    RULES[_n] = _dims_rule(_n)
+    RULES[_n] = bound(_dims, _n)
 
 
-def _index_op(level, func, args, kwargs, key):
+def _index_op(level, func, b):
     """index_add/index_copy/index_fill: an unbatched 1-D index stays as it is; the rest is batched."""
-    b = bind(key, func, args, kwargs)
-    if b is None or at(b.arguments.get("index"), level):
+    if at(b.arguments.get("index"), level):
         return NotImplemented
-    b.apply_defaults()
     x = b.arguments["input"]
     r = lrank(x, level)
     if r == 0:
@@ -312,9 +342,9 @@ def _index_op(level, func, args, kwargs, key):
 
 
 for _n in ("index_add", "index_copy", "index_fill"):
-    RULES[_n] = (lambda n: lambda level, func, args, kwargs: _index_op(level, func, args, kwargs, n))(_n)
-RULES["unsqueeze"] = _dims_rule("unsqueeze", extra=1)
-RULES["diag_embed"] = _dims_rule("diag_embed", extra=1)
+    RULES[_n] = bound(_index_op, _n)
+RULES["unsqueeze"] = bound(_dims, "unsqueeze", extra=1)
+RULES["diag_embed"] = bound(_dims, "diag_embed", extra=1)
 
 
 @register("index_select")
@@ -341,13 +371,11 @@ def _squeeze(level, func, args, kwargs):
     return wrap(x._value.squeeze(shift(tuple(dim) if isinstance(dim, (list, tuple)) else dim, r)), level)
 
 
-@register("flatten")
-def _flatten(level, func, args, kwargs):
-    b = bind("flatten", func, args, kwargs)
-    if b is None or not at(args[0], level):
+@register_bound("flatten")
+def _flatten(level, func, b):
+    x = _first(b)
+    if not at(x, level):
         return NotImplemented
-    b.apply_defaults()
-    x = args[0]
     r = lrank(x, level)
     if r == 0:
         return wrap(x._value.reshape(x._value.shape[0], 1), level)
@@ -394,29 +422,23 @@ def _flip(level, func, args, kwargs):
     return wrap(x._value.flip(shift(tuple(dims), lrank(x, level))), level)
 
 
-@register("repeat_interleave")
-def _repeat_interleave(level, func, args, kwargs):
-    b = bind("repeat_interleave", func, args, kwargs)
-    if b is None or not at(b.arguments.get("input"), level) or at(b.arguments.get("repeats"), level):
+@register_bound("repeat_interleave")
+def _repeat_interleave(level, func, b):
+    if not at(b.arguments.get("input"), level) or at(b.arguments.get("repeats"), level):
         return NotImplemented
-    b.apply_defaults()
     if b.arguments.get("dim") is None:                 # the flattened tensor
         b.arguments["input"] = b.arguments["input"].flatten()
         b.arguments["dim"] = 0
         return call_bound(func, b)
-    return _dims(level, func, args, kwargs, "repeat_interleave")
+    return _dims(level, func, b)
 
 
-@register("cross")
-def _cross(level, func, args, kwargs):
-    b = bind("cross", func, args, kwargs)
-    if b is None:
-        return NotImplemented
-    b.apply_defaults()
+@register_bound("cross")
+def _cross(level, func, b):
     if b.arguments.get("dim") is None:                 # the first dim of size 3 (PyTorch's legacy default)
         shape = b.arguments["input"].shape
         b.arguments["dim"] = next((i for i, n in enumerate(shape) if n == 3), -1)
-    return _dims(level, func, b.args, b.kwargs, "cross")
+    return _dims(level, func, b)
 
 
 RULES["msort"] = lambda level, func, args, kwargs: args[0].sort(0).values
@@ -424,13 +446,11 @@ RULES["fliplr"] = lambda level, func, args, kwargs: args[0].flip(1)
 RULES["flipud"] = lambda level, func, args, kwargs: args[0].flip(0)
 
 
-@register("roll")
-def _roll(level, func, args, kwargs):
-    b = bind("roll", func, args, kwargs)
-    if b is None or not at(args[0], level):
+@register_bound("roll")
+def _roll(level, func, b):
+    x = _first(b)
+    if not at(x, level):
         return NotImplemented
-    b.apply_defaults()
-    x = args[0]
     v = x._value
     dims = b.arguments.get("dims")
     if dims is None or dims == () or dims == []:
@@ -701,12 +721,8 @@ def _products(level, func, args, kwargs):
 RULES["outer"] = RULES["ger"] = lambda level, func, args, kwargs: args[0].unsqueeze(-1) * args[1]
 
 
-@register("addmm", "addmv", "baddbmm", "addbmm", "addr")
-def _addmm(level, func, args, kwargs):
-    b = bind(func.__name__, func, args, kwargs)
-    if b is None:
-        return NotImplemented
-    b.apply_defaults()
+@register_bound("addmm", "addmv", "baddbmm", "addbmm", "addr", key=lambda func: func.__name__)
+def _addmm(level, func, b):
     a = b.arguments
     names = list(b.signature.parameters)
     inp, m1, m2 = a[names[0]], a[names[1]], a[names[2]]
@@ -741,12 +757,8 @@ def _einsum(level, func, args, kwargs):
 
 
 # ------------------------------------------------------------------ nn.functional
-@register("F.linear", "linear")
-def _linear(level, func, args, kwargs):
-    b = bind("F.linear", func, args, kwargs)
-    if b is None:
-        return NotImplemented
-    b.apply_defaults()
+@register_bound("F.linear", "linear")
+def _linear(level, func, b):
     x, w, bias = b.arguments["input"], b.arguments["weight"], b.arguments.get("bias")
     if at(x, level) and not at(w, level) and not at(bias, level):
         return wrap(func(x._value, w, bias), level)
@@ -754,11 +766,7 @@ def _linear(level, func, args, kwargs):
     return out if bias is None else out + bias
 
 
-def _conv(level, func, args, kwargs, k):
-    b = bind("F.conv%dd" % k, func, args, kwargs)
-    if b is None:
-        return NotImplemented
-    b.apply_defaults()
+def _conv(level, func, b, k):
     a = b.arguments
     x, w, bias = a["input"], a["weight"], a.get("bias")
     stride, padding, dilation, groups = a["stride"], a["padding"], a["dilation"], a["groups"]
@@ -793,14 +801,13 @@ def _conv(level, func, args, kwargs, k):
 
 
 for _k in (1, 2, 3):
-    RULES[f"F.conv{_k}d"] = RULES[f"conv{_k}d"] = (lambda k: lambda level, func, args, kwargs:
-                                                   _conv(level, func, args, kwargs, k))(_k)
+    RULES[f"F.conv{_k}d"] = RULES[f"conv{_k}d"] = bound(_conv, f"F.conv{_k}d", k=_k)
 
 
 def _spatial(level, func, args, kwargs, k):
     """Pooling and the like: (N, C, *spatial) or (C, *spatial) inputs with the batch merged into N."""
     x = args[0] if args else kwargs.get("input")
-    if not at(x, level) or any(at(a, level) for a in args[1:]) or any(at(a, level) for a in kwargs.values()):
+    if not _only_batched(level, x, args[1:], kwargs):
         return NotImplemented
     v = x._value
     rest = args[1:]
@@ -816,55 +823,44 @@ def _spatial(level, func, args, kwargs, k):
 for _k in (1, 2, 3):
     for _n in ("max_pool%dd", "avg_pool%dd", "adaptive_avg_pool%dd", "adaptive_max_pool%dd", "lp_pool%dd",
                "max_pool%dd_with_indices"):
-        RULES["F." + _n % _k] = RULES[_n % _k] = (lambda k: lambda level, func, args, kwargs:
-                                                  _spatial(level, func, args, kwargs, k))(_k)
+        RULES["F." + _n % _k] = RULES[_n % _k] = functools.partial(_spatial, k=_k)
 RULES["F.pixel_shuffle"] = RULES["pixel_shuffle"] = RULES["F.pixel_unshuffle"] = RULES["pixel_unshuffle"] = \
-    lambda level, func, args, kwargs: _spatial(level, func, args, kwargs, 2)
+    functools.partial(_spatial, k=2)
 
 
-@register("F.pad", "pad")
-def _pad(level, func, args, kwargs):
-    b = bind("F.pad", func, args, kwargs)
-    if b is None:
-        return NotImplemented
-    b.apply_defaults()
+@register_bound("F.pad", "pad")
+def _pad(level, func, b):
     a = b.arguments
     x = a["input"]
     if not at(x, level) or any(at(v, level) for v in a.values() if v is not x):
         return NotImplemented
     if a.get("mode", "constant") == "constant":
-        a["input"] = x._value
-        return wrap(call_bound(func, b), level)
-    return _spatial(level, func, args, kwargs, len(a["pad"]) // 2)
+        return on_value(level, func, b)
+    return _spatial(level, func, b.args, b.kwargs, len(a["pad"]) // 2)
 
 
-@register("F.rms_norm", "rms_norm")
-def _rms_norm(level, func, args, kwargs):
-    b = bind("F.rms_norm", func, args, kwargs)
-    if b is None:
-        return NotImplemented
-    b.apply_defaults()
+def _affine(out, w, bias, shape=None):
+    """A norm's affine step: ``out * w + bias`` (either may be None), ``w`` and ``bias`` reshaped to ``shape``."""
+    if w is not None:
+        out = out * (w if shape is None else w.reshape(shape))
+    return out if bias is None else out + (bias if shape is None else bias.reshape(shape))
+
+
+@register_bound("F.rms_norm", "rms_norm")
+def _rms_norm(level, func, b):
     a = b.arguments
     if not at(a["input"], level) or at(a.get("weight"), level):
         return NotImplemented
-    a["input"] = a["input"]._value
-    return wrap(call_bound(func, b), level)
+    return on_value(level, func, b)
 
 
-@register("F.layer_norm", "layer_norm")
-def _layer_norm(level, func, args, kwargs):
-    b = bind("F.layer_norm", func, args, kwargs)
-    if b is None:
-        return NotImplemented
-    b.apply_defaults()
+@register_bound("F.layer_norm", "layer_norm")
+def _layer_norm(level, func, b):
     a = b.arguments
     x, shape, w, bias, eps = a["input"], a["normalized_shape"], a["weight"], a["bias"], a["eps"]
     if at(x, level) and not at(w, level) and not at(bias, level):
         return wrap(func(x._value, shape, w, bias, eps), level)
-    out = _F().layer_norm(x, shape, None, None, eps)
-    if w is not None:
-        out = out * w
-    return out if bias is None else out + bias
+    return _affine(_F().layer_norm(x, shape, None, None, eps), w, bias)
 
 
 _BN_ERROR = ("Batch norm got a batched tensor as input while the running_mean or running_var, which will be updated "
@@ -873,12 +869,8 @@ _BN_ERROR = ("Batch norm got a batched tensor as input while the running_mean or
              "see the functorch website for resources on how to patch your module to work with vmap")
 
 
-@register("F.batch_norm", "batch_norm")
-def _batch_norm(level, func, args, kwargs):
-    b = bind("F.batch_norm", func, args, kwargs)
-    if b is None:
-        return NotImplemented
-    b.apply_defaults()
+@register_bound("F.batch_norm", "batch_norm")
+def _batch_norm(level, func, b):
     a = b.arguments
     x, rm, rv, w, bias = a["input"], a["running_mean"], a["running_var"], a["weight"], a["bias"]
     training, momentum, eps = a["training"], a["momentum"], a["eps"]
@@ -901,17 +893,11 @@ def _batch_norm(level, func, args, kwargs):
         out = (x - mean) / (var + eps).sqrt()
     else:
         out = (x - rm.reshape(stat_shape)) / (rv.reshape(stat_shape) + eps).sqrt()
-    if w is not None:
-        out = out * w.reshape(stat_shape)
-    return out if bias is None else out + bias.reshape(stat_shape)
+    return _affine(out, w, bias, stat_shape)
 
 
-@register("F.group_norm", "group_norm")
-def _group_norm(level, func, args, kwargs):
-    b = bind("F.group_norm", func, args, kwargs)
-    if b is None:
-        return NotImplemented
-    b.apply_defaults()
+@register_bound("F.group_norm", "group_norm")
+def _group_norm(level, func, b):
     a = b.arguments
     x, g, w, bias, eps = a["input"], a["num_groups"], a["weight"], a["bias"], a["eps"]
     shape = x.shape
@@ -919,29 +905,20 @@ def _group_norm(level, func, args, kwargs):
     mean = y.mean(-1, keepdim=True)
     var = y.var(-1, unbiased=False, keepdim=True)
     out = ((y - mean) / (var + eps).sqrt()).reshape(shape)
-    stat_shape = (-1,) + (1,) * (len(shape) - 2)
-    if w is not None:
-        out = out * w.reshape(stat_shape)
-    return out if bias is None else out + bias.reshape(stat_shape)
+    return _affine(out, w, bias, (-1,) + (1,) * (len(shape) - 2))
 
 
-@register("F.embedding", "embedding")
-def _embedding(level, func, args, kwargs):
+@register_bound("F.embedding", "embedding")
+def _embedding(level, func, b):
     if func.__name__ == "embedding" and not getattr(func, "__module__", "").startswith("hookgrad.nn"):
         return NotImplemented                # torch.embedding(weight, input): the loop
-    b = bind("F.embedding", func, args, kwargs)
-    if b is None or at(b.arguments["weight"], level) or b.arguments.get("max_norm") is not None:
+    if at(b.arguments["weight"], level) or b.arguments.get("max_norm") is not None:
         return NotImplemented
-    b.arguments["input"] = b.arguments["input"]._value
-    return wrap(call_bound(func, b), level)
+    return on_value(level, func, b)
 
 
-@register("F.scaled_dot_product_attention", "scaled_dot_product_attention")
-def _sdpa(level, func, args, kwargs):
-    b = bind("F.scaled_dot_product_attention", func, args, kwargs)
-    if b is None:
-        return NotImplemented
-    b.apply_defaults()
+@register_bound("F.scaled_dot_product_attention", "scaled_dot_product_attention")
+def _sdpa(level, func, b):
     a = b.arguments
     if a.get("dropout_p", 0.0):
         return NotImplemented
@@ -969,11 +946,7 @@ def _reduce_loss(out, reduction, x):
     return out
 
 
-def _pointwise_loss(level, func, args, kwargs, key):
-    b = bind(key, func, args, kwargs)
-    if b is None:
-        return NotImplemented
-    b.apply_defaults()
+def _pointwise_loss(level, func, b):
     a = b.arguments
     if a.get("size_average") is not None or a.get("reduce") is not None:
         return NotImplemented
@@ -985,8 +958,7 @@ def _pointwise_loss(level, func, args, kwargs, key):
 
 
 for _n in _POINTWISE_LOSSES:
-    RULES["F." + _n] = (lambda n: lambda level, func, args, kwargs: _pointwise_loss(level, func, args, kwargs,
-                                                                                    "F." + n))(_n)
+    RULES["F." + _n] = bound(_pointwise_loss, "F." + _n)
 
 
 def _nll(level, logp, target, weight, ignore_index, reduction, label_smoothing=0.0):
@@ -1004,13 +976,8 @@ def _nll(level, logp, target, weight, ignore_index, reduction, label_smoothing=0
     return _reduce_loss(picked, reduction, logp)
 
 
-@register("F.cross_entropy", "F.nll_loss")
-def _cross_entropy(level, func, args, kwargs):
-    key = "F." + func.__name__
-    b = bind(key, func, args, kwargs)
-    if b is None:
-        return NotImplemented
-    b.apply_defaults()
+@register_bound("F.cross_entropy", "F.nll_loss", key=lambda func: "F." + func.__name__)
+def _cross_entropy(level, func, b):
     a = b.arguments
     if a.get("size_average") is not None or a.get("reduce") is not None:
         return NotImplemented
@@ -1058,7 +1025,7 @@ def random_op(level, func, args, kwargs, inplace_=False):
     if mode in ("error", "legacy"):
         raise _random_error(mode)
     x = args[0]
-    if not at(x, level) or any(at(a, level) for a in args[1:]) or any(at(a, level) for a in kwargs.values()):
+    if not _only_batched(level, x, args[1:], kwargs):
         return NotImplemented
     v = x._value
     if mode == "different":
@@ -1073,18 +1040,13 @@ def random_op(level, func, args, kwargs, inplace_=False):
 
 for _n in ("rand_like", "randn_like", "randint_like", "bernoulli", "poisson", "multinomial", "normal",
            "bernoulli_", "exponential_", "geometric_", "cauchy_", "log_normal_", "random_"):
-    RULES[_n] = (lambda n: lambda level, func, args, kwargs: random_op(level, func, args, kwargs,
-                                                                     inplace_=n.endswith("_")))(_n)
+    RULES[_n] = functools.partial(random_op, inplace_=_n.endswith("_"))
 
 
-@register("F.dropout", "F.dropout1d", "F.dropout2d", "F.dropout3d", "F.alpha_dropout", "F.feature_alpha_dropout",
-          "dropout", "alpha_dropout", "feature_dropout", "feature_alpha_dropout")
-def _dropout(level, func, args, kwargs):
-    key = ("F." if func.__module__.startswith("hookgrad.nn") else "") + func.__name__
-    b = bind(key, func, args, kwargs)
-    if b is None:
-        return NotImplemented
-    b.apply_defaults()
+@register_bound("F.dropout", "F.dropout1d", "F.dropout2d", "F.dropout3d", "F.alpha_dropout", "F.feature_alpha_dropout",
+                "dropout", "alpha_dropout", "feature_dropout", "feature_alpha_dropout",
+                key=lambda func: ("F." if func.__module__.startswith("hookgrad.nn") else "") + func.__name__)
+def _dropout(level, func, b):
     a = b.arguments
     training = a.get("training", a.get("train", True))
     x = a["input"]
@@ -1099,8 +1061,7 @@ def _dropout(level, func, args, kwargs):
         a["inplace"] = False
     v = x._value
     if mode == "different":
-        a["input"] = v
-        return wrap(call_bound(func, b), level)
+        return on_value(level, func, b)
     a["input"] = _t().ones_like(v.select(0, 0))
     return x * call_bound(func, b)
 
