@@ -12,7 +12,8 @@ import types
 
 from ._errors import NoCuda
 from . import _no_accelerator
-from ._no_accelerator import is_bf16_supported, is_tf32_supported, get_arch_list, get_gencode_flags, seed, seed_all  # noqa: F401,E501
+from ._no_accelerator import (is_bf16_supported, is_tf32_supported, get_arch_list,  # noqa: F401
+                              get_gencode_flags, seed, seed_all)
 
 default_generators = ()
 
