@@ -85,7 +85,6 @@ RULES = [
     (r"^torch$", r"^(ModuleDict|ParameterDict|BufferDict)$",
      "non-goal: TorchScript, graph capture and dispatcher internals"),
     (r"^torch$", r"^masked$", "non-goal: masked tensors (a prototype API in PyTorch)"),
-    (r"^torch$", r"^lobpcg$", "later: the iterative eigensolver (lobpcg)"),
     (r"^torch\.(fft|special)$", r"^(common_args|factory_common_args|multi_dim_common)$",
      "non-goal: PyTorch's docstring templates"),
     (r"^torch\.special$", r"^(airy_ai|.*bessel.*|.*_polynomial_.*)$",

@@ -514,7 +514,6 @@ CATEGORY = {'torch': {'AVG': 'non-goal: TorchScript, graph capture and dispatche
            'is_vulkan_available': 'non-goal: devices other than the CPU',
            'jagged': 'non-goal: nested tensors',
            'library': 'non-goal: TorchScript, graph capture and dispatcher internals',
-           'lobpcg': 'later: the iterative eigensolver (lobpcg)',
            'masked': 'non-goal: masked tensors (a prototype API in PyTorch)',
            'merge_type_from_type_comment': 'non-goal: TorchScript, graph capture and dispatcher internals',
            'miopen_batch_norm': 'non-goal: devices other than the CPU',
