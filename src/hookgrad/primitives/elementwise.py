@@ -1040,6 +1040,9 @@ class DivMode(Div, name="DivBackward2"):
 
 class DivRound(ZeroGrad, name="DivBackward2"):
     """div(..., rounding_mode='trunc'|'floor'): piecewise constant."""
+    save = (0, 1)                   # (what PyTorch's div.Tensor_mode saves, though a rounded quotient's formula is 0)
+    saved_names = ("self", "other")
+    save_if = ((1,), None)
     saved_attrs = ("rounding_mode=mode",)
     opmath = "forward"     # bfloat16 (and a Python number) in float32, rounded once (_dtype.opmath)
     dt = None
