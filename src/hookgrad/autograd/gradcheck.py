@@ -1,6 +1,7 @@
 """gradcheck / gradgradcheck: analytical gradients against central finite differences (float64).
 
-Mirrors torch.autograd.gradcheck's slow mode (``fast_mode`` runs it too): a mismatch raises
+Mirrors torch.autograd.gradcheck, slow mode (full Jacobians) and fast mode (``fast_mode=True``: v^T J u for random
+unit vectors u and v, drawn as PyTorch draws them, analytically and by central differences): a mismatch raises
 :class:`GradcheckError` (a RuntimeError) with PyTorch's "Jacobian mismatch for output i with respect to input j"
 text, or returns False with ``raise_exception=False``. As PyTorch, it checks complex outputs as their real and
 imaginary parts ("While considering the imaginary part of complex outputs only, ..."), complex inputs through
@@ -70,8 +71,9 @@ def _host(t):
 
 
 def _fmt(a):
+    """As PyTorch's f-strings print a Jacobian: a tensor, or a 0-d one's Python number (fast mode's v^T J u)."""
     from .._creation import tensor
-    return repr(tensor(a))
+    return f"{a.item()}" if np.ndim(a) == 0 else repr(tensor(a))
 
 
 # ------------------------------------------------------------------------------------------ numerical
@@ -144,16 +146,20 @@ _DEPRECATED = ("`{}` was part of PyTorch's private API and not meant to be expos
 
 
 # ------------------------------------------------------------------------------------------ analytical
-def _analytical_rows(inputs, output):
-    """vjp of each one-hot grad_output: per differentiable input, the list of its gradients (None: unused)."""
+def _analytical_rows(inputs, output, v=None):
+    """vjp of each one-hot grad_output (of the flat vector ``v`` alone in fast mode): per differentiable input, the
+    list of its gradients (None: unused)."""
     from .api import grad
     T = _T()
     diff = _diff_inputs(inputs)
     d = output._data
     rows = [[] for _ in diff]
-    for m in range(d.size):
-        seed = array_module(d).zeros(d.size, d.dtype)
-        seed[m] = 1
+    for m in range(d.size if v is None else 1):
+        if v is None:
+            seed = array_module(d).zeros(d.size, d.dtype)
+            seed[m] = 1
+        else:
+            seed = array_module(d).asarray(v.astype(d.dtype))
         gs = grad(output, diff, T._make(seed.reshape(d.shape)), retain_graph=True, allow_unused=True)
         for i, g in enumerate(gs):
             rows[i].append(None if g is None else _dense(g.detach()).clone())     # a sparse gradient: dense
@@ -202,11 +208,12 @@ If the test
 """
 
 
-def _analytical_jacobian(inputs, output, nondet_tol, check_grad_dtypes):
-    """The analytical Jacobians of one output (computed twice: reentrancy), with PyTorch's attribute checks."""
-    n = output._data.size
-    j1, sizes_ok, types_ok = _stack(_analytical_rows(inputs, output), inputs, n)
-    j2, _, _ = _stack(_analytical_rows(inputs, output), inputs, n)
+def _analytical_jacobian(inputs, output, nondet_tol, check_grad_dtypes, v=None):
+    """The analytical Jacobians of one output (computed twice: reentrancy), with PyTorch's attribute checks; with
+    ``v`` (fast mode) the single column v^T J per input."""
+    n = output._data.size if v is None else 1
+    j1, sizes_ok, types_ok = _stack(_analytical_rows(inputs, output, v), inputs, n)
+    j2, _, _ = _stack(_analytical_rows(inputs, output, v), inputs, n)
     if not types_ok and check_grad_dtypes:
         raise GradcheckError("Gradient has dtype mismatch")
     if not sizes_ok:
@@ -307,9 +314,15 @@ def _forward_ad_jacobian(func, inputs, outputs):
     return jac
 
 
-def _check_forward_ad(func, inputs, outputs, eps, atol, rtol, complex_indices=None, test_imag=False):
+def _check_forward_ad(func, inputs, outputs, eps, atol, rtol, complex_indices=None, test_imag=False, fast=False,
+                      check_grad_dtypes=False):
     """The Jacobians through jvp calls against the numerical ones (PyTorch's check_forward_ad; the inputs are
-    real: a complex input is checked through its real and its imaginary part, see _gradcheck_real_imag)."""
+    real: a complex input is checked through its real and its imaginary part, see _gradcheck_real_imag); fast:
+    J u against its central difference."""
+    if fast:
+        return _fast_gradcheck(func, outputs, inputs, _differentiable_outputs(outputs), eps, rtol, atol,
+                               check_grad_dtypes, 0.0, complex_indices=complex_indices, test_imag=test_imag,
+                               use_forward_ad=True)
     outputs = [o for o in _as_tuple(outputs) if _is_t(o)]
     numerical = _numerical_jacobian(func, inputs, outputs, eps)
     analytical = _forward_ad_jacobian(func, inputs, outputs)
@@ -341,10 +354,11 @@ def _part(t, part):
     return c
 
 
-def _check_forward_ad_real_imag(func, func_out, inputs, eps, atol, rtol, check_undefined_grad):
+def _check_forward_ad_real_imag(func, func_out, inputs, eps, atol, rtol, check_undefined_grad, fast,
+                                check_grad_dtypes):
     cidx = [i for i, t in enumerate(inputs) if _is_t(t) and t.is_complex()]
     if not cidx:
-        _check_forward_ad(func, inputs, func_out, eps, atol, rtol)
+        _check_forward_ad(func, inputs, func_out, eps, atol, rtol, fast=fast, check_grad_dtypes=check_grad_dtypes)
         if check_undefined_grad:
             _test_undefined_forward_mode(func, inputs)
         return
@@ -352,7 +366,7 @@ def _check_forward_ad_real_imag(func, func_out, inputs, eps, atol, rtol, check_u
     checked = []
     for fn, part in ((imag_fn, "imag"), (real_fn, "real")):
         parts = tuple(_part(t, part) if i in cidx else t for i, t in enumerate(inputs))
-        _check_forward_ad(fn, parts, fn(*parts), eps, atol, rtol, cidx, part == "imag")
+        _check_forward_ad(fn, parts, fn(*parts), eps, atol, rtol, cidx, part == "imag", fast, check_grad_dtypes)
         checked.append((fn, parts))
     if check_undefined_grad:
         for fn, parts in checked:
@@ -397,24 +411,243 @@ def _real_and_imag_output(fn):
 
 
 def _gradcheck_real_imag(func, func_out, inputs, outputs, eps, rtol, atol, check_grad_dtypes, nondet_tol,
-                         check_forward_ad, check_backward_ad, inputs_num, check_undefined_grad):
+                         check_forward_ad, check_backward_ad, inputs_num, check_undefined_grad, fast_mode=False):
+    check = _fast_gradcheck if fast_mode else _slow_gradcheck
     if check_backward_ad:
         complex_out = [i for i, o in enumerate(outputs) if o.is_complex()]
         if any(_is_t(o) and o.is_complex() for o in _as_tuple(func_out)):
             real_fn, imag_fn = _real_and_imag_output(func)
             imag_out = imag_fn(*inputs)
-            _slow_gradcheck(imag_fn, imag_out, inputs, _differentiable_outputs(imag_out), eps, rtol, atol,
-                            check_grad_dtypes, nondet_tol, complex_indices=complex_out, test_imag=True,
-                            inputs_num=inputs_num)
+            check(imag_fn, imag_out, inputs, _differentiable_outputs(imag_out), eps, rtol, atol, check_grad_dtypes,
+                  nondet_tol, complex_indices=complex_out, test_imag=True, inputs_num=inputs_num)
             real_out = real_fn(*inputs)
-            _slow_gradcheck(real_fn, real_out, inputs, _differentiable_outputs(real_out), eps, rtol, atol,
-                            check_grad_dtypes, nondet_tol, complex_indices=complex_out, inputs_num=inputs_num)
+            check(real_fn, real_out, inputs, _differentiable_outputs(real_out), eps, rtol, atol, check_grad_dtypes,
+                  nondet_tol, complex_indices=complex_out, inputs_num=inputs_num)
         else:
-            _slow_gradcheck(func, func_out, inputs, outputs, eps, rtol, atol, check_grad_dtypes, nondet_tol,
-                            inputs_num=inputs_num)
+            check(func, func_out, inputs, outputs, eps, rtol, atol, check_grad_dtypes, nondet_tol,
+                  inputs_num=inputs_num)
     if check_forward_ad:
-        _check_forward_ad_real_imag(func, func_out, inputs, eps, atol, rtol, check_undefined_grad)
+        _check_forward_ad_real_imag(func, func_out, inputs, eps, atol, rtol, check_undefined_grad, fast_mode,
+                                    check_grad_dtypes)
 
+
+# ---- fast mode (PyTorch's _fast_gradcheck; pytorch/pytorch#53876): v^T J u, numerically and analytically ----
+def _real_np(dtype):
+    return np.dtype(dtype).type(0).real.dtype
+
+
+def _vec(t, gen, downcast_complex=False):
+    """PyTorch's _vec_from_tensor: uniform [0, 1) values from ``gen`` (float32 draws, as torch.rand), one per element
+    (per stored value of a sparse tensor), in t's dtype (its real dtype when downcast), scaled to unit norm."""
+    from .._creation import rand
+    d = t._data
+    n = d.values.size if _sparse(d) else d.size
+    a = to_numpy(rand(n, generator=gen)._data).astype(_real_np(d.dtype) if downcast_complex else d.dtype)
+    return a / a.dtype.type(np.linalg.norm(a)) if n else a
+
+
+def _dense_vec(t, u):
+    """u (over t's elements, or over a sparse t's stored values) as a flat vector over t's dense elements."""
+    if not _sparse(t._data):
+        return u
+    flat = np.zeros(t._data.size, u.dtype)
+    flat[_L.value_positions(t._data)] = u
+    return flat
+
+
+def _make_vectors(inputs, outputs, use_forward_ad):
+    """From a fresh Generator (the caller's random state is left alone), as PyTorch's _make_vectors: per
+    differentiable input a real u (a complex input: (ur, ui), for its real and imaginary parts) as flat vectors over
+    its dense elements, then one v per differentiable output (none in forward mode)."""
+    from .._creation import Generator
+    gen = Generator()
+    all_u = []
+    for t in _diff_inputs(inputs):
+        ur = _dense_vec(t, _vec(t, gen, True))
+        all_u.append((ur, _dense_vec(t, _vec(t, gen, True))) if t.is_complex() else ur)
+    return None if use_forward_ad else [_vec(o, gen) for o in outputs], all_u
+
+
+def _float_outputs(outs):
+    return [o for o in _as_tuple(outs) if _is_t(o) and (o.is_floating_point() or o.is_complex())]
+
+
+def _numerical_jvps(func, inputs, inp, u, eps, is_forward_ad=False):
+    """J u by central differences along ``eps * u`` for the differentiable input ``inp`` (the raw data is poked, as
+    in slow mode), per floating-point output a flat array; a complex input: d/dx along ur + 1j d/dy along ui (the
+    conjugate Wirtinger form)."""
+    data = inp._data
+    arr = data.values if _sparse(data) else data
+    flat = arr.reshape(-1)
+
+    def along(delta):
+        if _sparse(data):
+            delta = delta[_L.value_positions(data)]
+        orig = flat.copy()
+        flat[...] = orig - delta
+        lo = [o for o in _as_tuple(func(*inputs)) if _is_t(o)]
+        lo_v = [_host(o) for o in lo]
+        flat[...] = orig + delta
+        hi = [o for o in _as_tuple(func(*inputs)) if _is_t(o)]
+        hi_v = [_host(o) for o in hi]
+        flat[...] = orig
+        for a, b in zip(lo, hi):
+            _check_outputs_same_dtype_and_shape(a, b, eps)
+        return [(bv - av) / (2 * eps) for a, av, bv in zip(lo, lo_v, hi_v)
+                if a.is_floating_point() or a.is_complex()]
+    if isinstance(u, tuple):
+        return [dx + dy * 1j for dx, dy in zip(along(eps * u[0]), along(eps * u[1] * 1j))]
+    jvps = along(eps * u)
+    if not is_forward_ad and any(j.dtype.kind == "c" for j in jvps):
+        raise AssertionError("Expected ds_dx to be real-valued, not complex.")
+    return jvps
+
+
+def _scalar_dtype(dtype, cplx):
+    """PyTorch's dtype of a v^T J u scalar: ``dtype`` (a float or complex dtype), made complex for a complex input."""
+    single = np.dtype(dtype) in (np.float16, np.float32, np.complex64)
+    if cplx or np.dtype(dtype).kind == "c":
+        return np.complex64 if single else np.complex128
+    return np.float32 if single else np.float64
+
+
+def _numerical_vJu(func, inputs, func_out, all_u, all_v, eps, is_forward_ad):
+    """Per differentiable input: v^T J u per differentiable output (J u per floating-point output without v), in
+    the output's dtype (complex for a complex input)."""
+    outs = _float_outputs(func_out)
+    res = []
+    for inp, u in zip(_diff_inputs(inputs), all_u):
+        jus = [ju.astype(_scalar_dtype(o._data.dtype, isinstance(u, tuple)))
+               for ju, o in zip(_numerical_jvps(func, inputs, inp, u, eps, is_forward_ad), outs)]
+        res.append(jus if all_v is None else [(ju * v).sum() for ju, v in zip(jus, all_v)])
+    return res
+
+
+def _analytical_vJu(inputs, outputs, nondet_tol, check_grad_dtypes, all_v, all_u):
+    """Per differentiable output: (v^T J) u per differentiable input, one backward with v (twice: reentrancy)."""
+    diff = _diff_inputs(inputs)
+    res = []
+    for o, v in zip(outputs, all_v):
+        row = []
+        for vj, u, inp in zip(_analytical_jacobian(inputs, o, nondet_tol, check_grad_dtypes, v), all_u, diff):
+            vj = vj[:, 0]
+            # (products summed in order, as torch.dot: BLAS's blocked sums differ in the last bits)
+            s = (vj.real * u[0]).sum() + 1j * (vj.imag * u[1]).sum() if isinstance(u, tuple) else (vj * u).sum()
+            row.append(np.asarray(s).astype(_scalar_dtype(inp._data.dtype, False)))
+        res.append(row)
+    return res
+
+
+def _forward_vJu(func, inputs, func_out, all_u, check_grad_dtypes):
+    """Per differentiable input: J u per floating-point output, one forward-AD call with tangent u (PyTorch's
+    _get_analytical_jacobian_forward_ad with all_u); a missing output tangent is zeros."""
+    from . import forward_ad as fw
+    T = _T()
+    diff = [i for i, t in enumerate(inputs) if _is_t(t) and t.requires_grad]
+    res = []
+    with fw.dual_level():
+        duals = list(inputs)
+        grads = []
+        for i in diff:
+            d = inputs[i]._data
+            duals[i] = fw.make_dual(inputs[i].detach(), T._make(array_module(d).zeros(d.shape, d.dtype)))
+            grads.append(fw.unpack_dual(duals[i]).tangent)
+        for g, u in zip(grads, all_u):
+            flat = g._data.reshape(-1)
+            flat[...] = array_module(g._data).asarray(u)
+            cols = []
+            for o in _float_outputs(func(*duals)):
+                p, t = fw.unpack_dual(o)
+                if check_grad_dtypes and t is not None and p.is_complex() != t.is_complex():
+                    raise GradcheckError("Forward AD gradient has dtype mismatch.")
+                cols.append(np.zeros(o._data.size, np.complex128 if o.is_complex() else np.float64)
+                            if t is None else _host(t).astype(to_numpy(o._data).dtype))
+            flat[...] = 0
+            res.append(cols)
+    return res
+
+
+def _adjusted_atol(atol, u, v):
+    """PyTorch's: atol scaled by v^T M u (M all ones) = sum(u) sum(v), as the entries compared are sums."""
+    sum_v = 1.0 if v is None else float(v.sum().real)
+    if isinstance(u, tuple):
+        return atol * (float(u[0].sum()) + float(u[1].sum())) * sum_v
+    return atol * float(u.sum()) * sum_v
+
+
+_FAST_FAIL_SLOW_OK = """
+Fast gradcheck failed but element-wise differences are small. This means that the
+test might've passed in slow_mode!
+
+If you are adding a new operator, please file an issue and then use one of the
+workarounds. The workaround depends on how your test invokes gradcheck/gradgradcheck:
+
+If the test
+- manually invokes gradcheck/gradgradcheck, then call gradcheck/gradgradcheck
+  with `fast_mode=False` as a keyword argument.
+- is OpInfo-based (e.g., in test_ops_gradients.py), then modify the OpInfo for the test
+  to have `gradcheck_fast_mode=False`
+- is a Module test (e.g., in common_nn.py), then modify the corresponding
+  module_test entry to have `gradcheck_fast_mode=False`
+""".strip()
+
+
+def _slow_mode_error(func, func_out, inputs, outputs, input_idx, output_idx, rtol, atol, eps, is_forward_ad):
+    """PyTorch's note after a fast-mode mismatch: the pair's full Jacobians (slow mode), their largest difference,
+    and whether slow mode would have passed."""
+    inp = _diff_inputs(inputs)[input_idx]
+    tensor_outs = [t for t in _as_tuple(func_out) if _is_t(t)]
+    pos = [k for k, t in enumerate(tensor_outs)
+           if (t.is_floating_point() or t.is_complex() if is_forward_ad else t.requires_grad)][output_idx]
+    o = tensor_outs[pos]
+    num = _numerical_jacobian(func, inputs, func_out, eps)[input_idx][pos]
+    if is_forward_ad:
+        ana = _forward_ad_jacobian(func, inputs, tensor_outs)[input_idx][pos]
+    else:
+        ana = _analytical_jacobian(inputs, o, float("inf"), False)[input_idx]
+    num = num.astype(_scalar_dtype(inp._data.dtype if inp.is_complex() else o._data.dtype, False))
+    ana = ana.astype(_scalar_dtype(o._data.dtype if is_forward_ad else inp._data.dtype, False))
+    diff = np.abs(num - ana).max() if num.size else np.abs(num - ana).sum()
+    msg = ("\nThe above quantities relating the numerical and analytical jacobians are computed \n"
+           "in fast mode. See: https://github.com/pytorch/pytorch/issues/53876 for more background \n"
+           "about fast mode. Below, we recompute numerical and analytical jacobians in slow mode:\n\n"
+           f"Numerical:\n {_str(num)}\nAnalytical:\n{_str(ana)}\n\n"
+           f"The max per-element difference (slow mode) is: {diff.item()}.\n")
+    if np.allclose(ana, num, rtol, atol):
+        msg += _FAST_FAIL_SLOW_OK
+    return msg
+
+
+def _str(a):
+    from .._creation import tensor
+    return str(tensor(a))
+
+
+def _fast_gradcheck(func, func_out, inputs, outputs, eps, rtol, atol, check_grad_dtypes, nondet_tol, *,
+                    complex_indices=None, test_imag=False, inputs_num=None, use_forward_ad=False):
+    """v^T J u against v^T (numerical J) u for random vectors u (inputs) and v (outputs); forward mode compares
+    J u. A mismatch recomputes that pair's Jacobians in slow mode for the message."""
+    all_v, all_u = _make_vectors(inputs, outputs, use_forward_ad)
+    numerical = _numerical_vJu(func, inputs if inputs_num is None else inputs_num, func_out, all_u, all_v, eps,
+                               use_forward_ad)
+    if use_forward_ad:
+        analytical = _forward_vJu(func, inputs, func_out, all_u, check_grad_dtypes)
+    else:
+        if not outputs:
+            for inp, u in zip(_diff_inputs(inputs), all_u):
+                for jvp in _numerical_jvps(func, inputs, inp, u, eps):
+                    if jvp.size and np.abs(jvp).max() > nondet_tol:
+                        raise GradcheckError("Numerical gradient for function expected to be zero")
+        analytical = _analytical_vJu(inputs, outputs, nondet_tol, check_grad_dtypes, all_v, all_u)
+    for i, per_input in enumerate(numerical):
+        for j, n in enumerate(per_input):
+            a = analytical[i][j] if use_forward_ad else analytical[j][i]
+            tol = _adjusted_atol(atol, all_u[i], None if use_forward_ad else all_v[j])
+            if not np.allclose(a, n, rtol, tol):
+                raise GradcheckError(_notallclose_msg(a, n, j, i, complex_indices, test_imag, use_forward_ad)
+                                     + _slow_mode_error(func, func_out, inputs, outputs, i, j, rtol, atol, eps,
+                                                        use_forward_ad))
+    return True
 
 # ---- batched gradients (vmap over backward / over forward AD), as PyTorch's _test_batched_grad(_forward_ad) ----
 def _batched_workaround(flag):
@@ -625,7 +858,7 @@ def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=T
     try:
         return _gradcheck_helper(func, inputs, eps, atol, rtol, nondet_tol, check_undefined_grad, check_grad_dtypes,
                                  check_forward_ad, check_backward_ad, masked, check_batched_grad,
-                                 check_batched_forward_grad)
+                                 check_batched_forward_grad, fast_mode)
     except GradcheckError:
         if raise_exception:
             raise
@@ -634,7 +867,7 @@ def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=T
 
 def _gradcheck_helper(func, inputs, eps, atol, rtol, nondet_tol, check_undefined_grad, check_grad_dtypes,
                       check_forward_ad, check_backward_ad, masked, check_batched_grad=False,
-                      check_batched_forward_grad=False):
+                      check_batched_forward_grad=False, fast_mode=False):
     tupled = _as_tuple(inputs)
     _check_inputs(tupled)
     # contiguous, writable copies so that finite differences can poke single elements
@@ -658,7 +891,7 @@ def _gradcheck_helper(func, inputs, eps, atol, rtol, nondet_tol, check_undefined
     # (unspecified ones as zeros), the analytical one at the inputs as they are
     work_num = work if masked else tuple(_densified(t) for t in work)
     _gradcheck_real_imag(func, func_out, work, outputs, eps, rtol, atol, check_grad_dtypes, nondet_tol,
-                         check_forward_ad, check_backward_ad, work_num, check_undefined_grad)
+                         check_forward_ad, check_backward_ad, work_num, check_undefined_grad, fast_mode)
     if check_batched_forward_grad:
         _test_batched_grad_forward_ad(func, work)
     if not check_backward_ad:
@@ -712,7 +945,8 @@ def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=
     return gradcheck(new_func, tupled + tupled_go, eps=eps, atol=atol, rtol=rtol, raise_exception=raise_exception,
                      nondet_tol=nondet_tol, check_undefined_grad=check_undefined_grad,
                      check_grad_dtypes=check_grad_dtypes, check_forward_ad=check_fwd_over_rev,
-                     check_backward_ad=check_rev_over_rev, check_batched_grad=check_batched_grad)
+                     check_backward_ad=check_rev_over_rev, check_batched_grad=check_batched_grad, fast_mode=fast_mode,
+                     masked=masked)
 
 
 def _calculate_shape(output, grad, is_grads_batched):
