@@ -351,13 +351,22 @@ def equal(input, other):
     return input._data.shape == other._data.shape and bool(np.array_equal(input._data, other._data))
 
 
+def _same_dtype(input, other):
+    """PyTorch's isclose/allclose compare tensors of one dtype only."""
+    if isinstance(other, Tensor) and other.dtype is not input.dtype:
+        from .._errors import scalar_name
+        raise RuntimeError(f"{scalar_name(input.dtype)} did not match {scalar_name(other.dtype)}")
+
+
 def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+    _same_dtype(input, other)
     _bcast_check(input, other)
     return bool(np.allclose(input._data, other._data, rtol=rtol, atol=atol, equal_nan=equal_nan))
 
 
 def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
     o = other._data if isinstance(other, Tensor) else other
+    _same_dtype(input, other)
     _bcast_check(input, other)
     return Tensor._make(array_module(input._data).asarray(np.isclose(input._data, o, rtol=rtol, atol=atol,
                                                                      equal_nan=equal_nan)))
