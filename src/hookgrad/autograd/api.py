@@ -123,7 +123,12 @@ def _make_grads(outputs, grad_outputs, is_grads_batched=False):
                                        f"(hookgrad: output {i} has shape {tuple(out.shape)}; pass a gradient of that shape)")
                 if out._data.dtype.kind not in "fV":      # V: bfloat16
                     raise RuntimeError(f"grad can be implicitly created only for real scalar outputs but got {out.dtype}")
-                g = Tensor._make(array_module(out._data).ones(out._data.shape, out._data.dtype))
+                if _engine._op_hooks:     # dispatch modes and the profiler see PyTorch's seed, aten::ones_like
+                    from .._creation import ones_like
+                    from .._layout import preserve_format
+                    g = ones_like(out, memory_format=preserve_format)
+                else:
+                    g = Tensor._make(array_module(out._data).ones(out._data.shape, out._data.dtype))
             res.append(g)
             continue
         if not isinstance(g, Tensor):

@@ -26,7 +26,7 @@ from .grad_mode import _state
 from . import node as _g
 from .node import check_tuple_result, run_tensor_hooks, GraphRoot
 from .saved import _hooks_tls
-from .op_hooks import _op_hooks, run_backward_op_hooks
+from .op_hooks import _op_hooks, _formula_ops, run_backward_op_hooks
 from .formulas import TENSORS, ARRAYS
 from . import anomaly_mode as _anomaly
 from .. import _progress
@@ -144,7 +144,7 @@ class _GraphTask:
 
     def __init__(self, first, keep_graph, create_graph, inputs, accumulate):
         self.id = next(_task_ids)
-        self.space = TENSORS if create_graph else ARRAYS
+        self.space = TENSORS if create_graph or _formula_ops[0] else ARRAYS   # (a dispatch mode sees formulas' ops)
         run = _node_step
         if _anomaly.state.enabled:
             run = _anomaly.wrap_step(run, self.space)

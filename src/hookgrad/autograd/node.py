@@ -22,7 +22,7 @@ from .._errors import NUMPY_ERRORS as _NUMPY_ERRORS, from_numpy as _from_numpy
 from ..utils.hooks import add_hook, HookDict, hook_name
 from .grad_mode import _state
 from .saved import SavedTensor, _NoneSaved, _hooks_tls, _version_error, _short_name, _FREED  # noqa: F401
-from .op_hooks import _op_hooks, _op_tls, _apply_with_op_hooks, op_name, post_now as _post_now
+from .op_hooks import _op_hooks, _op_tls, _apply_with_op_hooks, op_name, post_now as _post_now, _formula_ops
 from .anomaly_mode import state as _anomaly   # .enabled: nodes record the forward traceback
 from .formulas import TENSORS, ARRAYS, takes_space, expand_np, sum_to_shape, cast_array as _cast_array  # noqa: F401
 from .._array import is_array as _is_array, module_of as _module_of, writeable as _writeable
@@ -458,7 +458,7 @@ class Node:
             make = Tensor._make
             out = self._run_backward([None if g is None else make(g) for g in grads])
             return [None if t is None else t._data for t in out]
-        if spaced and not arrays and not _state.enabled and len(grads) == 1:
+        if spaced and not arrays and not _state.enabled and len(grads) == 1 and not _formula_ops[0]:
             # Tensors in, but no graph of the gradient is needed: the formula runs on arrays
             g = grads[0]
             out = self._run_backward([None if g is None else g._data], ARRAYS)

@@ -16,6 +16,9 @@ from .._tensor import _op_hooks, _op_hooks_detach   # noqa: E402  id -> OpHook; 
 # through here. A composite op that PyTorch casts as a whole calls it with its aten name instead of a class
 # (cast_composite).
 _input_cast = [None]
+# Dispatch modes active (utils._python_dispatch): while nonzero, backward formulas compute with Tensors (the engine's
+# TENSORS space, without recording a graph unless create_graph), so that the ops they run are seen.
+_formula_ops = [0]
 # Forward AD (autograd/_forward.py): None, or fn(cls, args, params, run) -> out, which runs the op and gives its
 # outputs their tangents; set, with an entry in _op_hooks, only while a dual level is active.
 _tangent_step = [None]
@@ -66,6 +69,9 @@ class OpHook:
 
     def composite_post(self, name):
         """After it ran (or raised)."""
+
+    # factory_post(self, name, args, kwargs, out), where defined: after a factory (``parts`` given) returned
+    # ``out``, before composite_post; ``args``/``kwargs`` are the public function's (dispatch modes)
 
     def register(self):
         return register_op_hook(self)
@@ -231,7 +237,14 @@ def run_composite(name, fn, args, kwargs=None, parts=None, inputs=None):
                     opened.append(h)
         finally:
             tls.busy = factory          # a factory's own ops are its parts, not events of their own
-        return fn(*args, **(kwargs or {}))
+        out = fn(*args, **(kwargs or {}))
+        if factory:
+            tls.busy = True
+            for h in hooks:
+                done = getattr(h, "factory_post", None)
+                if done is not None:
+                    done(name, args if inputs is None else inputs, kwargs or {}, out)
+        return out
     finally:
         tls.busy = False
         tls.composites.pop()

@@ -15,8 +15,13 @@ PyTorch; nested modes in turn, innermost first). Ops that ``__torch_dispatch__``
 dispatched again, as in PyTorch.
 """
 
+import numpy as _np
+
 from .. import ops as _ops
-from ..autograd.op_hooks import OpHook, register_op_hook, _op_tls, aten_name
+from .._tensor import Tensor as _Tensor
+from ..autograd.node import AccumulateGrad as _AccumulateGrad
+from ..autograd.saved import SavedTensor as _SavedTensor
+from ..autograd.op_hooks import OpHook, register_op_hook, _op_tls, aten_name, _formula_ops
 
 __all__ = ["TorchDispatchMode", "_get_current_dispatch_mode", "_get_current_dispatch_mode_stack"]
 
@@ -58,24 +63,110 @@ def _size_args(cls, args, params, out):
     return tuple(args), {}
 
 
+# aten's add/sub/mul/div take a Python number as a wrapped 0-dim Tensor (their .Scalar overloads have no Python binding)
+_WRAPS_NUMBER = frozenset(("add", "sub", "mul", "div", "add_", "sub_", "mul_", "div_"))
+_KINDS = frozenset(("Tensor", "Scalar"))
+
+
+def _is_number(a):
+    return isinstance(a, (int, float, complex, _np.generic)) and not isinstance(a, _np.ndarray)
+
+
+def _dim_given(inputs, params):
+    """Whether the call named dimensions (``x.sum(0)``, not ``x.sum()``): a ``dim``, or ``dims`` not covering
+    every dimension of the input (hookgrad's full reductions hold all of them)."""
+    d = params.get("dim", params.get("dim_arg"))
+    if d is not None:
+        return True
+    d = params.get("dims")
+    if d is None:
+        return False
+    n = inputs[0].dim() if inputs and isinstance(inputs[0], _Tensor) else -1
+    return len(d) != n if isinstance(d, (tuple, list)) else True
+
+
+def _overload_name(name, names, inputs, params):
+    """The overload of aten op ``name`` (``names``: its overloads in aten's order) that PyTorch's Python binding
+    reaches for this call, by rule: the first overload that fits the operands' kinds (Tensor or number; a number
+    passed to add/sub/mul/div is a wrapped Tensor), whether dimensions or a rounding mode were given, and whether a
+    binary form (``max.other``) has two Tensors; TorchScript's list/str/complex forms never fit."""
+    kinds = ["Tensor" if isinstance(a, _Tensor) else "Scalar" for a in inputs if isinstance(a, _Tensor) or _is_number(a)]
+    if "base" in params and _is_number(params["base"]):
+        kinds.insert(0, "Scalar")
+    if "exponent" in params and _is_number(params["exponent"]):
+        kinds.append("Scalar")
+    if name in _WRAPS_NUMBER:
+        kinds = ["Tensor"] * len(kinds)
+    dim = _dim_given(inputs, params)
+    mode = params.get("rounding_mode") is not None
+    ntensor = kinds.count("Tensor")
+    first = None
+    if "correction" in names:
+        return "correction"     # var/std: Python reaches it with or without dims
+    for o in names:
+        if "out" in o:
+            continue
+        first = first or o
+        if o == "correction":
+            return o
+        if o.startswith("dim"):
+            if dim:
+                return o
+            continue
+        parts = o.split("_")
+        if parts[-1] == "mode":
+            if mode:
+                return o
+            continue
+        if mode or dim:
+            continue
+        if all(p in _KINDS for p in parts):
+            if len(parts) > 1:
+                if parts == kinds[:len(parts)]:
+                    return o
+            elif o == "Tensor":
+                if kinds and kinds[0] == "Tensor" and "Scalar" not in kinds:
+                    return o
+            elif "Scalar" in kinds or len(kinds) == 1:
+                return o
+            continue
+        if o == "other":
+            if ntensor == 2:
+                return o
+            continue
+        if o in ("default", "self", "int"):
+            return o
+    return first or names[0]
+
+
 _ARGS = {"convolution": _conv_args, "addmm": _addmm_args, "view": _size_args, "_unsafe_view": _size_args,
          "expand": _size_args, "reshape": _size_args}
 _FUNCS = {}
 
 
-def _func(name):
-    """The overload a mode is handed for the primitive of aten name ``name`` (``torch.ops.aten.<name>.<overload>``,
-    or an operator of namespace ``hookgrad`` for a primitive aten lacks)."""
-    f = _FUNCS.get(name)
+def _func(name, overload=None):
+    """The overload a mode is handed for the primitive of aten name ``name`` (``torch.ops.aten.<name>.<overload>``;
+    by default ``default`` where aten has one, else aten's first), or an operator of namespace ``hookgrad`` for a
+    primitive aten lacks."""
+    key = (name, overload)
+    f = _FUNCS.get(key)
     if f is None:
         if name in _ops._aten_table():
             packet = getattr(_ops.aten, name)
             names = packet._overload_names
-            f = getattr(packet, "default" if "default" in names else names[0])
+            f = getattr(packet, overload or ("default" if "default" in names else names[0]))
         else:
             f = _ops.OpOverloadPacket("hookgrad", name, ("default",)).default
-        _FUNCS[name] = f
+        _FUNCS[key] = f
     return f
+
+
+def _primitive_func(name, inputs, params):
+    """The overload PyTorch dispatches for a call of primitive ``name`` (aten's name) on ``inputs``."""
+    names = _ops._aten_table().get(name)
+    if names is None:
+        return _func(name)
+    return _func(name, _overload_name(name, names.split(), inputs, params))
 
 
 def _call(mode, f, below, args, kwargs):
@@ -100,11 +191,93 @@ class _Hook(OpHook):
 
     def forward_post(self, name, inputs, output, node):
         cls = type(node) if node is not None else _CLASSES.get(name)
-        f = _func(aten_name(cls) if cls is not None else aten_name(name))      # (the profiler's naming too)
-        adapt = _ARGS.get(f._opname) if cls is not None else None
         params = getattr(_op_tls, "params", None) or {}
-        args, kwargs = adapt(cls, inputs, params, output) if adapt else (tuple(inputs), {})
+        f = _primitive_func(aten_name(cls) if cls is not None else aten_name(name), inputs, params)
+        adapt = _ARGS.get(f._opname) if cls is not None else None
+        if adapt:
+            args, kwargs = adapt(cls, inputs, params, output)
+        else:
+            args, kwargs = tuple(a.item() if isinstance(a, _np.generic) else a for a in inputs), {}
         _call(self.mode, f, lambda *a, **k: output, args, kwargs)
+        if node is not None and cls.save and min(cls.save) < 0:
+            self._saved_outputs(node, output)
+
+    def _saved_outputs(self, node, output):
+        """PyTorch saves an output for backward as a detached alias (``aten.detach`` after the op), and unpacks
+        it the same way in backward (in the node, before its formula's ops)."""
+        save = type(node).save
+        mask = node._save_mask() if node.save_if is not None else None
+        for k, i in enumerate(save):
+            if i < 0 and (mask is None or mask[k]):
+                o = output if type(output) is not tuple else output[-1 - i]
+                _call(self.mode, _func("detach"), lambda *a, **kw: o.detach(), (o,), {})
+
+    def factory_post(self, name, args, kwargs, out):
+        f, args, kwargs = _factory_call(name, args, kwargs, out)
+        _call(self.mode, f, lambda *a, **k: out, args, kwargs)
+
+    def backward_pre(self, node, grad_outputs):
+        if type(node) is _AccumulateGrad:
+            self.fresh = node.variable._grad is None
+            return
+        save = getattr(node, "save", None)
+        if save and min(save) < 0 and not node._freed:
+            for st in node._saved:      # the saved outputs, unpacked as detached aliases (aten.detach)
+                if type(st) is _SavedTensor and st._node_ref is not None and st._data is not None:
+                    t = _Tensor._make(st._data)
+                    _call(self.mode, _func("detach"), lambda *a, **k: t, (t,), {})
+
+    def backward_post(self, node, grad_inputs, grad_outputs):
+        """AccumulateGrad: PyTorch's detaches a first gradient (``aten.detach``) and adds a later one in place."""
+        if type(node) is not _AccumulateGrad or not grad_outputs or grad_outputs[0] is None:
+            return
+        g = grad_outputs[0]
+        if self.fresh:
+            _call(self.mode, _func("detach"), lambda *a, **k: node.variable._grad, (g,), {})
+        else:
+            grad = node.variable._grad
+            _call(self.mode, _func("add_", "Tensor"), lambda *a, **k: grad, (grad, g), {})
+
+
+_SIZED = frozenset(("rand", "randn", "zeros", "ones", "empty"))
+_LIKE = frozenset(("zeros_like", "ones_like", "full_like", "rand_like", "randn_like", "empty_like", "randint_like"))
+
+
+def _factory_call(name, args, kwargs, out):
+    """(func, args, kwargs) that PyTorch's mode sees for the factory ``name`` called with ``args``/``kwargs``:
+    the overload by the count of numbers given (``arange.start_step``, ``randint.low``, ``eye.m``) and the
+    generator, the size as one list, and the tensor options (``device``, ``pin_memory``; ``dtype`` when given)."""
+    from .. import device
+    gen = kwargs.get("generator") is not None
+    shape = list(out.shape)
+    nums = [a for a in args if _is_number(a) or isinstance(a, _Tensor) and name in ("linspace", "logspace")]
+    overload = "default"
+    if name == "empty":
+        overload = "memory_format"
+    elif name == "arange":
+        overload = ("default", "start", "start_step")[min(max(len(nums), 1), 3) - 1]
+    elif name == "randint":
+        overload = "low" if len(nums) >= 2 else "default"
+    elif name == "eye":
+        overload = "m" if len(nums) >= 2 else "default"
+    if gen:
+        overload = "generator" if overload == "default" else overload + "_generator"
+    if name in _SIZED:
+        a = (shape,)
+    elif name == "full":
+        a = (shape, args[1] if len(args) > 1 else kwargs.get("fill_value"))
+    elif name == "randint":
+        a = tuple(nums[:2]) + (shape,)
+    else:
+        a = tuple(args)
+    kw = {k: kwargs[k] for k in ("dtype", "layout", "memory_format") if kwargs.get(k) is not None}
+    if name not in _LIKE:
+        kw["device"] = device("cpu")
+    kw["pin_memory"] = False
+    if gen:
+        kw["generator"] = kwargs["generator"]
+    names = _ops._aten_table().get(name, "")
+    return _func(name, overload if overload in names.split() else None), a, kw
 
 
 def _library_dispatch(f, kernel, args):
@@ -152,6 +325,7 @@ class TorchDispatchMode:
         if not _CLASSES:
             _index_classes()
         self._handle = register_op_hook(_Hook(self))
+        _formula_ops[0] += 1        # backward formulas compute with Tensors, so that the mode sees their ops
         _stack.append(self)
         _ops._mode_dispatch[0] = _library_dispatch
         return self
@@ -160,6 +334,7 @@ class TorchDispatchMode:
         if getattr(self, "_handle", None) is not None:
             self._handle.remove()
             self._handle = None
+            _formula_ops[0] -= 1
         if self in _stack:
             _stack.remove(self)
         if not _stack:
