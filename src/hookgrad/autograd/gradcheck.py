@@ -613,7 +613,9 @@ def _slow_mode_error(func, func_out, inputs, outputs, input_idx, output_idx, rto
            "about fast mode. Below, we recompute numerical and analytical jacobians in slow mode:\n\n"
            f"Numerical:\n {_str(num)}\nAnalytical:\n{_str(ana)}\n\n"
            f"The max per-element difference (slow mode) is: {diff.item()}.\n")
-    if np.allclose(ana, num, rtol, atol):
+    from ..primitives.index import allclose      # (PyTorch's allclose: two dtypes raise "Double did not match Float")
+    T = _T()
+    if allclose(T._make(ana), T._make(num), rtol, atol):
         msg += _FAST_FAIL_SLOW_OK
     return msg
 
@@ -906,6 +908,24 @@ def _gradcheck_helper(func, inputs, eps, atol, rtol, nondet_tol, check_undefined
     return True
 
 
+def _random_grad_output(o, noncontiguous):
+    """PyTorch's: torch.testing.make_tensor(o.shape, low=-1, high=1, requires_grad=True) from the global random
+    state: uniform_ on the values (a complex tensor's real and imaginary parts interleaved, as view_as_real);
+    noncontiguous: every second element of a last dimension twice as long."""
+    from .._creation import empty
+    from ..primitives.complex import view_as_complex
+    shape = tuple(o.shape)
+    if noncontiguous and int(np.prod(shape)) > 1:
+        shape = (*shape[:-1], 2 * shape[-1])
+    else:
+        noncontiguous = False
+    if o.is_complex():
+        r = view_as_complex(empty((*shape, 2), dtype=o.dtype.to_real()).uniform_(-1, 1))
+    else:
+        r = empty(shape, dtype=o.dtype).uniform_(-1, 1)
+    return (r[..., 1::2] if noncontiguous else r).requires_grad_(True)
+
+
 def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=1e-3,
                   gen_non_contig_grad_outputs=False, raise_exception=True, nondet_tol=0.0, check_undefined_grad=True,
                   check_grad_dtypes=False, check_batched_grad=False, check_fwd_over_rev=False,
@@ -916,15 +936,8 @@ def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=
     tupled = _as_tuple(inputs)
     if grad_outputs is None:
         outs = _as_tuple(func(*tupled))
-        rng = np.random.default_rng(0)
-
-        def rand(o):
-            d = o._data
-            a = rng.uniform(-1, 1, d.shape)
-            if d.dtype.kind == "c":
-                a = a + 1j * rng.uniform(-1, 1, d.shape)
-            return T._make(array_module(d).asarray(a.astype(d.dtype))).requires_grad_(True)
-        grad_outputs = tuple(rand(o) for o in outs if _is_t(o) and o.requires_grad)
+        grad_outputs = tuple(_random_grad_output(o, gen_non_contig_grad_outputs) for o in outs
+                             if _is_t(o) and o.requires_grad)
     tupled_go = _as_tuple(grad_outputs)
     n_go = len(tupled_go)
 
