@@ -24,9 +24,6 @@ _SAME = object()
 _op_hooks = HookDict()          # autograd.op_hooks' registry, kept here: Tensor.detach reports to it
 _op_hooks_detach = [None]       # set by autograd.op_hooks: fn(tensor, detached)
 _INPLACE_DETACHED = [False]     # set once some non-leaf tensor was detached in place (detach_)
-_UNDELETABLE = {"_grad_fn": (RuntimeError, "Deletion of _grad_fn not allowed. Detach tensor instead!"),
-                "_backward_hooks": (RuntimeError, "Deletion of _backwards_hooks not allowed!"),
-                "grad_fn": (AttributeError, "attribute 'grad_fn' of 'torch._C.TensorBase' objects is not writable")}
 _NONLEAF_GRAD_WARNING = (
     "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its .grad attribute won't be "
     "populated during autograd.backward(). If you indeed want the .grad field to be populated for a non-leaf "
@@ -179,7 +176,6 @@ class Tensor:
     __slots__ = ("_data", "_requires_grad", "grad_fn", "_output_nr", "_vc", "__weakref__", "__dict__")
     # rarely-set state lives in the instance __dict__ only once set; these are the defaults
     _grad = None
-    _backward_hooks = None
     _post_accumulate_grad_hooks = None
     _base = None
     _grad_acc = None
@@ -233,11 +229,28 @@ class Tensor:
     def requires_grad(self):
         raise RuntimeError("requires_grad must be a bool")
 
-    def __delattr__(self, name):
-        err = _UNDELETABLE.get(name)
-        if err is not None:
-            raise err[0](err[1])
-        object.__delattr__(self, name)
+    # NOTE: no __delattr__ (nor __setattr__): defining either sends every attribute assignment of every tensor
+    # through a Python-level slot (~1 us more per op). PyTorch's deletion errors come from descriptors instead.
+    @property
+    def _backward_hooks(self):
+        """The tensor's gradient hooks (a HookDict once one is registered), kept in the instance __dict__."""
+        return self.__dict__.get("_backward_hooks")
+
+    @_backward_hooks.setter
+    def _backward_hooks(self, value):
+        self.__dict__["_backward_hooks"] = value
+
+    @_backward_hooks.deleter
+    def _backward_hooks(self):
+        raise RuntimeError("Deletion of _backwards_hooks not allowed!")
+
+    @property
+    def _grad_fn(self):
+        return self.grad_fn
+
+    @_grad_fn.deleter
+    def _grad_fn(self):
+        raise RuntimeError("Deletion of _grad_fn not allowed. Detach tensor instead!")
 
     @staticmethod
     def _make_subclass(cls, data, require_grad=False, **kwargs):
