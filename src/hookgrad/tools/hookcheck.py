@@ -384,43 +384,18 @@ class strict_hooks:
             raise TypeError("strict_hooks: " + "; ".join(p.message() for p in found))
         _warn(found, 4)
 
-    def _wrap(self, owner, meth, kind, where):
-        orig = owner.__dict__[meth]
+    def _install(self, owner, name, orig, check, outermost=True):
+        """Replace ``owner.name`` by a wrapper that reports what ``check(*args, **kwargs)`` finds before calling
+        ``orig``; with ``outermost``, only in the outermost registration (a registration method calling another
+        one, e.g. a subclass's override calling Tensor's, is checked once). Undone by _remove."""
         report = self._report
-
-        def wrapper(obj, hook, *args, **kwargs):
-            if getattr(_inside, "on", False):       # a registration method calling another one (a subclass's
-                return orig(obj, hook, *args, **kwargs)     # override calling Tensor's): checked once, outermost
-            k = kind
-            if kwargs.get("with_kwargs") and kind in ("forward", "forward_pre"):
-                k = kind + "_with_kwargs"
-            report(problems_of(hook, k, where(obj), obj if kind == "backward" else None,
-                               obj if kind in ("node", "node_pre") else None, _user_where()))
-            _inside.on = True
-            try:
-                return orig(obj, hook, *args, **kwargs)
-            finally:
-                _inside.on = False
-        wrapper.__wrapped__ = orig
-        wrapper.__name__ = meth
-        wrapper.__doc__ = getattr(orig, "__doc__", None)
-        self._saved.append((owner, meth, orig))
-        setattr(owner, meth, wrapper)
-
-    def _wrap_function(self, module, name, kind, at):
-        """A module-level ``register_*`` function (the global hooks, ``register_multi_grad_hook``)."""
-        orig = module.__dict__[name]
-        report = self._report
-        where = "the global module hooks" if kind not in ("step_pre", "step_post", "multi_grad") else (
-            "the global optimizer hooks" if kind != "multi_grad" else "register_multi_grad_hook")
 
         def wrapper(*args, **kwargs):
             if getattr(_inside, "on", False):
                 return orig(*args, **kwargs)
-            hook = args[at] if len(args) > at else kwargs.get("fn", kwargs.get("hook"))
-            if hook is not None:
-                k = kind + "_with_kwargs" if kwargs.get("with_kwargs") and kind == "forward" else kind
-                report(problems_of(hook, k, where, registered_at=_user_where()))
+            report(check(*args, **kwargs))          # (called here: the warning's stack level is the user's line)
+            if not outermost:
+                return orig(*args, **kwargs)
             _inside.on = True
             try:
                 return orig(*args, **kwargs)
@@ -429,25 +404,40 @@ class strict_hooks:
         wrapper.__wrapped__ = orig
         wrapper.__name__ = name
         wrapper.__doc__ = getattr(orig, "__doc__", None)
-        self._saved.append((module, name, orig))
-        setattr(module, name, wrapper)
+        self._saved.append((owner, name, orig))
+        setattr(owner, name, wrapper)
+
+    def _wrap(self, owner, meth, kind, where):
+        def check(obj, hook, *args, **kwargs):
+            k = kind
+            if kwargs.get("with_kwargs") and kind in ("forward", "forward_pre"):
+                k = kind + "_with_kwargs"
+            return problems_of(hook, k, where(obj), obj if kind == "backward" else None,
+                               obj if kind in ("node", "node_pre") else None, _user_where())
+        self._install(owner, meth, owner.__dict__[meth], check)
+
+    def _wrap_function(self, module, name, kind, at):
+        """A module-level ``register_*`` function (the global hooks, ``register_multi_grad_hook``)."""
+        where = "the global module hooks" if kind not in ("step_pre", "step_post", "multi_grad") else (
+            "the global optimizer hooks" if kind != "multi_grad" else "register_multi_grad_hook")
+
+        def check(*args, **kwargs):
+            hook = args[at] if len(args) > at else kwargs.get("fn", kwargs.get("hook"))
+            if hook is None:
+                return []
+            k = kind + "_with_kwargs" if kwargs.get("with_kwargs") and kind == "forward" else kind
+            return problems_of(hook, k, where, registered_at=_user_where())
+        self._install(module, name, module.__dict__[name], check)
 
     def _wrap_registry(self, registry_cls):
-        """On torch, node hooks registered through a HookRegistry (PyTorch's nodes cannot be patched)."""
-        orig = registry_cls.__dict__["register"]
-        report = self._report
-
-        def register(reg, target, kind, hook, *args, **kwargs):
-            if kind in ("node", "node_pre", "pre", "post") and not getattr(_inside, "on", False) \
-                    and lib_of(target).root is self.lib:
-                k = {"pre": "node_pre", "post": "node"}.get(kind, kind)
-                report(problems_of(hook, k, self._where_node(target), node=target, registered_at=_user_where()))
-            return orig(reg, target, kind, hook, *args, **kwargs)     # (its tensor hooks are checked by their wrappers)
-        register.__wrapped__ = orig
-        register.__name__ = "register"
-        register.__doc__ = orig.__doc__
-        self._saved.append((registry_cls, "register", orig))
-        setattr(registry_cls, "register", register)
+        """On torch, node hooks registered through a HookRegistry (PyTorch's nodes cannot be patched); its tensor
+        hooks are checked by the Tensor methods' wrappers."""
+        def check(reg, target, kind, hook, *args, **kwargs):
+            if kind not in ("node", "node_pre", "pre", "post") or lib_of(target).root is not self.lib:
+                return []
+            k = {"pre": "node_pre", "post": "node"}.get(kind, kind)
+            return problems_of(hook, k, self._where_node(target), node=target, registered_at=_user_where())
+        self._install(registry_cls, "register", registry_cls.__dict__["register"], check, outermost=False)
 
     def __enter__(self):
         if self._saved:
