@@ -28,16 +28,19 @@ class _State(threading.local):
 
 state = _State()
 _next_level = itertools.count(1)
+transform_depth = [lambda: 0]       # the differentiating transforms entered (set by func/_transforms.py)
+_torch_levels = {}                  # level -> functorch's number for it (its depth among all transforms)
 
 
 def push_level(batch_size, randomness):
     level = next(_next_level)
+    _torch_levels[level] = len(state.levels) + transform_depth[0]() + 1
     state.levels.append((level, batch_size, randomness))
     return level
 
 
 def pop_level():
-    state.levels.pop()
+    _torch_levels.pop(state.levels.pop()[0], None)
 
 
 def level_info(level):
@@ -273,14 +276,16 @@ _ALIASES = {}
 
 
 def _aliases():
-    """{function: its torch name} for hookgrad's public functions whose ``__name__`` is another (made by a factory,
-    or an alias)."""
+    """{function: its torch name} for hookgrad's public functions and Tensor methods whose ``__name__`` is another
+    (made by a factory, or an alias: Tensor.eq_ is a ``method``)."""
     if not _ALIASES:
         import hookgrad
         import hookgrad.nn.functional as F
-        for prefix, ns in (("", hookgrad), ("F.", F)):
-            for k, v in vars(ns).items():
-                if callable(v) and not k.startswith("_") and getattr(v, "__name__", k) != k and not isinstance(v, type):
+        methods = vars(hookgrad.Tensor)
+        for prefix, ns in (("", vars(hookgrad)), ("F.", vars(F)), ("", methods)):
+            for k, v in ns.items():
+                public = not k.startswith("_") or ns is methods and k.startswith("__") and k.endswith("__")
+                if callable(v) and public and getattr(v, "__name__", k) != k and not isinstance(v, type):
                     _ALIASES.setdefault(id(v), (v, prefix + k))
     return _ALIASES
 
@@ -357,9 +362,8 @@ fallback_warning = [True]
 
 def fallback(key, level, func, args, kwargs):
     name = key[2:] if key.startswith("F.") else key
-    if name.endswith("_") and not name.endswith("__") and args and not (
-            type(args[0]) is BatchedTensor and args[0]._level == level):
-        raise RuntimeError(inplace_error(name))
+    if is_inplace(name) and args and not (type(args[0]) is BatchedTensor and args[0]._level == level):
+        raise unbatched_self_error(name, level, args)
     if fallback_warning[0]:
         warnings.warn(_FALLBACK_MSG.format(name.strip("_")), UserWarning, stacklevel=4)
     _, size, _ = level_info(level)
@@ -376,6 +380,42 @@ def fallback(key, level, func, args, kwargs):
     if not outs:
         raise RuntimeError(f"vmap: the batching rule of {name} has no sample to run on (batch size 0)")
     return _stack_results(outs, level, name)
+
+
+# In-place ops whose self is not batched at the vmap level while an argument is, as PyTorch (functorch) answers
+# them: these run on the physical tensors (batch dim in front), so that the op's own broadcast error tells
+# ("output with shape [5] doesn't match the broadcast shape [4, 5]"); these raise "inplace arithmetic"'s error;
+# these their own name's; every other one raises the in-place fallback's error ("aten::<op> ... at level <n>").
+INPLACE_PHYSICAL = frozenset("""add_ __iadd__ atan2_ arctan2_ copysign_ bitwise_and_ bitwise_or_ bitwise_xor_
+bitwise_left_shift_ bitwise_right_shift_ gcd_ lcm_ __iand__ __ior__ __ixor__ __ilshift__ __irshift__""".split())
+_INPLACE_ARITHMETIC = frozenset("""sub_ __isub__ mul_ __imul__ div_ __itruediv__ divide_ true_divide_ multiply_ copy_
+clamp_min_ clamp_max_ logical_and_ logical_or_ logical_xor_""".split())
+_INPLACE_OWN_NAME = frozenset("fill_ index_fill_ index_add_ scatter_add_ scatter_reduce_ index_put_".split())
+_ATEN_NAMES = {"__ipow__": "pow_", "__imod__": "remainder_", "__ifloordiv__": "floor_divide_",
+               "__imatmul__": "matmul_"}
+
+
+def is_inplace(name):
+    """An in-place op's name (``add_``, ``__iadd__``)."""
+    if name.startswith("__i") and name.endswith("__"):
+        return name not in ("__init__", "__iter__", "__index__", "__int__", "__invert__")
+    return name.endswith("_") and not name.endswith("__")
+
+
+def unbatched_self_error(name, level, args=()):
+    """PyTorch's error for the in-place op ``name`` whose self is not batched at ``level`` (an argument is)."""
+    if name == "masked_fill_" and len(args) > 2 and not (type(args[1]) is BatchedTensor and args[1]._level == level):
+        name = "masked_fill_.value"         # (a batched value, not a batched mask: the fallback's error)
+    elif name in _INPLACE_ARITHMETIC or name == "masked_fill_":
+        return RuntimeError(inplace_error("inplace arithmetic"))
+    if name in _INPLACE_OWN_NAME:
+        return RuntimeError(inplace_error(name))
+    op = "aten::" + _ATEN_NAMES.get(name, name.split(".")[0])
+    return RuntimeError(
+        f"vmap: {op}(self, *extra_args) is not possible because there exists a Tensor `other` in extra_args that has "
+        "more elements than `self`. This happened due to `other` being vmapped over but `self` not being vmapped "
+        f"over at level {_torch_levels.get(level, level)}. Please try to use out-of-place operators instead of {op}. "
+        "If said operator is being called inside the PyTorch framework, please file a bug report instead.")
 
 
 def inplace_error(name):

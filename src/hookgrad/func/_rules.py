@@ -9,7 +9,8 @@ the products built on it, linear/conv/norms/attention/losses from nn.functional,
 import functools
 import inspect
 
-from ._batched import BatchedTensor, level_info, inplace_error, fallback, RULES
+from ._batched import (BatchedTensor, level_info, inplace_error, fallback, RULES, INPLACE_PHYSICAL,
+                       unbatched_self_error, _key)
 
 
 def _t():
@@ -124,12 +125,18 @@ def elementwise(level, func, args, kwargs):
     return wrap(func(*new, **newk), level)
 
 
-def inplace(level, func, args, kwargs, name="inplace arithmetic"):
+def inplace(level, func, args, kwargs):
+    """An elementwise in-place op: run once on the physical tensors, every operand (self too) padded to the
+    largest logical rank, as functorch's rule: the op's own error where the others do not broadcast to self. A
+    self not batched at the level: PyTorch's error (or, for some ops, the physical run's broadcast error)."""
     self = args[0]
+    r = max(lrank(a, level) for a in (*args, *kwargs.values()) if _is_tensor(a))
     if not at(self, level):
-        raise RuntimeError(inplace_error(name))
-    new, newk = _padded(level, lrank(self, level), args[1:], kwargs)
-    func(self._value, *new, **newk)
+        name = _key(func)
+        if name not in INPLACE_PHYSICAL:
+            raise unbatched_self_error(name, level, args)
+    new, newk = _padded(level, r, args, kwargs)
+    func(*new, **newk)
     return self
 
 
@@ -148,6 +155,8 @@ for _n in _ELEMENTWISE:
 for _n in ("add", "sub", "mul", "div", "floor_divide", "remainder", "pow", "bitwise_and", "bitwise_or", "bitwise_xor",
            "bitwise_left_shift", "bitwise_right_shift"):
     RULES[_n + "_"] = inplace
+for _n in INPLACE_PHYSICAL:
+    RULES.setdefault(_n, inplace)
 
 
 # ------------------------------------------------------------------ signatures, for the rules over named parameters
@@ -640,8 +649,10 @@ def _batched_index(level, x, index):
 def _setitem(level, func, args, kwargs):
     x, index, val = args
     index = _index_tuple(index)
-    if not at(x, level):
-        raise RuntimeError(inplace_error("index_put_"))
+    if not at(x, level):        # PyTorch: index_put_ where an index is a tensor, else fill_ (a 0-dim value) or
+        # copy_ of the indexed view
+        raise RuntimeError(inplace_error("index_put_" if any(_is_tensor(e) or isinstance(e, list) for e in index)
+                                         else "fill_" if lrank(val, level) == 0 else "inplace arithmetic"))
     if any(at(e, level) for e in index) or not _adjacent_advanced(index):
         return NotImplemented
     full = (slice(None),) + index

@@ -14,6 +14,7 @@
 import threading
 
 from ..utils._pytree import tree_flatten, tree_unflatten, tree_map, treespec_pprint
+from . import _batched
 from ._batched import BatchedTensor, active_levels, level_info
 
 __all__ = ["grad", "grad_and_value", "vjp", "jvp", "jacrev", "jacfwd", "hessian", "linearize"]
@@ -24,6 +25,7 @@ class _Depth(threading.local):
 
 
 _depth = _Depth()
+_batched.transform_depth[0] = lambda: _depth.n      # (functorch numbers vmap levels among all transforms)
 
 
 def _torch():

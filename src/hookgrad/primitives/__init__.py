@@ -335,14 +335,30 @@ def _install():
         setattr(Tensor, name, _make_inplace_binary(cls, name))
     for name in _INPLACE_VIA:
         setattr(Tensor, name + "_", _via(_METHODS[name]))
+    for name, method in _AUGMENTED.items():
+        setattr(Tensor, name, _augmented(name, method))
     Tensor.T = property(S.T)
     Tensor.mT = property(S.mT)
     Tensor.H = property(_CX.H)
     Tensor.mH = property(_CX.mH)
 
 
+# the augmented assignments beyond _INPLACE_BINARY's, in place as PyTorch's (``x **= y`` is ``x.pow_(y)``)
+_AUGMENTED = {"__ipow__": "pow_", "__ifloordiv__": "floor_divide_", "__imod__": "remainder_", "__idiv__": "div_",
+              "__iand__": "bitwise_and_", "__ior__": "bitwise_or_", "__ixor__": "bitwise_xor_",
+              "__ilshift__": "bitwise_left_shift_", "__irshift__": "bitwise_right_shift_"}
+
+
+def _augmented(name, method):
+    def fn(self, other):
+        return getattr(self, method)(other)
+    fn.__name__ = fn.__qualname__ = name
+    return fn
+
+
 def _make_inplace_binary(cls, name):
     """x.add_(other, alpha=...) etc.: the op runs at the promoted dtype; the result is cast back into x."""
+    from . import _dispatch
     float_only = cls is E.Div
 
     def general(self, other, kw):
@@ -350,6 +366,10 @@ def _make_inplace_binary(cls, name):
             other = as_tensor_arg(other, self)
         if isinstance(other, Tensor):
             return inplace_apply(self, cls, (other,), kw)
+        if _dispatch.torch_function_objects:        # vmap's BatchedTensor as ``other``: its __torch_function__
+            out = _dispatch.torch_function(fn, (self, other), kw)
+            if out is not NotImplemented:
+                return out
         dt = _scalar_result(self, other, float_only)
         if dt is not self._data.dtype:
             kw["dt"] = dt

@@ -201,6 +201,11 @@ def setitem(self, idx, value):
         raise RuntimeError(f"value cannot be converted to type {self._data.dtype.name.rstrip('0123456789')} without "
                            "overflow")
     else:
+        from . import _dispatch
+        if _dispatch.torch_function_objects:        # vmap's BatchedTensor as the value: its __torch_function__
+            out = _dispatch.torch_function(Tensor.__setitem__, (self, idx, value), {})
+            if out is not NotImplemented:
+                return out
         t = type(value)
         tn = t.__qualname__ if t.__module__ == "builtins" else f"{t.__module__.split('.')[0]}.{t.__qualname__}"
         raise TypeError(f"can't assign a {tn} to a {self.type()}")
