@@ -10,6 +10,7 @@ from .._warnings import warn_once
 from .._tensor import Tensor as _Tensor
 from ..primitives import _dispatch
 from .graph import GradientEdge
+from .op_hooks import unseen as _op_hooks_unseen
 
 
 _CREATE_GRAPH_WARNING = (
@@ -313,7 +314,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
                 raise RuntimeError(f"The differentiated Tensor at index {i} appears to not have been used in the graph. "
                                    "Set allow_unused=True if this is the desired behavior.")
         elif not create_graph:
-            g = g.detach()
+            g = g.detach() if not _engine._op_hooks else _op_hooks_unseen(g.detach)    # (no op of PyTorch's)
         result.append(g)
     return tuple(result)
 

@@ -128,8 +128,10 @@ def _op_hooked(run):
         space = task.space
         go = space.tensors(buf)
         run_backward_op_hooks(fn, go)
+        if not fn._hooked:      # ``buf`` keeps the gradients: no second reference while the node runs (AccumulateGrad
+            go = None           # takes a gradient only the engine holds, as without op hooks)
         outs = run(task, fn, buf)
-        run_backward_op_hooks(fn, go, space.tensors(outs), post=True)
+        run_backward_op_hooks(fn, space.tensors(buf) if go is None else go, space.tensors(outs), post=True)
         return outs
     return run_op_hooked
 

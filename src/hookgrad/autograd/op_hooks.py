@@ -143,7 +143,8 @@ def _apply_with_op_hooks(cls, args, params, run=None):
     name = op_name(cls)
     tls = _op_tls
     tls.busy = True         # the op itself, and any op a hook runs, go unhooked
-    tls.params = params     # the op's parameters, for hooks that need them (utils._python_dispatch)
+    tls.params = params     # the op's parameters and class, for hooks that need them (utils._python_dispatch)
+    tls.cls = cls
     try:
         for h in hooks:
             h.forward_pre(name, args)
@@ -179,6 +180,7 @@ def _detach_seen(t, out):
         return
     hooks = tuple(_op_hooks.values())
     tls.busy = True
+    tls.cls = tls.params = None
     try:
         for h in hooks:
             h.forward_pre("Detach", (t,))
@@ -189,6 +191,18 @@ def _detach_seen(t, out):
 
 
 _op_hooks_detach[0] = _detach_seen
+
+
+def unseen(fn, *args):
+    """``fn(*args)`` with the op hooks off: hookgrad's own bookkeeping ops, which PyTorch does not run."""
+    tls = _op_tls
+    if tls.busy:
+        return fn(*args)
+    tls.busy = True
+    try:
+        return fn(*args)
+    finally:
+        tls.busy = False
 
 
 def post_now(node, out):

@@ -20,7 +20,7 @@ import numpy as _np
 from .. import ops as _ops
 from .._tensor import Tensor as _Tensor
 from ..autograd.node import AccumulateGrad as _AccumulateGrad
-from ..autograd.saved import SavedTensor as _SavedTensor
+from ..autograd.saved import SavedTensor as _SavedTensor, _hooks_tls as _saved_hooks
 from ..autograd.op_hooks import OpHook, register_op_hook, _op_tls, aten_name, _formula_ops
 
 __all__ = ["TorchDispatchMode", "_get_current_dispatch_mode", "_get_current_dispatch_mode_stack"]
@@ -72,12 +72,14 @@ def _is_number(a):
     return isinstance(a, (int, float, complex, _np.generic)) and not isinstance(a, _np.ndarray)
 
 
-def _dim_given(inputs, params):
+def _dim_given(name, inputs, params):
     """Whether the call named dimensions (``x.sum(0)``, not ``x.sum()``): a ``dim``, or ``dims`` not covering
     every dimension of the input (hookgrad's full reductions hold all of them)."""
     d = params.get("dim", params.get("dim_arg"))
     if d is not None:
         return True
+    if name == "sum" and "shape" in params:     # sum_to_size (sum.dim_IntList in PyTorch)
+        return inputs[0].shape != tuple(params["shape"]) if inputs and isinstance(inputs[0], _Tensor) else False
     d = params.get("dims")
     if d is None:
         return False
@@ -97,8 +99,8 @@ def _overload_name(name, names, inputs, params):
         kinds.append("Scalar")
     if name in _WRAPS_NUMBER:
         kinds = ["Tensor"] * len(kinds)
-    dim = _dim_given(inputs, params)
-    mode = params.get("rounding_mode") is not None
+    dim = _dim_given(name, inputs, params)
+    mode = params.get("rounding_mode", params.get("mode")) is not None
     ntensor = kinds.count("Tensor")
     first = None
     if "correction" in names:
@@ -161,12 +163,20 @@ def _func(name, overload=None):
     return f
 
 
-def _primitive_func(name, inputs, params):
-    """The overload PyTorch dispatches for a call of primitive ``name`` (aten's name) on ``inputs``."""
+# The overload of primitives whose class alone tells it (PyTorch's grad_fn name of the overload)
+_BY_NODE = {"SqueezeBackward1": "dim", "SqueezeBackward2": "dims"}
+# aten ops whose public function is a composite calling another op, the one a mode sees: softmax.int -> _softmax
+_BELOW = {"softmax": "_softmax", "log_softmax": "_log_softmax"}
+
+
+def _primitive_func(cls, name, inputs, params):
+    """The overload PyTorch dispatches for a call of primitive ``cls`` (aten name ``name``) on ``inputs``."""
+    name = _BELOW.get(name, name)
     names = _ops._aten_table().get(name)
     if names is None:
         return _func(name)
-    return _func(name, _overload_name(name, names.split(), inputs, params))
+    o = _BY_NODE.get(cls.__name__) if cls is not None else None
+    return _func(name, o or _overload_name(name, names.split(), inputs, params))
 
 
 def _call(mode, f, below, args, kwargs):
@@ -190,21 +200,22 @@ class _Hook(OpHook):
         self.mode = mode
 
     def forward_post(self, name, inputs, output, node):
-        cls = type(node) if node is not None else _CLASSES.get(name)
+        cls = type(node) if node is not None else getattr(_op_tls, "cls", None) or _CLASSES.get(name)
         params = getattr(_op_tls, "params", None) or {}
-        f = _primitive_func(aten_name(cls) if cls is not None else aten_name(name), inputs, params)
+        f = _primitive_func(cls, aten_name(cls) if cls is not None else aten_name(name), inputs, params)
         adapt = _ARGS.get(f._opname) if cls is not None else None
         if adapt:
             args, kwargs = adapt(cls, inputs, params, output)
         else:
             args, kwargs = tuple(a.item() if isinstance(a, _np.generic) else a for a in inputs), {}
         _call(self.mode, f, lambda *a, **k: output, args, kwargs)
-        if node is not None and cls.save and min(cls.save) < 0:
+        if node is not None and cls.save and min(cls.save) < 0 and not _saved_hooks.stack:
             self._saved_outputs(node, output)
 
     def _saved_outputs(self, node, output):
         """PyTorch saves an output for backward as a detached alias (``aten.detach`` after the op), and unpacks
-        it the same way in backward (in the node, before its formula's ops)."""
+        it the same way in backward (in the node, before its formula's ops); not under saved-tensor hooks, which
+        are handed the output itself."""
         save = type(node).save
         mask = node._save_mask() if node.save_if is not None else None
         for k, i in enumerate(save):
@@ -221,20 +232,30 @@ class _Hook(OpHook):
             self.fresh = node.variable._grad is None
             return
         save = getattr(node, "save", None)
-        if save and min(save) < 0 and not node._freed:
+        if save and min(save) < 0 and not node._freed and not node._hook_packed:
             for st in node._saved:      # the saved outputs, unpacked as detached aliases (aten.detach)
                 if type(st) is _SavedTensor and st._node_ref is not None and st._data is not None:
                     t = _Tensor._make(st._data)
                     _call(self.mode, _func("detach"), lambda *a, **k: t, (t,), {})
 
     def backward_post(self, node, grad_inputs, grad_outputs):
-        """AccumulateGrad: PyTorch's detaches a first gradient (``aten.detach``) and adds a later one in place."""
+        """AccumulateGrad: PyTorch's takes a first gradient that only the engine holds as a detached alias
+        (``aten.detach``), else copies it (``clone``, or ``new_empty_strided`` + ``copy_`` into the variable's
+        layout), and adds a later one in place (``add_``)."""
         if type(node) is not _AccumulateGrad or not grad_outputs or grad_outputs[0] is None:
             return
         g = grad_outputs[0]
-        if self.fresh:
-            _call(self.mode, _func("detach"), lambda *a, **k: node.variable._grad, (g,), {})
-        else:
+        grad = node.variable._grad
+        if self.fresh and grad is not None:
+            if grad._data is g._data:
+                _call(self.mode, _func("detach"), lambda *a, **k: grad, (g,), {})
+            elif g._data.flags.c_contiguous:
+                _call(self.mode, _func("clone"), lambda *a, **k: grad, (g,), {})
+            else:
+                _call(self.mode, _func("new_empty_strided"), lambda *a, **k: grad, (g, list(g.shape),
+                                                                                    list(grad.stride())), {})
+                _call(self.mode, _func("copy_"), lambda *a, **k: grad, (grad, g), {})
+        elif not self.fresh:
             grad = node.variable._grad
             _call(self.mode, _func("add_", "Tensor"), lambda *a, **k: grad, (grad, g), {})
 
