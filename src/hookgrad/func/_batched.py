@@ -287,7 +287,25 @@ def _aliases():
                 public = not k.startswith("_") or ns is methods and k.startswith("__") and k.endswith("__")
                 if callable(v) and public and getattr(v, "__name__", k) != k and not isinstance(v, type):
                     _ALIASES.setdefault(id(v), (v, prefix + k))
+        # torch.linalg/special/fft functions named as a torch function or Tensor method that they are not
+        # (linalg.cross's dim is keyword-only and -1 by default, cross's the first of size 3): their own names
+        for prefix in ("linalg", "special", "fft"):
+            for k, v in vars(getattr(hookgrad, prefix)).items():
+                if k.startswith("_") or not callable(v) or isinstance(v, type) or id(v) in _ALIASES:
+                    continue
+                name = getattr(v, "__name__", k)
+                other = getattr(hookgrad, name, None) or getattr(hookgrad.Tensor, name, None)
+                if other is not None and other is not v and _signature(other) != _signature(v):
+                    _ALIASES[id(v)] = (v, f"{prefix}.{k}")
     return _ALIASES
+
+
+def _signature(f):
+    import inspect
+    try:
+        return inspect.signature(getattr(f, "_arg_checked", f))
+    except (TypeError, ValueError):
+        return None
 
 
 def _key(func):
@@ -361,7 +379,7 @@ fallback_warning = [True]
 
 
 def fallback(key, level, func, args, kwargs):
-    name = key[2:] if key.startswith("F.") else key
+    name = (key[2:] if key.startswith("F.") else key).replace(".", "_")     # (aten's: linalg.det is linalg_det)
     if is_inplace(name) and args and not (type(args[0]) is BatchedTensor and args[0]._level == level):
         raise unbatched_self_error(name, level, args)
     if fallback_warning[0]:

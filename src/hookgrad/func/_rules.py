@@ -445,9 +445,53 @@ def _repeat_interleave(level, func, b):
 @register_bound("cross")
 def _cross(level, func, b):
     if b.arguments.get("dim") is None:                 # the first dim of size 3 (PyTorch's legacy default)
+        from ..primitives.linalg import _CROSS_WARNING
+        from .._warnings import warn_once
+        warn_once(_CROSS_WARNING)
         shape = b.arguments["input"].shape
         b.arguments["dim"] = next((i for i, n in enumerate(shape) if n == 3), -1)
     return _dims(level, func, b)
+
+
+# torch.linalg's and torch.special's own functions (keyed "linalg.cross" & co.: see _batched._aliases)
+RULES["linalg.diagonal"] = bound(_dims, "linalg.diagonal")
+for _n in ("special.softmax", "special.log_softmax"):
+    RULES[_n] = bound(_dims, _n)
+
+
+@register_bound("linalg.cross")
+def _linalg_cross(level, func, b):
+    """linalg.cross (dim -1 by default) on the batches; inputs of two ranks: the op's error, from one sample."""
+    a, o = b.arguments["input"], b.arguments["other"]
+    r = lrank(a, level)
+    if lrank(o, level) != r:
+        return func(value(a, level)[0], value(o, level)[0])     # (the op's own error, from the first sample)
+    if b.arguments.get("out") is not None:
+        return NotImplemented
+    b.arguments["dim"] = norm_dim(b.arguments["dim"], r) + 1        # (PyTorch's message names the physical dim)
+    b.arguments["input"], b.arguments["other"] = value(a, level), value(o, level)
+    return wrap(call_bound(func, b), level)
+
+
+@register_bound("linalg.norm")
+def _linalg_norm(level, func, b):
+    """linalg.norm: without dim, the vector 2-norm of every element (no ord) or the norm of a 1-D / 2-D input
+    (``ord``): the logical dims named, shifted past the batch dim."""
+    x = b.arguments["input"]
+    if not at(x, level) or b.arguments.get("out") is not None:
+        return NotImplemented
+    r, dim = lrank(x, level), b.arguments["dim"]
+    if dim is None:
+        if b.arguments["ord"] is not None and r not in (1, 2):
+            return NotImplemented           # (the op's own error, from one sample)
+        if b.arguments["ord"] is None:
+            v = x._value.reshape(x._value.shape[0], -1)
+            out = _t().linalg.vector_norm(v, 2, dim=1, dtype=b.arguments["dtype"])
+            return wrap(out.reshape(-1, *([1] * r)) if b.arguments["keepdim"] else out, level)
+        dim = tuple(range(r))
+    b.arguments["dim"] = shift(dim, r)
+    b.arguments["input"] = x._value
+    return wrap(call_bound(func, b), level)
 
 
 RULES["msort"] = lambda level, func, args, kwargs: args[0].sort(0).values
