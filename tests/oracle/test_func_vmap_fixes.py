@@ -155,3 +155,23 @@ def test_augmented_assignment_in_place(op):
         exec(f"x {op} 2", scope)
         return scope["x"] is alias, alias, alias._version
     both(s)
+
+
+HAS_AUX = [
+    ("grad", lambda lib, f, x: lib.func.grad(f, has_aux=True)(x)),
+    ("grad_and_value", lambda lib, f, x: lib.func.grad_and_value(f, has_aux=True)(x)),
+    ("vjp", lambda lib, f, x: lib.func.vjp(f, x, has_aux=True)),
+    ("jvp", lambda lib, f, x: lib.func.jvp(f, (x,), (lib.ones_like(x),), has_aux=True)),
+    ("jacrev", lambda lib, f, x: lib.func.jacrev(f, has_aux=True)(x)),
+    ("jacfwd", lambda lib, f, x: lib.func.jacfwd(f, has_aux=True)(x)),
+]
+
+
+@pytest.mark.parametrize("name,call", HAS_AUX, ids=[n for n, _ in HAS_AUX])
+def test_has_aux_checks(name, call):
+    """f's result under has_aux=True: a pair (else PyTorch's message naming the transform), aux of tensors."""
+    x = lambda lib: lib.tensor([1., 2., 3.], dtype=lib.float64)  # noqa: E731
+    raises_same(lambda lib: call(lib, lambda v: (v * v).sum(), x(lib)))                       # not a pair
+    raises_same(lambda lib: call(lib, lambda v: ((v * v).sum(), v, v), x(lib)))               # three
+    raises_same(lambda lib: call(lib, lambda v: ((v * v).sum(), {"a": 1.5}), x(lib)))          # aux not tensors
+    both(lambda lib: call(lib, lambda v: ((v * v).sum(), {"a": v.cos(), "b": (v[0],)}), x(lib)))

@@ -83,11 +83,17 @@ def _detach(tree):
     return tree_map(lambda t: t.detach() if _is_tensor(t) else t, tree)
 
 
-def _check_aux(aux):
-    """functorch unwraps ``aux`` from the transform's level: every leaf must be a tensor."""
-    for leaf in tree_flatten(aux)[0]:
+def _split_aux(out, has_aux, api):
+    """``(output, aux)`` of f's result ``out`` under ``has_aux`` (``(out, None)`` without), with PyTorch's checks:
+    a pair, whose ``aux`` functorch unwraps from the transform's level (every leaf must be a tensor)."""
+    if not has_aux:
+        return out, None
+    if not (isinstance(out, tuple) and len(out) == 2):
+        raise RuntimeError(f"{api}: output of function f should be a tuple: (output, aux) if has_aux is True")
+    for leaf in tree_flatten(out[1])[0]:
         if leaf is not None and not _is_tensor(leaf):
             raise RuntimeError(f"Expected tensors, got unsupported type {type(leaf)}")
+    return out
 
 
 def _reaches_outer(roots, leaves):
@@ -231,14 +237,7 @@ def grad_and_value_impl(func, argnums, has_aux, args, kwargs):
         diff_args = _slice_argnums(args, argnums, as_tuple=False)
         new_diff, leaves, spec, tracked = _differentiable(diff_args, levels)
         args = _replace_args(args, new_diff, argnums)
-        output = func(*args, **kwargs)
-        aux = None
-        if has_aux:
-            if not (isinstance(output, tuple) and len(output) == 2):
-                raise RuntimeError("grad_and_value(f)(*args): output of function f should be a tuple: (output, aux) "
-                                   "if has_aux is True")
-            output, aux = output
-            _check_aux(aux)
+        output, aux = _split_aux(func(*args, **kwargs), has_aux, "grad_and_value(f)(*args)")
         if not _is_tensor(output):
             raise RuntimeError(f"grad_and_value(f)(*args): Expected f(*args) to return a Tensor, got {type(output)}")
         if output.dim() != 0:
@@ -311,14 +310,7 @@ def _vjp_with_argnums(func, *primals, argnums=None, has_aux=False):
             diff = _slice_argnums(primals, argnums, as_tuple=False)
             new_diff, leaves, diff_spec, tracked = _differentiable(diff, levels)
             primals = _replace_args(primals, new_diff, argnums)
-        primals_out = func(*primals)
-        aux = None
-        if has_aux:
-            if not (isinstance(primals_out, tuple) and len(primals_out) == 2):
-                raise RuntimeError("vjp(f, *primals): output of function f should be a tuple: (output, aux) if "
-                                   "has_aux is True")
-            primals_out, aux = primals_out
-            _check_aux(aux)
+        primals_out, aux = _split_aux(func(*primals), has_aux, "vjp(f, *primals)")
         flat_out, out_spec = tree_flatten(primals_out)
         _assert_non_empty_tensor_output(flat_out, "vjp(f, *primals)")
         for o in flat_out:
@@ -387,13 +379,7 @@ def _jvp_with_argnums(func, primals, tangents, argnums, *, strict=False, has_aux
         duals = tree_unflatten(list(new_flat), primals_spec)
         if argnums is not None:
             duals = _replace_args(primals, duals if not isinstance(argnums, int) else duals[0], argnums)
-        out = func(*duals)
-        aux = None
-        if has_aux:
-            if not (isinstance(out, tuple) and len(out) == 2):
-                raise RuntimeError(f"{_JVP}: output of function f should be a tuple: (output, aux) if has_aux is True")
-            out, aux = out
-            _check_aux(aux)
+        out, aux = _split_aux(func(*duals), has_aux, _JVP)
         flat_out, spec = tree_flatten(out)
         _assert_non_empty_tensor_output(flat_out, _JVP)
         keep = tr.outer or tracked or any(_is_tensor(t) and t.requires_grad for t in flat_tangents) or \
