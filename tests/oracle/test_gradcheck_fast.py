@@ -191,3 +191,17 @@ def test_calls_and_random_state():
                     _log_call(log, lambda: lib.autograd.gradcheck(f, (a, b), fast_mode=fast, **kw))
                     log(n[0], lib.rand(2))
     events(s)
+
+
+def test_empty_inputs_and_outputs():
+    """Fast mode runs one backward even for empty outputs (view_as_real's backward on an empty gradient)."""
+    def s(lib, log):
+        gc = lib.autograd.gradcheck
+        e = lib.zeros(0, 2, dtype=lib.double, requires_grad=True)
+        x = lib.tensor([1., 2.], dtype=lib.double, requires_grad=True)
+        for fast in (True, False):
+            _log_call(log, lambda: gc(lambda v: (v * 1j).tanh(), (e,), fast_mode=fast))
+            _log_call(log, lambda: gc(lambda v: (v[:0] * 1j, v * 2), (x,), fast_mode=fast))
+            _log_call(log, lambda: gc(lambda v: lib.view_as_complex(v.reshape(0, 1, 2)), (e,), fast_mode=fast))
+        log(lib.view_as_complex(lib.zeros(3, 0, 2)).shape, lib.view_as_real(lib.zeros(0, 3, dtype=lib.cdouble)).shape)
+    events(s)

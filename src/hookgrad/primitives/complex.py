@@ -90,9 +90,9 @@ def view_as_complex(input):
     if d.ndim == 0 or d.shape[-1] != 2:
         raise RuntimeError("Tensor must have a last dimension of size 2")
     isz = d.itemsize
-    if d.strides[-1] != isz:
+    if d.size and d.strides[-1] != isz:           # (an empty array's NumPy strides may be 0: nothing to check)
         raise RuntimeError("Tensor must have a last dimension with stride 1")
-    if any(s % (2 * isz) for s in d.strides[:-1]):
+    if d.size and any(s % (2 * isz) for s in d.strides[:-1]):
         raise RuntimeError("Tensor must have a stride divisible by 2 for all but last dimension")
     if input.storage_offset() % 2:
         raise RuntimeError("Tensor must have a storage_offset divisible by 2")
