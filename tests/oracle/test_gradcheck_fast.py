@@ -205,3 +205,26 @@ def test_empty_inputs_and_outputs():
             _log_call(log, lambda: gc(lambda v: lib.view_as_complex(v.reshape(0, 1, 2)), (e,), fast_mode=fast))
         log(lib.view_as_complex(lib.zeros(3, 0, 2)).shape, lib.view_as_real(lib.zeros(0, 3, dtype=lib.cdouble)).shape)
     events(s)
+
+
+def test_check_grad_dtypes_both_modes():
+    """check_grad_dtypes: a jvp whose tangent is complex for a real output, in fast and in slow mode."""
+    def s(lib, log):
+        class F(lib.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                return x * 2
+
+            @staticmethod
+            def backward(ctx, g):
+                return (g * 2).float()
+
+            @staticmethod
+            def jvp(ctx, t):
+                return t * 2 + 0j
+        x = lib.tensor([1., 2.], dtype=lib.double, requires_grad=True)
+        for kw in (dict(check_grad_dtypes=True), dict(check_forward_ad=True, check_backward_ad=False),
+                   dict(check_forward_ad=True, check_backward_ad=False, check_grad_dtypes=True)):
+            for fast in (True, False):
+                _log_call(log, lambda: lib.autograd.gradcheck(F.apply, (x,), fast_mode=fast, **kw))
+    events(s)

@@ -275,7 +275,7 @@ def _slow_gradcheck(func, func_out, inputs, outputs, eps, rtol, atol, check_grad
 
 # ---- forward AD (forward_ad.py): check_forward_ad / check_fwd_over_rev make real jvp calls ----
 
-def _forward_ad_jacobian(func, inputs, outputs):
+def _forward_ad_jacobian(func, inputs, outputs, check_grad_dtypes=False):
     """Per (input, output): array (input.numel(), output.numel()) through forward_ad's dual tensors, as PyTorch's
     _get_analytical_jacobians_forward_ad: every differentiable input made dual at once (detached: the function
     sees no requires_grad) with a zero tangent, then one jvp call per input element with a unit there (a complex
@@ -304,6 +304,8 @@ def _forward_ad_jacobian(func, inputs, outputs):
                     for j, o in enumerate(outs[:len(outputs)]):
                         if isinstance(o, T):
                             t = fw.unpack_dual(o).tangent
+                            if check_grad_dtypes and t is not None and o.is_complex() != t.is_complex():
+                                raise GradcheckError("Forward AD gradient has dtype mismatch.")
                             if t is not None:      # (read before the unit goes: a tangent may alias it)
                                 h = _host(t)
                                 if h.dtype.kind == "c" and cols[j].dtype.kind != "c":
@@ -325,7 +327,7 @@ def _check_forward_ad(func, inputs, outputs, eps, atol, rtol, complex_indices=No
                                use_forward_ad=True)
     outputs = [o for o in _as_tuple(outputs) if _is_t(o)]
     numerical = _numerical_jacobian(func, inputs, outputs, eps)
-    analytical = _forward_ad_jacobian(func, inputs, outputs)
+    analytical = _forward_ad_jacobian(func, inputs, outputs, check_grad_dtypes)
     for k in range(len(analytical)):
         for j in range(len(outputs)):
             n, a = numerical[k][j], analytical[k][j]
