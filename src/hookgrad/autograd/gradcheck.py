@@ -9,6 +9,7 @@ the conjugate Wirtinger derivative, that the outputs keep their shape and dtype 
 backward is reentrant and multiplied by grad_output, and that backward handles undefined output gradients.
 The Jacobians are NumPy arrays on the host, whatever the tensors' array module.
 """
+import contextlib
 import warnings
 
 import numpy as np
@@ -275,6 +276,21 @@ def _slow_gradcheck(func, func_out, inputs, outputs, eps, rtol, atol, check_grad
 
 # ---- forward AD (forward_ad.py): check_forward_ad / check_fwd_over_rev make real jvp calls ----
 
+@contextlib.contextmanager
+def _dual_inputs(inputs):
+    """In a forward-AD level: the inputs, each differentiable one made dual (detached: the function sees no
+    requires_grad) with a zero tangent, and those tangents (the callers write units or u into them)."""
+    from . import forward_ad as fw
+    with fw.dual_level():
+        duals, grads = list(inputs), []
+        for i, inp in enumerate(inputs):
+            if _is_t(inp) and inp.requires_grad:
+                d = inp._data
+                duals[i] = fw.make_dual(inp.detach(), _T()._make(array_module(d).zeros(d.shape, d.dtype)))
+                grads.append(fw.unpack_dual(duals[i]).tangent)
+        yield duals, grads
+
+
 def _forward_ad_jacobian(func, inputs, outputs, check_grad_dtypes=False):
     """Per (input, output): array (input.numel(), output.numel()) through forward_ad's dual tensors, as PyTorch's
     _get_analytical_jacobians_forward_ad: every differentiable input made dual at once (detached: the function
@@ -282,15 +298,8 @@ def _forward_ad_jacobian(func, inputs, outputs, check_grad_dtypes=False):
     input: a real and an imaginary unit, d/dx + 1j d/dy, the numerical Jacobian's conjugate Wirtinger form)."""
     from . import forward_ad as fw
     T = _T()
-    diff = [(i, t) for i, t in enumerate(inputs) if _is_t(t) and t.requires_grad]
     jac = []
-    with fw.dual_level():
-        duals = list(inputs)
-        grads = []
-        for i, inp in diff:
-            d = inp._data
-            duals[i] = fw.make_dual(inp.detach(), T._make(array_module(d).zeros(d.shape, d.dtype)))
-            grads.append(fw.unpack_dual(duals[i]).tangent)
+    with _dual_inputs(inputs) as (duals, grads):
         for g in grads:
             cx = g._data.dtype.kind == "c"
             cols = [np.zeros((g._data.size, o._data.size if isinstance(o, T) else 0),
@@ -544,16 +553,8 @@ def _forward_vJu(func, inputs, func_out, all_u, check_grad_dtypes):
     """Per differentiable input: J u per floating-point output, one forward-AD call with tangent u (PyTorch's
     _get_analytical_jacobian_forward_ad with all_u); a missing output tangent is zeros."""
     from . import forward_ad as fw
-    T = _T()
-    diff = [i for i, t in enumerate(inputs) if _is_t(t) and t.requires_grad]
     res = []
-    with fw.dual_level():
-        duals = list(inputs)
-        grads = []
-        for i in diff:
-            d = inputs[i]._data
-            duals[i] = fw.make_dual(inputs[i].detach(), T._make(array_module(d).zeros(d.shape, d.dtype)))
-            grads.append(fw.unpack_dual(duals[i]).tangent)
+    with _dual_inputs(inputs) as (duals, grads):
         for g, u in zip(grads, all_u):
             flat = g._data.reshape(-1)
             flat[...] = array_module(g._data).asarray(u)
@@ -562,8 +563,8 @@ def _forward_vJu(func, inputs, func_out, all_u, check_grad_dtypes):
                 p, t = fw.unpack_dual(o)
                 if check_grad_dtypes and t is not None and p.is_complex() != t.is_complex():
                     raise GradcheckError("Forward AD gradient has dtype mismatch.")
-                cols.append(np.zeros(o._data.size, np.complex128 if o.is_complex() else np.float64)
-                            if t is None else _host(t).astype(to_numpy(o._data).dtype))
+                dt = _scalar_dtype(o._data.dtype, False)      # (PyTorch's Jacobian has the output's dtype)
+                cols.append(np.zeros(o._data.size, dt) if t is None else _host(t).astype(dt))
             flat[...] = 0
             res.append(cols)
     return res
@@ -652,6 +653,7 @@ def _fast_gradcheck(func, func_out, inputs, outputs, eps, rtol, atol, check_grad
                                      + _slow_mode_error(func, func_out, inputs, outputs, i, j, rtol, atol, eps,
                                                         use_forward_ad))
     return True
+
 
 # ---- batched gradients (vmap over backward / over forward AD), as PyTorch's _test_batched_grad(_forward_ad) ----
 def _batched_workaround(flag):
