@@ -228,3 +228,25 @@ def test_check_grad_dtypes_both_modes():
             for fast in (True, False):
                 _log_call(log, lambda: lib.autograd.gradcheck(F.apply, (x,), fast_mode=fast, **kw))
     events(s)
+
+
+def test_sparse_wrong_backward_messages():
+    """COO and CSR inputs, masked or not: u over the stored values, the same v^T J u and slow-mode note."""
+    def s(lib, log):
+        class W(lib.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                return x * 2
+
+            @staticmethod
+            def backward(ctx, g):
+                return g * 3
+        d = lib.tensor([[0., 1.5, 0.], [2., 0., 3.]], dtype=lib.double)
+        for sp in (d.to_sparse(), d.to_sparse_csr()):
+            sp.requires_grad_()
+            for masked in (True, False):
+                _log_call(log, lambda: lib.autograd.gradcheck(lambda a: W.apply(a.to_dense()), (sp,), fast_mode=True,
+                                                              masked=masked))
+                _log_call(log, lambda: lib.autograd.gradcheck(lambda a: (a.to_dense() * 2).sin(), (sp,),
+                                                              fast_mode=True, masked=masked))
+    events(s)
