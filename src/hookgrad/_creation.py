@@ -1086,7 +1086,10 @@ _FACTORY_PARTS = {
     "logspace": ("empty", "logspace"), "randperm": ("empty", "randperm"),
     "zeros_like": ("empty_like", "zero_"), "ones_like": ("empty_like", "fill_"), "full_like": ("empty_like", "fill_"),
     "randn_like": ("empty_like", "normal_"), "rand_like": ("empty_like", "uniform_"), "empty_like": ("empty_strided",),
+    "new_zeros": ("new_empty", "zero_"), "new_ones": ("new_empty", "fill_"), "new_full": ("new_empty", "fill_"),
+    "new_empty": ("empty",), "tensor": (),
 }
+_ATEN_FACTORY = {"tensor": "lift_fresh"}     # torch.tensor's data becomes a tensor through aten::lift_fresh
 
 
 def _as_op(name, parts, fn):
@@ -1099,5 +1102,5 @@ def _as_op(name, parts, fn):
 
 
 for _name, _parts in _FACTORY_PARTS.items():
-    globals()[_name] = _as_op(_name, _parts, globals()[_name])
+    globals()[_name] = _as_op(_ATEN_FACTORY.get(_name, _name), _parts, globals()[_name])
 del _name, _parts

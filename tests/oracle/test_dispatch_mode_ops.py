@@ -63,6 +63,8 @@ FACTORIES = {
     "generator": lambda L: L.rand(2, generator=L.Generator().manual_seed(0)),
     "likes": lambda L: [f(L.ones(2)) for f in (L.zeros_like, L.ones_like, L.rand_like, L.randn_like)],
     "full_like": lambda L: L.full_like(L.ones(2), 7.0),
+    "tensor": lambda L: (L.tensor([1.0, 2.0]), L.tensor(3), L.tensor(1.0, requires_grad=True)),
+    "new": lambda L: [L.ones(2).new_ones(3), L.ones(2).new_zeros((2, 2)), L.ones(2).new_full((2,), 5.0)],
 }
 
 
@@ -95,6 +97,11 @@ PROGRAMS = {      # name: (the inputs' shapes, the ops on them)
     "views": ([(2, 3)], lambda L, x: (x.view(3, 2), x.reshape(6), x.t(), x.transpose(0, 1), x[0], x[:, 1:],
                                       x.unsqueeze(0), x.squeeze(), x.expand(4, 2, 3), x.permute(1, 0), x.flatten(),
                                       x.narrow(1, 0, 2), x.detach(), x.clone(), x.contiguous())),
+    "inplace": ([(3,), (3,)], lambda L, x, y: (x.clone().add_(y), x.clone().mul_(2), x.clone().relu_(),
+                                               x.clone().clamp_(0, 1), x.clone().exp_(), x.clone().copy_(y),
+                                               x.clone().zero_(), x.clone().fill_(3.0), x.clone().sub_(y, alpha=2),
+                                               x.clone().div_(2, rounding_mode="floor"),
+                                               x.clone().__setitem__(slice(0, 2), y[:2]))),
     "linear_algebra": ([(2, 3), (3, 4)], lambda L, a, b: (a @ b, L.mm(a, b), a.matmul(b[:, 0]))),
     "nn": ([(2, 3), (4, 3), (4,)], lambda L, x, w, b: (L.nn.functional.linear(x, w, b),
                                                        L.nn.functional.softmax(x, 1), L.nn.functional.gelu(x))),

@@ -29,6 +29,7 @@ class _OpTLS(threading.local):
         self.busy = False       # True while op hooks run: ops they call themselves are not hooked
         self.composites = []    # the composite ops open on this thread (run_composite), innermost last
         self.pending = None     # (class, hooks, name, args): forward_post of the op running, not called yet
+        self.inplace = False    # the op running is the in-place form (aten's ``fill_``) of its primitive
 
 
 _op_tls = _OpTLS()
@@ -124,7 +125,7 @@ def aten_name(node_or_cls):
         op = _SNAKE.sub("_", name.rsplit("::", 1)[-1]).lower()
         if op not in table:     # aten's spellings the grad_fn name does not show
             for alt in ("_" + op, re.sub(r"([a-z])(\d+d)$", r"\1_\2", op), re.sub(r"(\d)_", r"\1", op),
-                        op + "_backward", re.sub(r"_(\d)", r"\1", op)):
+                        op + "_backward", re.sub(r"_(\d)", r"\1", op), re.sub(r"_backwards$", "_", op)):
                 if alt in table:
                     op = alt
                     break
@@ -191,6 +192,17 @@ def _detach_seen(t, out):
 
 
 _op_hooks_detach[0] = _detach_seen
+
+
+def inplace_op(apply, *args, **params):
+    """``apply(*args, **params)``, the primitive of an in-place op (``x.fill_(v)``), marked as in-place for the
+    op hooks (``_op_tls.inplace``: dispatch modes name it aten's ``fill_``)."""
+    tls = _op_tls
+    prev, tls.inplace = tls.inplace, not tls.busy
+    try:
+        return apply(*args, **params)
+    finally:
+        tls.inplace = prev
 
 
 def unseen(fn, *args):

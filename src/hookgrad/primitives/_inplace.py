@@ -11,6 +11,7 @@ from .._errors import broadcast_error
 from ..autograd import saved as _saved
 from ..autograd.saved import SavedTensor
 from ..autograd.grad_mode import _state
+from ..autograd.op_hooks import _op_hooks, inplace_op as _inplace_op
 from ..autograd import forward_ad as _fwad
 from ..autograd.views import (_LEAF, _LEAF_VIEW, _DIRECT, _view_error, _writable, _rebase, _as_strided_node,
                               _gf_get, _View, _rebase_view)
@@ -148,6 +149,8 @@ def _share_saved_result(out, self):
 def _apply(cls, x, args, params):
     """cls.apply for an in-place op: operands that do not broadcast raise PyTorch's RuntimeError."""
     try:
+        if _op_hooks:
+            return _inplace_op(cls.apply, x, *args, **params)     # op hooks: the op is PyTorch's fill_, add_...
         return cls.apply(x, *args, **params)
     except ValueError:
         for a in args:

@@ -170,9 +170,13 @@ _BELOW = {"softmax": "_softmax", "log_softmax": "_log_softmax"}
 
 
 def _primitive_func(cls, name, inputs, params):
-    """The overload PyTorch dispatches for a call of primitive ``cls`` (aten name ``name``) on ``inputs``."""
+    """The overload PyTorch dispatches for a call of primitive ``cls`` (aten name ``name``) on ``inputs``; an
+    in-place call is aten's in-place op (``fill_``)."""
     name = _BELOW.get(name, name)
-    names = _ops._aten_table().get(name)
+    table = _ops._aten_table()
+    if _op_tls.inplace and name + "_" in table:
+        name += "_"
+    names = table.get(name)
     if names is None:
         return _func(name)
     o = _BY_NODE.get(cls.__name__) if cls is not None else None
@@ -283,7 +287,11 @@ def _factory_call(name, args, kwargs, out):
         overload = "m" if len(nums) >= 2 else "default"
     if gen:
         overload = "generator" if overload == "default" else overload + "_generator"
-    if name in _SIZED:
+    if name == "lift_fresh":
+        return _func(name), (out,), {}
+    if name.startswith("new_"):
+        a = (args[0], shape) + ((args[2] if len(args) > 2 else kwargs.get("fill_value"),) if name == "new_full" else ())
+    elif name in _SIZED:
         a = (shape,)
     elif name == "full":
         a = (shape, args[1] if len(args) > 1 else kwargs.get("fill_value"))
@@ -292,7 +300,7 @@ def _factory_call(name, args, kwargs, out):
     else:
         a = tuple(args)
     kw = {k: kwargs[k] for k in ("dtype", "layout", "memory_format") if kwargs.get(k) is not None}
-    if name not in _LIKE:
+    if name not in _LIKE and not name.startswith("new_"):
         kw["device"] = device("cpu")
     kw["pin_memory"] = False
     if gen:
