@@ -194,6 +194,25 @@ def _detach_seen(t, out):
 _op_hooks_detach[0] = _detach_seen
 
 
+def run_unrecorded(name, fn, args):
+    """``fn(*args)``: an op of PyTorch's that hookgrad computes without a primitive (a comparison: ``name``
+    ``"Gt"``), between the op hooks' forward_pre and forward_post (with no node). Check ``_op_hooks`` and
+    ``_op_tls.busy`` first."""
+    tls = _op_tls
+    hooks = tuple(_op_hooks.values())
+    tls.busy = True
+    tls.cls = tls.params = None
+    try:
+        for h in hooks:
+            h.forward_pre(name, args)
+        out = fn(*args)
+        for h in hooks:
+            h.forward_post(name, args, out, None)
+    finally:
+        tls.busy = False
+    return out
+
+
 def inplace_op(apply, *args, **params):
     """``apply(*args, **params)``, the primitive of an in-place op (``x.fill_(v)``), marked as in-place for the
     op hooks (``_op_tls.inplace``: dispatch modes name it aten's ``fill_``)."""

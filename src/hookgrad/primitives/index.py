@@ -7,6 +7,7 @@ from .. import _dtype as D
 from .._tensor import Tensor
 from ..autograd.forward_ad import linear_jvp, multilinear_jvp, tsum, scaled  # noqa: F401  (forward AD)
 from ..autograd.node import Node
+from ..autograd.op_hooks import _op_hooks, _op_tls, run_unrecorded as _run_unrecorded
 from ._dispatch import binary, as_tensor_arg
 from ._inplace import make_view, inplace_apply
 from ..autograd.views import ViewFunc
@@ -274,7 +275,11 @@ def index_put_(self, indices, values, accumulate=False):
 
 # ------------------------------------------------------------------------- comparisons (no grad)
 def _cmp(npfn, name):
+    op = name.title().replace("_", "")     # the op hooks' name (``LogicalAnd``; aten::logical_and)
+
     def fn(input, other):
+        if _op_hooks and not _op_tls.busy:
+            return _run_unrecorded(op, fn, (input, other))
         a = input._data if isinstance(input, Tensor) else input
         b = other._data if isinstance(other, Tensor) else other
         if isinstance(b, (list, tuple)):
