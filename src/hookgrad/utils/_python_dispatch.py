@@ -1,18 +1,31 @@
 """hookgrad.utils._python_dispatch (mirrors torch.utils._python_dispatch): ``TorchDispatchMode``, built on
 hookgrad's op-level hooks (``autograd.graph.register_op_hook``).
 
-Inside ``with Mode():`` every primitive hookgrad runs calls ``mode.__torch_dispatch__(func, types, args,
-kwargs)`` once, with ``func`` the ``torch.ops.aten`` overload of the primitive (the object itself, so ``func is
-torch.ops.aten.sin.default`` holds; named from its grad_fn without ``Backward0``, in snake case:
-``AddmmBackward0`` -> ``aten.addmm.default``; the overload is ``default`` where aten has one, else aten's first;
-convolutions get aten's nine arguments). ``Tensor.detach`` is seen as ``aten.detach.default``. A primitive has
-already run when the mode sees it (after its inputs were saved for backward, before its outputs are, as in
-PyTorch): ``func(*args, **kwargs)`` returns its result, and the value ``__torch_dispatch__`` returns is not
-used, so a mode can observe (count, log, profile) but not replace a primitive's result. An operator defined
-through ``torch.library`` (``custom_op``) is dispatched for real: its backend kernel runs only when the mode
-calls ``func``, and what ``__torch_dispatch__`` returns is the result (below the autograd kernel, as in
-PyTorch; nested modes in turn, innermost first). Ops that ``__torch_dispatch__`` runs itself are not
-dispatched again, as in PyTorch.
+Inside ``with Mode():`` every op PyTorch would dispatch calls ``mode.__torch_dispatch__(func, types, args,
+kwargs)`` once, with ``func`` the ``torch.ops.aten`` overload (the object itself: ``func is
+torch.ops.aten.mul.Tensor``):
+
+- primitives, named from their grad_fn (``AddmmBackward0`` -> ``aten.addmm``), in-place calls as aten's in-place
+  op (``fill_``, ``add_``); the overload by rule (``_overload_name``): the operands' kinds (a number given to
+  add/sub/mul/div is a wrapped Tensor: ``x * 2`` is ``mul.Tensor``; ``x ** 2`` is ``pow.Tensor_Scalar``), whether
+  dimensions (``sum.dim_IntList``) or a rounding mode (``div.Tensor_mode``) were given; convolutions get aten's
+  nine arguments. Comparisons (``gt.Scalar``) and ``Tensor.detach`` (``aten.detach``) too;
+- factories (``aten.rand.default``, ``arange.start_step``, ``randint.low``, ``empty.memory_format``, the
+  ``*_like`` and ``new_*`` ones, ``torch.tensor``'s ``lift_fresh``), with the size as one list and the tensor
+  options (``device``, ``pin_memory``, ``dtype`` when given);
+- in backward: the seed (``ones_like``), the ops each gradient formula runs, from within its node
+  (``torch._C._current_autograd_node()``): while a mode is active the formulas compute with Tensors instead of
+  arrays (``op_hooks._formula_ops``); a saved output's ``detach`` (after the op, and when backward unpacks it);
+  AccumulateGrad's ``detach`` (a gradient it takes), ``clone`` or ``new_empty_strided`` + ``copy_`` (one it
+  copies) and ``add_`` (a later one).
+
+A primitive has already run when the mode sees it (after its inputs were saved for backward, before its outputs
+are, as in PyTorch): ``func(*args, **kwargs)`` returns its result, and the value ``__torch_dispatch__`` returns is
+not used, so a mode can observe (count, log, profile) but not replace a primitive's result. Non-tensor arguments
+of primitives other than those above (dims, sizes) are not passed. An operator defined through ``torch.library``
+(``custom_op``) is dispatched for real: its backend kernel runs only when the mode calls ``func``, and what
+``__torch_dispatch__`` returns is the result (below the autograd kernel, as in PyTorch; nested modes in turn,
+innermost first). Ops that ``__torch_dispatch__`` runs itself are not dispatched again, as in PyTorch.
 """
 
 import numpy as _np
