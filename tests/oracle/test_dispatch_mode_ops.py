@@ -117,6 +117,24 @@ def test_ops(name):
     same(lambda L: (lambda xs: lambda: ops(L, *xs))([_x(L, *s) for s in shapes]))
 
 
+ARGUMENTS = {
+    "reduce": ([(2, 3)], lambda L, x: (x.sum(), x.sum(0), x.sum(1, keepdim=True), x.mean(1), x.mean(), x.max(),
+                                       x.max(0), x.max(1, keepdim=True), x.amax(0), x.amax(), x.prod(0),
+                                       x.logsumexp(1))),
+    "shape": ([(2, 3)], lambda L, x: (x.transpose(0, 1), x.permute(1, 0), x.unsqueeze(1), x.unsqueeze(-1),
+                                      x.view(3, 2), x.expand(4, 2, 3))),
+    "scalars": ([(2, 3)], lambda L, x: (x.clamp(min=0.5), x.clamp(0.1, 0.9), x.clamp(max=2), x ** 2, 2 ** x,
+                                        x * 2, x + 1.5, 1 - x)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ARGUMENTS))
+def test_arguments(name):
+    """The arguments aten's overload takes (dims, keepdim when given, bounds, exponents) reach the mode too."""
+    shapes, ops = ARGUMENTS[name]
+    same(lambda L: (lambda xs: lambda: ops(L, *xs))([_x(L, *s) for s in shapes]), full=True)
+
+
 # ------------------------------------------------------------------------------------------ backward
 # each makes its inputs (outside the mode) and returns what runs under it
 def _backward_current_node(L):      # PyTorch's TestAutograd.test_current_node

@@ -49,7 +49,7 @@ def _get_current_dispatch_mode_stack():
     return list(_stack)
 
 
-def _conv_args(cls, args, params, out):
+def _conv_args(cls, args, params, out, f=None):
     x, w = args[0], args[1]
     b = args[2] if len(args) > 2 else None
     nd = w.dim() - 2
@@ -64,12 +64,12 @@ def _conv_args(cls, args, params, out):
             params.get("groups", cls.groups)), {}
 
 
-def _addmm_args(cls, args, params, out):
+def _addmm_args(cls, args, params, out, f=None):
     kw = {k: params[k] for k in ("beta", "alpha") if k in params}
     return tuple(args), kw
 
 
-def _size_args(cls, args, params, out):
+def _size_args(cls, args, params, out, f=None):
     """view/expand/reshape-like primitives hold the target shape as a parameter: aten passes it."""
     if len(args) == 1 and hasattr(out, "shape"):
         return (args[0], list(out.shape)), {}
@@ -154,8 +154,59 @@ def _overload_name(name, names, inputs, params):
     return first or names[0]
 
 
+def _number(v):
+    return v.item() if isinstance(v, _np.generic) else v
+
+
+_DEFAULT_TAKES_DIM = frozenset(("amax", "amin", "logsumexp"))
+
+
+def _dim_args(cls, args, params, out, f=None):
+    """Reductions: aten's ``dim`` (an int where the primitive holds one ``dim`` or the overload is ``dim_int``, else
+    a list) and ``keepdim`` when given, only in the overloads that take them (PyTorch drops trailing defaults)."""
+    x = args[0]
+    overload = f._overloadname if f is not None else ""
+    if not (overload.startswith("dim") or f is not None and f._opname in _DEFAULT_TAKES_DIM) or \
+            not _dim_given("", args, params):
+        return (x,), {}
+    d = params.get("dim", params.get("dims"))
+    if isinstance(d, (tuple, list)):
+        d = d[0] if overload == "dim_int" and len(d) == 1 else list(d)
+    return (x, d) + ((True,) if params.get("keepdim") else ()), {}
+
+
+def _operands_args(*names):
+    """Primitives holding aten's trailing arguments as parameters (``transpose``'s dims, ``clamp``'s bounds),
+    trailing defaults (None) dropped."""
+    def adapt(cls, args, params, out, f=None):
+        extra = [_number(params.get(n)) for n in names]
+        while extra and extra[-1] is None:
+            extra.pop()
+        return tuple(_number(a) for a in args) + tuple(list(e) if isinstance(e, tuple) else e for e in extra), {}
+    return adapt
+
+
+def _pow_args(cls, args, params, out, f=None):
+    if "base" in params:
+        return (_number(params["base"]),) + tuple(args), {}
+    if "exponent" in params:
+        return tuple(args) + (_number(params["exponent"]),), {}
+    return tuple(args), {}
+
+
+def _unsqueeze_args(cls, args, params, out, f=None):
+    d = params.get("dim_arg")
+    if d is None:
+        shp, ins = tuple(out.shape), tuple(args[0].shape)
+        d = next((i for i in range(len(shp)) if shp[i] == 1 and shp[:i] + shp[i + 1:] == ins), 0)
+    return (args[0], d), {}
+
+
 _ARGS = {"convolution": _conv_args, "addmm": _addmm_args, "view": _size_args, "_unsafe_view": _size_args,
-         "expand": _size_args, "reshape": _size_args}
+         "expand": _size_args, "reshape": _size_args, "pow": _pow_args, "unsqueeze": _unsqueeze_args,
+         "transpose": _operands_args("d0", "d1"), "permute": _operands_args("dims"),
+         "clamp": _operands_args("lo", "hi"), "clamp_": _operands_args("lo", "hi")}
+_ARGS.update(dict.fromkeys(("sum", "mean", "amax", "amin", "max", "min", "prod", "logsumexp", "all", "any"), _dim_args))
 _FUNCS = {}
 
 
@@ -222,7 +273,7 @@ class _Hook(OpHook):
         f = _primitive_func(cls, aten_name(cls) if cls is not None else aten_name(name), inputs, params)
         adapt = _ARGS.get(f._opname) if cls is not None else None
         if adapt:
-            args, kwargs = adapt(cls, inputs, params, output)
+            args, kwargs = adapt(cls, inputs, params, output, f)
         else:
             args, kwargs = tuple(a.item() if isinstance(a, _np.generic) else a for a in inputs), {}
         _call(self.mode, f, lambda *a, **k: output, args, kwargs)
