@@ -34,6 +34,7 @@ from .. import ops as _ops
 from .._tensor import Tensor as _Tensor
 from ..autograd.node import AccumulateGrad as _AccumulateGrad
 from ..autograd.saved import SavedTensor as _SavedTensor, _hooks_tls as _saved_hooks
+from ..autograd.engine import _current_autograd_node as _current_node
 from ..autograd.op_hooks import OpHook, register_op_hook, _op_tls, aten_name, _formula_ops
 
 __all__ = ["TorchDispatchMode", "_get_current_dispatch_mode", "_get_current_dispatch_mode_stack"]
@@ -110,8 +111,12 @@ def _overload_name(name, names, inputs, params):
         kinds.insert(0, "Scalar")
     if "exponent" in params and _is_number(params["exponent"]):
         kinds.append("Scalar")
-    if name in _WRAPS_NUMBER:
-        kinds = ["Tensor"] * len(kinds)
+    if name in _WRAPS_NUMBER and "Scalar" in kinds:
+        node = _current_node()
+        # the user's number is a wrapped Tensor, and so is the one the formulas of mul and div read back
+        # (MulBackward0 saved it); a number in any other gradient formula is a C++ Scalar (mean's div.Scalar)
+        if node is None or aten_name(type(node)) in ("mul", "div"):
+            kinds = ["Tensor"] * len(kinds)
     dim = _dim_given(name, inputs, params)
     mode = params.get("rounding_mode", params.get("mode")) is not None
     ntensor = kinds.count("Tensor")
@@ -206,6 +211,10 @@ _ARGS = {"convolution": _conv_args, "addmm": _addmm_args, "view": _size_args, "_
          "expand": _size_args, "reshape": _size_args, "pow": _pow_args, "unsqueeze": _unsqueeze_args,
          "transpose": _operands_args("d0", "d1"), "permute": _operands_args("dims"),
          "clamp": _operands_args("lo", "hi"), "clamp_": _operands_args("lo", "hi")}
+# a primitive of aten's .Scalar overload holding its number as ``k`` (a parameter or the class's)
+_ARGS_BY_NODE = dict.fromkeys(("MulBackward1", "DivBackward1"),
+                              lambda cls, args, params, out, f=None: ((args[0], _number(params["k"] if "k" in params else cls.k)), {}))
+_ARGS_BY_NODE["LerpBackward0"] = _operands_args("w")
 _ARGS.update(dict.fromkeys(("sum", "mean", "amax", "amin", "max", "min", "prod", "logsumexp", "all", "any"), _dim_args))
 _FUNCS = {}
 
@@ -228,7 +237,8 @@ def _func(name, overload=None):
 
 
 # The overload of primitives whose class alone tells it (PyTorch's grad_fn name of the overload)
-_BY_NODE = {"SqueezeBackward1": "dim", "SqueezeBackward2": "dims"}
+_BY_NODE = {"SqueezeBackward1": "dim", "SqueezeBackward2": "dims", "MulBackward1": "Scalar", "DivBackward1": "Scalar",
+            "LerpBackward0": "Scalar"}
 # aten ops whose public function is a composite calling another op, the one a mode sees: softmax.int -> _softmax
 _BELOW = {"softmax": "_softmax", "log_softmax": "_log_softmax"}
 
@@ -271,7 +281,7 @@ class _Hook(OpHook):
         cls = type(node) if node is not None else getattr(_op_tls, "cls", None) or _CLASSES.get(name)
         params = getattr(_op_tls, "params", None) or {}
         f = _primitive_func(cls, aten_name(cls) if cls is not None else aten_name(name), inputs, params)
-        adapt = _ARGS.get(f._opname) if cls is not None else None
+        adapt = (_ARGS_BY_NODE.get(cls.__name__) or _ARGS.get(f._opname)) if cls is not None else None
         if adapt:
             args, kwargs = adapt(cls, inputs, params, output, f)
         else:
