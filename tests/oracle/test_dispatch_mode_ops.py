@@ -118,7 +118,8 @@ def test_ops(name):
 
 
 ARGUMENTS = {
-    "reduce": ([(2, 3)], lambda L, x: (x.sum(), x.sum(0), x.sum(1, keepdim=True), x.mean(1), x.mean(), x.max(),
+    "reduce": ([(2, 3)], lambda L, x: (x.sum(), x.sum(0), x.sum(1, keepdim=True), x.sum((0, 1)), x.mean((0, 1)),
+                                       x.mean(1), x.mean(), x.max(), x.min(), x.min(0), x.prod(),
                                        x.max(0), x.max(1, keepdim=True), x.amax(0), x.amax(), x.prod(0),
                                        x.logsumexp(1))),
     "shape": ([(2, 3)], lambda L, x: (x.transpose(0, 1), x.permute(1, 0), x.unsqueeze(1), x.unsqueeze(-1),

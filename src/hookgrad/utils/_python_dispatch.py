@@ -171,8 +171,8 @@ def _dim_args(cls, args, params, out, f=None):
     a list) and ``keepdim`` when given, only in the overloads that take them (PyTorch drops trailing defaults)."""
     x = args[0]
     overload = f._overloadname if f is not None else ""
-    if not (overload.startswith("dim") or f is not None and f._opname in _DEFAULT_TAKES_DIM) or \
-            not _dim_given("", args, params):
+    if not (overload.startswith("dim") or f is not None and f._opname in _DEFAULT_TAKES_DIM and
+            _dim_given("", args, params)):
         return (x,), {}
     d = params.get("dim", params.get("dims"))
     if isinstance(d, (tuple, list)):
@@ -238,7 +238,8 @@ def _func(name, overload=None):
 
 # The overload of primitives whose class alone tells it (PyTorch's grad_fn name of the overload)
 _BY_NODE = {"SqueezeBackward1": "dim", "SqueezeBackward2": "dims", "MulBackward1": "Scalar", "DivBackward1": "Scalar",
-            "LerpBackward0": "Scalar"}
+            "LerpBackward0": "Scalar", "SumBackward1": "dim_IntList", "MeanBackward1": "dim", "ProdBackward1": "dim_int",
+            "MaxBackward0": "dim", "MinBackward0": "dim"}
 # aten ops whose public function is a composite calling another op, the one a mode sees: softmax.int -> _softmax
 _BELOW = {"softmax": "_softmax", "log_softmax": "_log_softmax"}
 
