@@ -211,10 +211,30 @@ _ARGS = {"convolution": _conv_args, "addmm": _addmm_args, "view": _size_args, "_
          "expand": _size_args, "reshape": _size_args, "pow": _pow_args, "unsqueeze": _unsqueeze_args,
          "transpose": _operands_args("d0", "d1"), "permute": _operands_args("dims"),
          "clamp": _operands_args("lo", "hi"), "clamp_": _operands_args("lo", "hi")}
+_INT64_MAX = 9223372036854775807
+
+
+def _index_args(cls, args, params, out, f=None):
+    """select.int (dim, index) and slice.Tensor (dim, start, end[, step]) from the basic index the primitive holds
+    (``x[:, 1:3]``: one select or slice per indexed dim; an end left out is int64's maximum, as in PyTorch)."""
+    x, idx = args[0], params.get("idx")
+    if not isinstance(idx, tuple) or not params.get("basic", True):
+        return tuple(args), {}
+    for dim, e in enumerate(idx):
+        if f._opname == "select" and isinstance(e, (int, _np.integer)) and not isinstance(e, bool):
+            return (x, dim, int(e)), {}
+        if f._opname == "slice" and isinstance(e, slice) and e != slice(None):
+            step = () if e.step in (None, 1) else (int(e.step),)
+            return (x, dim, 0 if e.start is None else int(e.start),
+                    _INT64_MAX if e.stop is None else int(e.stop)) + step, {}
+    return tuple(args), {}
+
+
 # a primitive of aten's .Scalar overload holding its number as ``k`` (a parameter or the class's)
 _ARGS_BY_NODE = dict.fromkeys(("MulBackward1", "DivBackward1"),
                               lambda cls, args, params, out, f=None: ((args[0], _number(params["k"] if "k" in params else cls.k)), {}))
 _ARGS_BY_NODE["LerpBackward0"] = _operands_args("w")
+_ARGS_BY_NODE["SelectBackward0"] = _ARGS_BY_NODE["SliceBackward0"] = _index_args
 _ARGS.update(dict.fromkeys(("sum", "mean", "amax", "amin", "max", "min", "prod", "logsumexp", "all", "any"), _dim_args))
 _FUNCS = {}
 
