@@ -290,6 +290,24 @@ def test_gradients_unchanged_by_a_mode():
         np.testing.assert_allclose(p, t, rtol=1e-4)
 
 
+def test_plain_backward_again_after_a_mode():
+    """Leaving a mode (even by an exception, nested modes included) restores the plain backward on arrays and
+    leaves no op hook behind."""
+    from hookgrad.autograd.op_hooks import _formula_ops, _op_hooks
+    base = hookgrad.utils._python_dispatch.TorchDispatchMode
+
+    class Quiet(base):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            return func(*args, **(kwargs or {}))
+
+    with pytest.raises(ValueError):
+        with Quiet():
+            with Quiet():
+                assert _formula_ops[0] == 2
+                raise ValueError
+    assert _formula_ops[0] == 0 and not _op_hooks
+
+
 # ------------------------------------------------------------------------------ known differences
 @pytest.mark.xfail(strict=True, reason="hookgrad: ops without a gradient other than comparisons (argmax, "
                                        "isnan, bitwise ops...) are not primitives and are not seen")

@@ -127,8 +127,6 @@ def _overload_name(name, names, inputs, params):
         if "out" in o:
             continue
         first = first or o
-        if o == "correction":
-            return o
         if o.startswith("dim"):
             if dim:
                 return o
