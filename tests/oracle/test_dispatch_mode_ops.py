@@ -126,6 +126,7 @@ ARGUMENTS = {
                                       x.view(3, 2), x.expand(4, 2, 3))),
     "index": ([(4, 5)], lambda L, x: (x[0], x[-1], x[:, 1], x[..., 2], x[1:], x[:2], x[::2], x[:, 1:3], x[1:3, ::2],
                                       x.select(1, 2), x.narrow(0, 1, 2), x[0, 1])),
+    "casts": ([(2, 3)], lambda L, x: (x.to(L.float64), x.double(), x.half(), x.to(L.float32), x.int())),
     "scalars": ([(2, 3)], lambda L, x: (x.clamp(min=0.5), x.clamp(0.1, 0.9), x.clamp(max=2), x ** 2, 2 ** x,
                                         x * 2, x + 1.5, 1 - x)),
 }

@@ -205,10 +205,16 @@ def _unsqueeze_args(cls, args, params, out, f=None):
     return (args[0], d), {}
 
 
+def _to_copy_args(cls, args, params, out, f=None):
+    """``x.to(dtype)``: aten's ``_to_copy`` is told the dtype (a keyword)."""
+    x = args[0]
+    return (x,), ({"dtype": out.dtype} if isinstance(x, _Tensor) and out.dtype != x.dtype else {})
+
+
 _ARGS = {"convolution": _conv_args, "addmm": _addmm_args, "view": _size_args, "_unsafe_view": _size_args,
          "expand": _size_args, "reshape": _size_args, "pow": _pow_args, "unsqueeze": _unsqueeze_args,
          "transpose": _operands_args("d0", "d1"), "permute": _operands_args("dims"),
-         "clamp": _operands_args("lo", "hi"), "clamp_": _operands_args("lo", "hi")}
+         "clamp": _operands_args("lo", "hi"), "clamp_": _operands_args("lo", "hi"), "_to_copy": _to_copy_args}
 _INT64_MAX = 9223372036854775807
 
 
