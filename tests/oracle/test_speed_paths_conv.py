@@ -158,7 +158,8 @@ def test_conv2d_winograd(path, case, monkeypatch):
             _check(_run(lambda L, x, w, b: L.nn.functional.conv2d(x, w, b, 1, p), [x, wt, b]), tol=2e-4)
         else:
             _check(_run(lambda L, x, w: L.nn.functional.conv2d(x, w, None, 1, p), [x, wt]), tol=2e-4)
-    assert sorted(set(calls)) == (["_winograd", "_winograd_weight_grad"] if path == "compiled" else [])
+    native = type(hookgrad.zeros(1)._data) is np.ndarray        # (a test backend's arrays: NumPy's paths)
+    assert sorted(set(calls)) == (["_winograd", "_winograd_weight_grad"] if path == "compiled" and native else [])
     if o >= 16:     # conv_transpose2d, stride 1: its forward and its weight gradient are the same maps
         _check(_run(lambda L, y, w: L.nn.functional.conv_transpose2d(y, w, None, 1, 1), [_rng(n, o, h, w), wt]),
                tol=2e-4)

@@ -18,12 +18,16 @@ Loading needs the optional packages ``tokenizers`` (for SentenceEncoder) and ``s
 (for .safetensors files): ``pip install hookgrad[models]``.
 """
 import collections
+import contextlib
 import importlib.util
 import json
 import os
 
+import numpy as np
+
 from .. import nn
 from .._creation import arange, tensor, zeros, zeros_like
+from .._array import default_module
 from .._tensor import device, get_default_device
 from ..autograd.grad_mode import no_grad
 from ..nn import functional as F
@@ -220,10 +224,13 @@ class BertModel(nn.Module):
         path = os.fspath(path) if path is not None else default_model_dir()
         config = BertConfig.from_json_file(os.path.join(path, "config.json"))
         target = get_default_device()
-        with device("meta"):        # no random init of weights about to be replaced (transformers does the same)
+        # on the meta device: no random init of weights about to be replaced (transformers does the same), the
+        # loaded NumPy arrays assigned; where tensors are made in another array module, built there and copied into
+        meta = default_module() is np
+        with device("meta") if meta else contextlib.nullcontext():
             model = cls(config, add_pooling_layer)
-        model.load_state_dict(load_bert_state_dict(path, model), strict=True, assign=True)
-        if target.type != "cpu":    # the loaded arrays are the CPU's: to the default device, as built before
+        model.load_state_dict(load_bert_state_dict(path, model), strict=True, assign=meta)
+        if meta and target.type != "cpu":    # the loaded arrays are the CPU's: to the default device
             model.to(target)
         return model.eval()
 
