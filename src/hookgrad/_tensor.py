@@ -286,13 +286,7 @@ class Tensor:
             raise TypeError(f"{cls.__name__} must define __torch_dispatch__")
         shape = tuple(int(n) for n in size)
         dt = (dtype if dtype is not None else D.get_default_dtype()).np
-        if strides is None:
-            st, k = [], 1
-            for n in reversed(shape):
-                st.insert(0, k)
-                k *= max(n, 1)
-        else:
-            st = [int(v) for v in strides]
+        st = _contiguous_strides(shape) if strides is None else [int(v) for v in strides]
         off = int(storage_offset or 0)
         n = off + 1 + sum((a - 1) * b for a, b in zip(shape, st)) if all(shape) else off
         buf = np.zeros(max(n, 1) if storage_size is None else max(int(storage_size), n, 1), dt)   # (calloc: no pages)
@@ -407,11 +401,7 @@ class Tensor:
         st = tuple(s // isz for s in self._data.strides)
         if not self._data.size and not any(st) and st:
             # NOTE: NumPy gives an empty array zero strides; PyTorch keeps the contiguous ones it was made with
-            st, k = [], 1
-            for n in reversed(self._data.shape):
-                st.insert(0, k)
-                k *= max(n, 1)
-            st = tuple(st)
+            st = _contiguous_strides(self._data.shape)
         return st if dim is None else st[_wrap_dim(dim, self._data.ndim)]
 
     def storage_offset(self):
@@ -815,6 +805,15 @@ class _WrapperArray(np.ndarray):
 
 _WRAPPER_OP = ("hookgrad does not dispatch ops to __torch_dispatch__: a tensor made by Tensor._make_wrapper_subclass "
                "has no values of its own to compute on (unwrap the tensors it holds; see docs/differences.md)")
+
+
+def _contiguous_strides(shape):
+    """PyTorch's contiguous strides (in elements) of ``shape``; a size-0 dim counts as 1, as PyTorch's do."""
+    st, k = [], 1
+    for n in reversed(shape):
+        st.append(k)
+        k *= max(n, 1)
+    return tuple(reversed(st))
 
 
 _data_slot = Tensor.__dict__["_data"]

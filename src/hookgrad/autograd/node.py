@@ -928,14 +928,13 @@ class AccumulateGrad(Node):
             # ``.grad`` is a detached alias of it: a hook that changes ``.grad`` in place is seen in the
             # grad_outputs of AccumulateGrad's post-hooks. A view keeps sharing its base, as a stolen view
             # does in PyTorch.
-            if ((_getrefcount(g) == 4 and _getrefcount(d) == 3) if t else _getrefcount(d) == 5) \
-                    and _laid_out_like(d, vd, tdt):
+            alone = (_getrefcount(g) == 4 and _getrefcount(d) == 3) if t else _getrefcount(d) == 5
+            if alone and _laid_out_like(d, vd, tdt):
                 var._grad = Tensor._make(d, False, None, 0, g._vc) if t else Tensor._make(d)
             elif type(d) is not _ndarray and getattr(d, "_layout", None) is not None:
                 # a sparse gradient (PyTorch): its indices and values are taken, in a new sparse tensor, when only
                 # the engine holds it and both are contiguous; else copied
-                take = ((_getrefcount(g) == 4 and _getrefcount(d) == 3) if t else _getrefcount(d) == 5) and \
-                    d.dtype == tdt and all(c.flags.c_contiguous for c in d.components())
+                take = alone and d.dtype == tdt and all(c.flags.c_contiguous for c in d.components())
                 var._grad = Tensor._make(d._with_values(d.values) if take else d.astype(tdt, copy=True))
             else:
                 var._grad = Tensor._make(d.astype(tdt, order="C", copy=True))

@@ -614,10 +614,10 @@ def _gemm(w, cols, g):
 
 def _conv(x, w, b, s, p, d, g, keep=True):
     """Convolution of arrays (N, C, *S) * (O, C/g, *k): per tile of images (_tiles), the tile's columns and one
-    GEMM (per group), written into the output. Returns (out, tiles): with ``keep``, the tiles' bounds, columns
-    and grid, which the weight gradient reuses; else None."""
+    GEMM (per group), or Winograd's bands where it applies (_winograd_ok), written into the output. Returns
+    (out, tiles): with ``keep`` and columns made, the tiles' bounds, columns and grid, which the weight gradient
+    reuses; else None."""
     n, o, k = x.shape[0], w.shape[0], w.shape[2:]
-    # Winograd where it applies and every value is finite (its tiles mix neighbours: an inf would make NaNs)
     wino = _winograd_ok(w.shape, s, d, g, x, w)
     if wino:
         u, bias = _winograd_weight(w), (np.zeros(o, x.dtype) if b is None else np.ascontiguousarray(b, x.dtype))
@@ -626,8 +626,8 @@ def _conv(x, w, b, s, p, d, g, keep=True):
         bounds = _tiles(x, x.itemsize * x.shape[1] * _prod(k) * _prod(x.shape[2:]))
     nt = len(bounds) - 1
     cols_of, grid_of = [None] * nt, [None]
-    osz = _conv_size(x.shape[2:], k, s, p, d)
-    out = None if nt == 1 and not wino else array_module(x).empty((n, o) + osz, x.dtype)
+    out = None if nt == 1 and not wino else array_module(x).empty(
+        (n, o) + _conv_size(x.shape[2:], k, s, p, d), x.dtype)
 
     def tile(i):
         n0, n1 = bounds[i], bounds[i + 1]
@@ -643,7 +643,7 @@ def _conv(x, w, b, s, p, d, g, keep=True):
         out = tile(0)
     else:
         _parallel.tiles(nt, tile)
-    return out, ((bounds, cols_of, grid_of[0]) if keep else None)
+    return out, ((bounds, cols_of, grid_of[0]) if keep and not wino else None)
 
 
 def _conv_size(sp, k, s, p, d):
