@@ -70,6 +70,8 @@ CONVS = [
     (9, 2, 20, 20, 3, 3, 2, 1, 1, 1),          # more images than channels: blocks of images
     (8, 16, 40, 40, 16, 3, 1, 1, 1, 1),        # crosses the pool's chunking
     (3, 32, 14, 14, 32, 3, 2, 1, 1, 1),        # stride 2, col2im by channel blocks
+    (2, 40, 4, 4, 8, 3, 1, 1, 1, 1),           # stride 1, more input channels than outputs: col2im
+    (2, 40, 4, 4, 8, 3, 1, 1, 1, 4),           # the same with groups
 ]
 
 
@@ -112,6 +114,24 @@ def test_conv2d_tiles_of_images(path, case, threads, monkeypatch):
                         [_rng(n, o, h // 2 + 1, w // 2 + 1), _rng(o, c // g, *k2, seed=3)]), tol=2e-4)
     finally:
         hookgrad.set_num_threads(was)
+
+
+@pytest.mark.parametrize("big", [1, 1 << 40])
+@pytest.mark.parametrize("case", [CONVS[0], CONVS[7], CONVS[11], CONVS[13]], ids=str)
+def test_conv2d_weight_gradient_in_the_weights_layout(path, case, big, monkeypatch):
+    """The weight gradient's product in either orientation (``_BIG_WEIGHT``) is the weight's contiguous layout,
+    as torch's, so that AccumulateGrad takes it as it is (a transposing copy of a large gradient is slow)."""
+    monkeypatch.setattr(N, "_BIG_WEIGHT", big)
+    n, c, h, w, o, k, s, p, d, g = case
+    x, wt, b = _rng(n, c, h, w), _rng(o, c // g, k, k, seed=1) * 0.3, _rng(o, seed=2)
+    res = _run(lambda L, x, w, b: L.nn.functional.conv2d(x, w, b, s, p, d, g), [x, wt, b])
+    _check(res, tol=2e-4)
+    (_, tg), (_, hg) = res
+    assert hg[1].stride() == tg[1].stride()
+    gy = _rng(*res[0][0].shape, seed=7)
+    gw = N._conv_weight(x, gy, wt.shape, (s, s), (p,) * 4, (d, d), g)      # as the product left it: no copy later
+    assert gw.flags.c_contiguous
+    _close(hookgrad.tensor(gw), tg[1], 2e-4)
 
 
 def test_conv2d_non_contiguous_and_empty(path):

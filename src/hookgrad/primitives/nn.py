@@ -604,12 +604,13 @@ def _winograd(x, u, bias, p, out):
     return out
 
 
-def _gemm(w, cols, g):
-    """The weight (O, C/g, *k) against columns (C*prod(k), M): (O, M), one product per group."""
-    o = w.shape[0]
+def _gemm(wm, cols):
+    """The weight as (g, O/g, C/g*prod(k)) (``_conv``'s, contiguous) against columns (C*prod(k), M): (O, M),
+    one product per group."""
+    g = wm.shape[0]
     if g == 1:
-        return np.matmul(w.reshape(o, -1), cols)
-    return np.matmul(w.reshape(g, o // g, -1), cols.reshape(g, -1, cols.shape[-1])).reshape(o, -1)
+        return np.matmul(wm[0], cols)
+    return np.matmul(wm, cols.reshape(g, cols.shape[0] // g, cols.shape[-1])).reshape(g * wm.shape[1], cols.shape[-1])
 
 
 def _conv(x, w, b, s, p, d, g, keep=True):
@@ -622,7 +623,8 @@ def _conv(x, w, b, s, p, d, g, keep=True):
     if wino:
         u, bias = _winograd_weight(w), (np.zeros(o, x.dtype) if b is None else np.ascontiguousarray(b, x.dtype))
         bounds = _tiles(x, x.itemsize * 4 * x.shape[1] * _prod(x.shape[2:]))
-    else:
+    else:       # the weight as the GEMM's matrix, once for all tiles (a transposed or flipped view is copied here)
+        wm = array_module(w).ascontiguousarray(w).reshape(g, o // g, -1)
         bounds = _tiles(x, x.itemsize * x.shape[1] * _prod(k) * _prod(x.shape[2:]))
     nt = len(bounds) - 1
     cols_of, grid_of = [None] * nt, [None]
@@ -634,7 +636,7 @@ def _conv(x, w, b, s, p, d, g, keep=True):
         if wino:
             return _winograd(x[n0:n1], u, bias, p, out[n0:n1])
         cols, osz, grid = _columns(x[n0:n1], k, s, p, d, o)
-        y = _gemm(w, cols, g).reshape((o, -1) + grid)
+        y = _gemm(wm, cols).reshape((o, -1) + grid)
         if keep:
             cols_of[i], grid_of[0] = cols, grid
         return _images(y, osz, b, None if out is None else out[n0:n1])
@@ -648,6 +650,9 @@ def _conv(x, w, b, s, p, d, g, keep=True):
 
 def _conv_size(sp, k, s, p, d):
     return tuple((sp[i] + p[2 * i] + p[2 * i + 1] - d[i] * (k[i] - 1) - 1) // s[i] + 1 for i in range(len(k)))
+
+
+_BIG_WEIGHT = 1 << 18      # elements of a weight gradient whose transposition costs more than the product's best orientation
 
 
 def _conv_weight(x, y, ws, s, p, d, g, tiles=None):
@@ -675,23 +680,28 @@ def _conv_weight(x, y, ws, s, p, d, g, tiles=None):
             for j in range(1, nd):
                 cv[(Ellipsis, slice(osz[j], None)) + (slice(None),) * (nd - 1 - j)] = 0
         yb = _batched(y[bounds[i]:bounds[i + 1]], gr)
-        # (cols y^T)^T: OpenBLAS is 5-45% faster with the long inner dimension in this orientation
-        if g == 1:
-            return np.matmul(cols, yb.T).T
-        return np.matmul(cols.reshape(g, -1, cols.shape[-1]), yb.reshape(g, o // g, -1).swapaxes(1, 2)).swapaxes(1, 2)
+        cg, yg = cols.reshape(g, cols.shape[0] // g, cols.shape[-1]), yb.reshape(g, o // g, yb.shape[-1])
+        if big:             # y cols^T: the result in the weight's layout
+            return np.matmul(yg, cg.swapaxes(1, 2))
+        # (cols y^T)^T: OpenBLAS is 5-45% faster with a long inner dimension in this orientation; the transposed
+        # result is small enough to copy into the weight's layout once the tiles are summed
+        return np.matmul(cg, yg.swapaxes(1, 2)).swapaxes(1, 2)
 
+    big = o * _prod(ws[1:]) >= _BIG_WEIGHT      # a transposing copy of a large gradient costs more (cache misses)
     nt = len(bounds) - 1
     gw = tile(0) if nt == 1 else _parallel.tiles(nt, tile, reduce=True)
-    return gw.reshape(ws)
+    return array_module(gw).ascontiguousarray(gw).reshape(ws)     # .grad is taken as it is when contiguous (no copy there)
 
 
 def _conv_transpose(y, w, out_sz, s, p, d, g):
     """Adjoint of _conv in x: y (N, O, *OS) -> (N, C, *out_sz). With stride 1 it is a convolution of
-    y with the flipped, transposed kernel (no scatter-add); otherwise columns summed back by _col2im."""
+    y with the flipped, transposed kernel (no scatter-add), unless there are more input channels than output
+    positions (the kernel's flipped copy would cost more than the scatter-add); otherwise columns summed back by
+    _col2im."""
     n, o, osz = y.shape[0], y.shape[1], y.shape[2:]
     cg, k = w.shape[1], w.shape[2:]
     nd = len(k)
-    if all(v == 1 for v in s):
+    if all(v == 1 for v in s) and cg * g <= n * _prod(osz):
         pads = []
         for i in range(nd):
             ek = d[i] * (k[i] - 1)
