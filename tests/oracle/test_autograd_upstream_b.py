@@ -301,6 +301,7 @@ def test_batched_tangent_inplace_on_view(layout):
                 return fw.unpack_dual(x)[1], fw.unpack_dual(view)[1], fw.unpack_dual(view._base)[1]
         with warnings.catch_warnings():
             warnings.simplefilter("error")      # copy_ has a batching rule: no per-sample fallback
+            warnings.simplefilter("ignore", DeprecationWarning)     # (torch.jit.script's, on torch's first use)
             x_t, view_t, base_t = L._vmap_internals._vmap(jvp, 0, 0)(tangent)
         return [x_t is tangent, view_t is base_t, view_t._base is base_t, view_t._is_view(), view_t, base_t]
     t, h = same(f)

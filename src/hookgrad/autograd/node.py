@@ -155,6 +155,8 @@ class Node:
     materialize_grads = True
     opmath = False            # True: PyTorch computes a bfloat16 input in float32 and rounds once (_dtype.opmath),
                               # in forward and backward; "forward": backward is made of such ops (mm, conv)
+    writes_into = False       # True: run in place (relu_, add_), forward writes its result into ``_into``, the
+    _into = None              # tensor's own array, when _inplace gives one (else into a new array, copied in)
 
     # hook storage, created on first registration (hooks cost nothing when absent)
     _pre_hooks = None

@@ -29,6 +29,11 @@ def _via(fn):
     return method
 
 
+def _relu_(self):
+    """x.relu_(): ReLU's primitive in place, its result written straight into x (F.relu(x, inplace=True)'s path)."""
+    return E.relu(self, inplace=True)
+
+
 def _rsub(self, other):
     return E.rsub(self, other)
 
@@ -187,7 +192,7 @@ for _k in [k for k, v in _METHODS.items() if v is None]:
     del _METHODS[_k]
 
 _INPLACE_VIA = ("exp", "expm1", "log", "log2", "log10", "log1p", "sqrt", "rsqrt", "sin", "cos", "tan", "tanh",
-                "sigmoid", "erf", "reciprocal", "relu", "neg", "negative", "abs", "absolute", "sign", "floor", "ceil",
+                "sigmoid", "erf", "reciprocal", "neg", "negative", "abs", "absolute", "sign", "floor", "ceil",
                 "round", "trunc", "frac", "clamp", "clip", "clamp_min", "clamp_max", "square", "pow",
                 "remainder", "fmod", "floor_divide", "lerp", "atan2", "tril", "triu", "cumsum", "cumprod",
                 "hardtanh")
@@ -335,6 +340,7 @@ def _install():
         setattr(Tensor, name, _make_inplace_binary(cls, name))
     for name in _INPLACE_VIA:
         setattr(Tensor, name + "_", _via(_METHODS[name]))
+    Tensor.relu_ = _relu_
     for name, method in _AUGMENTED.items():
         setattr(Tensor, name, _augmented(name, method))
     Tensor.T = property(S.T)
@@ -365,6 +371,11 @@ def _make_inplace_binary(cls, name):
         if isinstance(other, (list, tuple)):
             other = as_tensor_arg(other, self)
         if isinstance(other, Tensor):
+            sd, od = self._data.dtype, other._data.dtype
+            if sd != od and cls is not E.Div and sd.kind in "biuf" and od.kind in "biuf":
+                dt = D.result_type_of([self, other], []).np      # PyTorch's (int64 + float32: float32; NumPy's: 64)
+                if dt != np.result_type(sd, od):
+                    kw["dt"] = dt
             return inplace_apply(self, cls, (other,), kw)
         if _dispatch.torch_function_objects:        # vmap's BatchedTensor as ``other``: its __torch_function__
             out = _dispatch.torch_function(fn, (self, other), kw)

@@ -86,8 +86,9 @@ def inplace_apply(self, cls, args, params):
         check_overlap(self, args)
     record = _state.enabled and (self.requires_grad or any(isinstance(a, Tensor) and a.requires_grad for a in args)
                                  or (self._base is not None and self._base.requires_grad))
+    into = _into(self, cls, args, params) if getattr(cls, "writes_into", False) else None
     if not record:
-        out = _apply(cls, self, args, params)
+        out = _apply(cls, self, args, params, into)
         _write(self, out._data, cls)
         if _fwad._current_level >= 0:       # forward AD: self's tangent becomes the result's
             _fwad._inplace_tangent(self, out)
@@ -103,7 +104,7 @@ def inplace_apply(self, cls, args, params):
         old = Tensor._make(self._data.copy() if saves_self else self._data, node is not None, node, 0)
         if _fwad._current_level >= 0:
             _fwad._carry_tangent(self, old)
-        out = _apply(cls, old, args, params)
+        out = _apply(cls, old, args, params, into)
         _write(self, out._data, cls)
         if _fwad._current_level >= 0:
             _fwad._inplace_tangent(self, out)
@@ -120,7 +121,7 @@ def inplace_apply(self, cls, args, params):
                        self._output_nr)
     if _fwad._current_level >= 0:
         _fwad._carry_tangent(self, old)
-    out = _apply(cls, old, args, params)
+    out = _apply(cls, old, args, params, into)
     _write(self, out._data, cls)
     if _fwad._current_level >= 0:
         _fwad._inplace_tangent(self, out)
@@ -146,11 +147,38 @@ def _share_saved_result(out, self):
     return shared
 
 
-def _apply(cls, x, args, params):
-    """cls.apply for an in-place op: operands that do not broadcast raise PyTorch's RuntimeError."""
+_INTO_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+def _into(self, cls, args, params):
+    """The destination for an op that can write its result straight into ``self``'s array (``cls.writes_into``:
+    its forward writes into ``_into``), when the result will have self's dtype and shape: self a writeable NumPy
+    float32 or float64 array, the other operands Tensors of that dtype that broadcast to self's shape, or numbers; no op hooks
+    (they see PyTorch's arguments). Else None: the result is computed apart and copied in (``_write``)."""
+    if _op_hooks or "dt" in params:
+        return None
+    sd = self._data
+    if type(sd) is not np.ndarray or sd.dtype not in _INTO_DTYPES or not sd.flags.writeable:
+        return None
+    for a in args:
+        if isinstance(a, Tensor):
+            ad = a._data
+            if type(ad) is not np.ndarray or ad.dtype != sd.dtype or (ad.shape != sd.shape and (
+                    ad.ndim > sd.ndim or any(n != 1 and n != m for n, m in zip(ad.shape[::-1], sd.shape[::-1])))):
+                return None
+        elif not isinstance(a, (int, float)) or isinstance(a, bool):
+            return None
+    return sd
+
+
+def _apply(cls, x, args, params, into=None):
+    """cls.apply for an in-place op (its forward writing into ``into`` when given): operands that do not broadcast
+    raise PyTorch's RuntimeError."""
     try:
         if _op_hooks:
             return _inplace_op(cls.apply, x, *args, **params)     # op hooks: the op is PyTorch's fill_, add_...
+        if into is not None:
+            return cls.apply(x, *args, _into=into, **params)
         return cls.apply(x, *args, **params)
     except ValueError:
         for a in args:
@@ -164,6 +192,9 @@ def _apply(cls, x, args, params):
 
 def _write(self, data, cls=None):
     sd = self._data
+    if data is sd:              # the op wrote its result in place (``_into``)
+        self._vc[0] += 1
+        return
     if data.dtype != sd.dtype and not np.can_cast(data.dtype, sd.dtype, "same_kind"):
         raise RuntimeError(f"result type {_tname(data.dtype)} can't be cast to the desired output type {_tname(sd.dtype)}")
     if data.shape != sd.shape:

@@ -50,11 +50,13 @@ class Add(Node, name="AddBackward0"):
     def jvp(self, p, t, out):
         return tsum(t[0], scaled(t[1], self.alpha))
 
+    writes_into = True
+
     def forward(self, x, y):
         if self.alpha != 1:
             y = y * _alpha(self)
         dt = self.dt
-        return _parallel.ufunc(np.add, x, y) if dt is None else np.add(x, y, dtype=dt)
+        return _parallel.ufunc(np.add, x, y, out=self._into) if dt is None else np.add(x, y, dtype=dt)
 
     def backward(self, g, F=TENSORS):
         return g, (g if self.alpha == 1 else g * self.alpha)
@@ -66,6 +68,8 @@ class Sub(Node, name="SubBackward0"):
     dt = None
     alpha = 1
 
+    writes_into = True
+
     def jvp(self, p, t, out):
         return tsum(t[0], scaled(t[1], -self.alpha))
 
@@ -73,7 +77,7 @@ class Sub(Node, name="SubBackward0"):
         if self.alpha != 1:
             y = y * _alpha(self)
         dt = self.dt
-        return np.subtract(x, y) if dt is None else np.subtract(x, y, dtype=dt)
+        return np.subtract(x, y, out=self._into) if dt is None else np.subtract(x, y, dtype=dt)
 
     def backward(self, g, F=TENSORS):
         return g, (-g if self.alpha == 1 else g * -self.alpha)
@@ -102,10 +106,11 @@ class Mul(Node, name="MulBackward0"):
     dt = None
 
     jvp = multilinear_jvp
+    writes_into = True
 
     def forward(self, x, y):
         dt = self.dt
-        return np.multiply(x, y) if dt is None else np.multiply(x, y, dtype=dt)
+        return np.multiply(x, y, out=self._into) if dt is None else np.multiply(x, y, dtype=dt)
 
     def backward(self, g, F=TENSORS):
         # NOTE: PyTorch's generated backward computes the inputs' formulas in alphabetical order of
@@ -667,9 +672,11 @@ class Relu(Node, name="ReluBackward0"):
     def jvp(self, p, t, out):
         return t[0] * (out > 0)
 
+    writes_into = True
+
     def forward(self, x):
         self.z = z = zero_like(x)
-        return _parallel.ufunc(np.maximum, x, z)
+        return _parallel.ufunc(np.maximum, x, z, out=self._into)
 
     def backward(self, g, F=TENSORS):
         (out,) = F.saved(self)
