@@ -265,3 +265,22 @@ def test_the_compiled_path_is_taken(monkeypatch):
     _bn(hookgrad, x, None, None, training=True).sum().backward()
     _gn(hookgrad, x, None, None, groups=3)
     assert all(calls.values()), calls
+
+
+@pytest.mark.parametrize("threads", [2, 3])
+@pytest.mark.parametrize("shape", [(16, 64, 28, 28), (5, 7, 150, 150)])
+def test_pool_chunks_not_aligned_with_channels(path, threads, shape):
+    """The pool's chunks of planes start anywhere in the channel cycle (341 planes of 64 channels): each plane's
+    channel counts from the whole's first plane. Batch norm's output and gradients, group norm's output."""
+    was = hookgrad.get_num_threads()
+    hookgrad.set_num_threads(threads)
+    try:
+        c = shape[1]
+        x, g = _rng(*shape), _rng(*shape, seed=1, shift=0)
+        w, b = _rng(c, seed=2), _rng(c, seed=3)
+        _check(_both(lambda lib, x, w, b: _bn(lib, x, w, b), [x, w, b], grads=(True, True, True), g=g),
+               rtol=1e-4, atol=1e-3)
+        _check(_both(lambda lib, x, w, b: _gn(lib, x, w, b, groups=c), [x, w, b], grads=(False,)), rtol=1e-4,
+               atol=1e-3)
+    finally:
+        hookgrad.set_num_threads(was)

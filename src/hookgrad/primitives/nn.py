@@ -1465,15 +1465,17 @@ def _chan_stats_kernel(x, lo, hi, eps, mean, invstd, var):
 
 
 @kernel
-def _scale_shift_kernel(x, alpha, beta, out):
-    """Planes of x (P, M), plane p scaled by alpha[p % K] and shifted by beta[p % K] (K = alpha.size): batch and
-    group norm's output as PyTorch computes it, x * (w invstd) + (b - mean w invstd)."""
+def _scale_shift_kernel(x, alpha, beta, out, p0):
+    """Planes of x (P, M), the planes p0, p0 + 1, ... of the whole (a pool chunk's), plane p scaled by
+    alpha[p % K] and shifted by beta[p % K] (K = alpha.size): batch and group norm's output as PyTorch computes
+    it, x * (w invstd) + (b - mean w invstd)."""
     k = alpha.size
-    for p in range(x.shape[0]):
-        a = alpha[p % k]
-        b = beta[p % k]
+    for i in range(x.shape[0]):
+        p = (p0 + i) % k
+        a = alpha[p]
+        b = beta[p]
         for j in range(x.shape[1]):
-            out[p, j] = x[p, j] * a + b
+            out[i, j] = x[i, j] * a + b
 
 
 @kernel
@@ -1534,12 +1536,13 @@ def _chan_grad_sums_kernel(g, x, lo, hi, mean, sg, sgx):
 
 
 @kernel
-def _bn_grad_kernel(g, x, mean, k, gm, scale, gx):
-    """Planes of g, x (P, M), plane p of channel c = p % C: gx = (g - gm[c] - (x - mean[c]) k[c]) scale[c]
-    (PyTorch's batch norm backward with batch statistics)."""
+def _bn_grad_kernel(g, x, mean, k, gm, scale, gx, p0):
+    """Planes of g, x (P, M), the planes p0, p0 + 1, ... of the whole (a pool chunk's), plane p of channel
+    c = p % C: gx = (g - gm[c] - (x - mean[c]) k[c]) scale[c] (PyTorch's batch norm backward with batch
+    statistics)."""
     nc = mean.size
     for p in range(x.shape[0]):
-        c = p % nc
+        c = (p0 + p) % nc
         mu = mean[c]
         kc = k[c]
         gc = gm[c]
@@ -1655,7 +1658,7 @@ class Norm(Node, name="NativeBatchNormBackward0"):
                 gx = np.empty(x.shape, _f32)
                 g2, x2, o2 = g3.reshape(-1, m), x3.reshape(-1, m), gx.reshape(-1, m)
                 _parallel.parallel_for(nb * c, lambda lo, hi: _bn_grad_kernel(
-                    g2[lo:hi], x2[lo:hi], mean, k, gm, scale, o2[lo:hi]), _plane_grain(m))
+                    g2[lo:hi], x2[lo:hi], mean, k, gm, scale, o2[lo:hi], lo), _plane_grain(m))
             else:                                   # running statistics: gx = g w invstd
                 gx = g * scale.reshape(self.pshape)
         if len(nf) > 1 and nf[1][0] is not None:
@@ -1669,7 +1672,7 @@ def _scale_shift(x, alpha, beta, m):
     """x * alpha + beta per plane of ``m`` elements (alpha, beta per plane, repeating), on the pool."""
     out = np.empty(x.shape, _f32)
     x2, o2 = _planes(x, m), out.reshape(-1, m)
-    _parallel.parallel_for(x2.shape[0], lambda lo, hi: _scale_shift_kernel(x2[lo:hi], alpha, beta, o2[lo:hi]),
+    _parallel.parallel_for(x2.shape[0], lambda lo, hi: _scale_shift_kernel(x2[lo:hi], alpha, beta, o2[lo:hi], lo),
                            _plane_grain(m))
     return out
 
