@@ -114,17 +114,39 @@ def test_other_dtypes_views_and_errors(case):
         assert h[1] == t[1]
 
 
-def test_op_hooks_see_pytorch_arguments():
-    """Under op hooks the op is PyTorch's add_/relu_ with its own arguments (no destination passed)."""
+def test_op_hooks_and_dispatch_modes_see_pytorch_arguments():
+    """Under op hooks and a dispatch mode the result is still written in place (same storage, same values), and
+    the mode sees PyTorch's aten ops and keyword arguments (no destination), as torch's mode does."""
     seen = []
 
     class Spy(OpHook):
         def forward_pre(self, name, inputs):
-            seen.append((name, len(inputs)))
+            seen.append(name)
 
-    x = hookgrad.tensor(_rng(3, 4))
+    x = hookgrad.ones(3, 4)
+    ptr = x.data_ptr()
     with Spy():
         x.relu_()
         x.add_(hookgrad.ones(3, 4))
-    assert [s[0] for s in seen] == ["aten::relu_", "aten::add_"] or all("_into" not in str(s) for s in seen)
-    np.testing.assert_allclose(x.numpy(), np.maximum(_rng(3, 4), 0) + 1, rtol=1e-6)
+        x.mul_(3.0)
+    assert seen == ["Relu", "Add", "Mul"] and x.data_ptr() == ptr
+    np.testing.assert_array_equal(x.numpy(), np.full((3, 4), 6, np.float32))
+    logs = []
+    for lib in (torch, hookgrad):
+        from importlib import import_module
+        mode = import_module(lib.__name__ + ".utils._python_dispatch").TorchDispatchMode
+        log = []
+
+        class M(mode):
+            def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+                log.append((str(func), sorted((kwargs or {}).keys())))
+                return func(*args, **(kwargs or {}))
+
+        x, y = lib.ones(3, 4), lib.full((3, 4), 2.0)
+        with M():
+            x.relu_()
+            x.add_(y)
+            x.sub_(y)
+            x.mul_(y)
+        logs.append((log, x.numpy().tolist()))
+    assert logs[1] == logs[0]

@@ -144,7 +144,9 @@ def _apply_with_op_hooks(cls, args, params, run=None):
     name = op_name(cls)
     tls = _op_tls
     tls.busy = True         # the op itself, and any op a hook runs, go unhooked
-    tls.params = params     # the op's parameters and class, for hooks that need them (utils._python_dispatch)
+    # the op's parameters and class, for hooks that need them (utils._python_dispatch); not an in-place op's
+    # destination (``Node._into``: hookgrad's, not PyTorch's argument)
+    tls.params = params if not params or "_into" not in params else {k: v for k, v in params.items() if k != "_into"}
     tls.cls = cls
     try:
         for h in hooks:

@@ -11,7 +11,7 @@ from .._errors import broadcast_error
 from ..autograd import saved as _saved
 from ..autograd.saved import SavedTensor
 from ..autograd.grad_mode import _state
-from ..autograd.op_hooks import _op_hooks, inplace_op as _inplace_op
+from ..autograd.op_hooks import _op_hooks, _input_cast, inplace_op as _inplace_op
 from ..autograd import forward_ad as _fwad
 from ..autograd.views import (_LEAF, _LEAF_VIEW, _DIRECT, _view_error, _writable, _rebase, _as_strided_node,
                               _gf_get, _View, _rebase_view)
@@ -153,9 +153,10 @@ _INTO_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 def _into(self, cls, args, params):
     """The destination for an op that can write its result straight into ``self``'s array (``cls.writes_into``:
     its forward writes into ``_into``), when the result will have self's dtype and shape: self a writeable NumPy
-    float32 or float64 array, the other operands Tensors of that dtype that broadcast to self's shape, or numbers; no op hooks
-    (they see PyTorch's arguments). Else None: the result is computed apart and copied in (``_write``)."""
-    if _op_hooks or "dt" in params:
+    float32 or float64 array, the other operands Tensors of that dtype that broadcast to self's shape, or numbers; no
+    autocast, no forward AD (its tangent step may run the op's forward again). Else None: the result is computed
+    apart and copied in (``_write``)."""
+    if "dt" in params or _input_cast[0] is not None or _fwad._current_level >= 0:
         return None
     sd = self._data
     if type(sd) is not np.ndarray or sd.dtype not in _INTO_DTYPES or not sd.flags.writeable:
@@ -175,10 +176,10 @@ def _apply(cls, x, args, params, into=None):
     """cls.apply for an in-place op (its forward writing into ``into`` when given): operands that do not broadcast
     raise PyTorch's RuntimeError."""
     try:
+        if into is not None:
+            params = dict(params, _into=into)
         if _op_hooks:
             return _inplace_op(cls.apply, x, *args, **params)     # op hooks: the op is PyTorch's fill_, add_...
-        if into is not None:
-            return cls.apply(x, *args, _into=into, **params)
         return cls.apply(x, *args, **params)
     except ValueError:
         for a in args:
