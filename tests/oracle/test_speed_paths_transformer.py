@@ -60,6 +60,10 @@ def test_softmax_values_and_gradient(path, shape, special):
     _close(ho, to, what="softmax")
     _close(hg, tg, rtol=1e-5, atol=2e-6, what="softmax grad")
     assert ho.grad_fn.name() == "SoftmaxBackward0"
+    (to, tg), (ho, hg) = _run(lambda lib, a: lib.log_softmax(a, -1), [x], g)   # (the row maxima: 8 lanes + the rest)
+    _close(ho, to, what="log_softmax")
+    _close(hg, tg, rtol=1e-5, atol=2e-5, what="log_softmax grad")
+    assert ho.grad_fn.name() == "LogSoftmaxBackward0"
 
 
 def test_softmax_saved_and_node(path):
