@@ -254,19 +254,24 @@ def _lstm_step_kernel(gt, num, shift, c, ct, tc, ht):
 
 
 @kernel
-def _lstm_grad_step_kernel(gy, dh, dc, a, k, f, da):
-    """One step of the backward recurrence's elementwise part (the array path's, compiled): dh_t = gy + dh,
-    dc += dh_t A, da = K (dc, dc, dc, dh_t), then dc *= f (dc updated in place)."""
+def _lstm_grad_step_kernel(gy, dh, dc, gates, ct, tc, cp, da):
+    """One step of the backward recurrence's elementwise part (the array path's, compiled), from the step's
+    activated gates (B, 4H: i, f, g, o), c_t, tanh(c_t) and the previous c: dh_t = gy + dh,
+    dc += dh_t o (1 - tanh(c_t)^2), da = (dc g i (1 - i), dc c_prev f (1 - f), dc i (1 - g^2), dh_t tanh(c_t) o (1 - o)),
+    then dc *= f (dc updated in place)."""
     hh = dc.shape[1]
+    one = _f32(1)
     for b in range(dc.shape[0]):
         for j in range(hh):
+            i, f, g, o = gates[b, j], gates[b, hh + j], gates[b, 2 * hh + j], gates[b, 3 * hh + j]
+            t = tc[b, j]
             dht = gy[b, j] + dh[b, j]
-            d = dc[b, j] + dht * a[b, j]
-            da[b, 0, j] = k[b, 0, j] * d
-            da[b, 1, j] = k[b, 1, j] * d
-            da[b, 2, j] = k[b, 2, j] * d
-            da[b, 3, j] = k[b, 3, j] * dht
-            dc[b, j] = d * f[b, j]
+            d = dc[b, j] + dht * (o * (one - t * t))
+            da[b, 0, j] = g * i * (one - i) * d
+            da[b, 1, j] = cp[b, j] * f * (one - f) * d
+            da[b, 2, j] = i * (one - g * g) * d
+            da[b, 3, j] = t * o * (one - o) * dht
+            dc[b, j] = d * f
 
 
 class MkldnnRnnLayer(Node, name="MkldnnRnnLayerBackward0"):
@@ -345,24 +350,26 @@ class MkldnnRnnLayer(Node, name="MkldnnRnnLayerBackward0"):
         G, cs, tcs = self._ws
         T, B, I = x.shape
         H = w_hh.shape[1]
-        G4 = G.reshape(T, B, 4, H)
-        i, f, g, o = G4[:, :, 0], G4[:, :, 1], G4[:, :, 2], G4[:, :, 3]
-        # what does not depend on the recurrence, for all steps at once: da = K * (dc, dc, dc, dh)
-        K = array_module(G).empty((T, B, 4, H), G.dtype)
-        K[:, :, 0] = g * i * (1 - i)
-        K[:, :, 1] = self._shifted(cs, cx) * f * (1 - f)
-        K[:, :, 2] = i * (1 - g * g)
-        K[:, :, 3] = tcs * o * (1 - o)
-        A = o * (1 - tcs * tcs)
         da = array_module(G).empty((T, B, 4, H), G.dtype)
         dh, dc = ghy, gcy
-        if fast(gy, dh, dc, A, K):
+        order = range(T) if self.reverse else range(T - 1, -1, -1)
+        if fast(gy, dh, dc, G, cs, tcs, cx):
             dc = dc.copy()
-            for t in (range(T) if self.reverse else range(T - 1, -1, -1)):
-                _lstm_grad_step_kernel(gy[t], dh, dc, A[t], K[t], f[t], da[t])
+            for t in order:     # the gates' gradients from the step's workspace, one pass per step
+                cp = cx if t == (T - 1 if self.reverse else 0) else cs[t + 1 if self.reverse else t - 1]
+                _lstm_grad_step_kernel(gy[t], dh, dc, G[t], cs[t], tcs[t], cp, da[t])
                 dh = da[t].reshape(B, 4 * H) @ w_hh
         else:
-            for t in (range(T) if self.reverse else range(T - 1, -1, -1)):
+            G4 = G.reshape(T, B, 4, H)
+            i, f, g, o = G4[:, :, 0], G4[:, :, 1], G4[:, :, 2], G4[:, :, 3]
+            # what does not depend on the recurrence, for all steps at once: da = K * (dc, dc, dc, dh)
+            K = array_module(G).empty((T, B, 4, H), G.dtype)
+            K[:, :, 0] = g * i * (1 - i)
+            K[:, :, 1] = self._shifted(cs, cx) * f * (1 - f)
+            K[:, :, 2] = i * (1 - g * g)
+            K[:, :, 3] = tcs * o * (1 - o)
+            A = o * (1 - tcs * tcs)
+            for t in order:
                 dht = gy[t] + dh
                 dc = dc + dht * A[t]
                 np.multiply(K[t, :, :3], dc[:, None], out=da[t, :, :3])
