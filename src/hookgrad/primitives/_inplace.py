@@ -153,9 +153,10 @@ _INTO_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 def _into(self, cls, args, params):
     """The destination for an op that can write its result straight into ``self``'s array (``cls.writes_into``:
     its forward writes into ``_into``), when the result will have self's dtype and shape: self a writeable NumPy
-    float32 or float64 array, the other operands Tensors of that dtype that broadcast to self's shape, or numbers; no
-    autocast, no forward AD (its tangent step may run the op's forward again). Else None: the result is computed
-    apart and copied in (``_write``)."""
+    float32 or float64 array, the other operands Tensors of that dtype that broadcast to self's shape, Python numbers
+    or NumPy scalars of that dtype (the in-place binary ops pass their number so); no autocast, no forward AD (its
+    tangent step may run the op's forward again). Else None: the result is computed apart and copied in
+    (``_write``)."""
     if "dt" in params or _input_cast[0] is not None or _fwad._current_level >= 0:
         return None
     sd = self._data
@@ -167,7 +168,8 @@ def _into(self, cls, args, params):
             if type(ad) is not np.ndarray or ad.dtype != sd.dtype or (ad.shape != sd.shape and (
                     ad.ndim > sd.ndim or any(n != 1 and n != m for n, m in zip(ad.shape[::-1], sd.shape[::-1])))):
                 return None
-        elif not isinstance(a, (int, float)) or isinstance(a, bool):
+        elif isinstance(a, np.generic) and a.dtype != sd.dtype or not isinstance(a, (int, float, np.generic)) \
+                or isinstance(a, (bool, np.bool_)):
             return None
     return sd
 
