@@ -250,7 +250,7 @@ def ufunc(f, *args, out=None):
     With ``out`` (a C-contiguous ndarray, written in place, e.g. a bias added to a product): chunks of out's rows,
     each argument of out's shape sliced like them and one that broadcasts along the rows (fewer dims, or a first
     dim of 1) passed whole."""
-    big = args[0] if out is None else out
+    big = out if out is not None else args[0] if getattr(args[0], "ndim", 0) else args[-1]
     if _threads <= 1 or getattr(big, "size", 0) < 2 * _UFUNC_GRAIN:     # the common, small case: f itself
         return f(*args) if out is None else f(*args, out=out)
     import numpy as np

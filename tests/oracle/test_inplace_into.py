@@ -150,3 +150,18 @@ def test_op_hooks_and_dispatch_modes_see_pytorch_arguments():
             x.mul_(y)
         logs.append((log, x.numpy().tolist()))
     assert logs[1] == logs[0]
+
+
+@pytest.mark.parametrize("n", [4, 600_000])
+def test_relu_keeps_nan_and_negative_zero(threads, n):
+    """relu(-0.0) is -0.0 and NaN stays NaN, out of place and in place, small and split over the pool."""
+    x0 = np.resize(np.array([-0.0, np.nan, -1.0, 2.0, 0.0, -np.inf, np.inf], np.float32), n)
+    res = []
+    for lib in (torch, hookgrad):
+        x = lib.tensor(x0)
+        a = lib.relu(x).numpy().copy()
+        x.relu_()
+        res.append((a, x.numpy().copy()))
+    for h, t in zip(res[1], res[0]):
+        np.testing.assert_array_equal(h, t)
+        np.testing.assert_array_equal(np.signbit(h), np.signbit(t))

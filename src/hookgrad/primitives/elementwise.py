@@ -676,7 +676,7 @@ class Relu(Node, name="ReluBackward0"):
 
     def forward(self, x):
         self.z = z = zero_like(x)
-        return _parallel.ufunc(np.maximum, x, z, out=self._into)
+        return _parallel.ufunc(np.maximum, z, x, out=self._into)     # (z first: -0.0 stays -0.0, as PyTorch's)
 
     def backward(self, g, F=TENSORS):
         (out,) = F.saved(self)
