@@ -1090,10 +1090,14 @@ def _max_pool2d_kernel(x, kh, kw, sh, sw, ph, pw, dh, dw, out, arg):
 
 @kernel
 def _max_scatter2d_kernel(g, arg, kw, sh, sw, ph, pw, dh, dw, out):
-    """Planes of g and arg (P, OH, OW) -> out (P, H, W), zeroed: each gradient added at its window's argmax
-    (a window offset in row-major order), in output order as PyTorch's kernel adds them; none into padding."""
+    """Planes of g and arg (P, OH, OW) -> out (P, H, W), zeroed here (on the pool's threads: a calloc of reused
+    memory is a memset on one): each gradient added at its window's argmax (a window offset in row-major order), in
+    output order as PyTorch's kernel adds them; none into padding."""
     hh, ww = out.shape[1], out.shape[2]
     for c in range(g.shape[0]):
+        for h in range(hh):
+            for w in range(ww):
+                out[c, h, w] = 0
         for r in range(g.shape[1]):
             for q in range(g.shape[2]):
                 a = arg[c, r, q]
@@ -1111,7 +1115,7 @@ class MaxPoolScatter(_PoolGeo, name="MaxPool2DWithIndicesBackwardBackward0"):
         arg = self.arg
         if len(self.kernel) == 2 and fast(g):
             k, s, p, d, sz = self.kernel, self.stride, self.pads, self.dilation, tuple(self.in_sz)
-            out = np.zeros(g.shape[:-2] + sz, g.dtype)
+            out = np.empty(g.shape[:-2] + sz, g.dtype)
             g3, a3 = np.ascontiguousarray(g).reshape((-1,) + g.shape[-2:]), arg.reshape((-1,) + arg.shape[-2:])
             o3 = out.reshape((-1,) + sz)
             _parallel.parallel_for(g3.shape[0], lambda lo, hi: _max_scatter2d_kernel(
