@@ -100,3 +100,21 @@ def test_resnet_block_training_step_in_tiles(threads):
         res.append([t.detach().numpy() for t in (out, a.grad, conv1.weight.grad, conv2.weight.grad, down.weight.grad)])
     for h, t in zip(res[1], res[0]):
         np.testing.assert_allclose(h, t, rtol=2e-4, atol=2e-4 * max(1.0, float(np.abs(t).max())))
+
+
+@pytest.mark.parametrize("rows", [1, 16, 32, 33])
+def test_small_batch_linear_and_mm_with_a_transposed_weight(rows):
+    """Few rows times a transposed matrix (Linear's x @ W.T) is taken as (W x^T)^T copied back: values, gradients,
+    a C-contiguous result, as torch's."""
+    x, w, b = _rng(rows, 384), _rng(1536, 384, seed=1), _rng(1536, seed=2)
+    res = []
+    for lib in (torch, hookgrad):
+        X, W, B = (lib.tensor(a, requires_grad=True) for a in (x, w, b))
+        y = lib.nn.functional.linear(X, W, B)
+        z = lib.mm(X, W.t())
+        (y.sum() + (z * z).sum()).backward()
+        res.append((y.detach().numpy(), z.detach().numpy(), X.grad.numpy(), W.grad.numpy(), B.grad.numpy(),
+                    y.is_contiguous(), z.is_contiguous()))
+    for h, t in zip(res[1][:5], res[0][:5]):
+        np.testing.assert_allclose(h, t, rtol=1e-4, atol=1e-3)
+    assert res[1][5:] == res[0][5:] == (True, True)
