@@ -129,6 +129,8 @@ ARGUMENTS = {
     "casts": ([(2, 3)], lambda L, x: (x.to(L.float64), x.double(), x.half(), x.to(L.float32), x.int())),
     "scalars": ([(2, 3)], lambda L, x: (x.clamp(min=0.5), x.clamp(0.1, 0.9), x.clamp(max=2), x ** 2, 2 ** x,
                                         x * 2, x + 1.5, 1 - x)),
+    "alpha": ([(2, 3), (2, 3)], lambda L, x, y: (L.add(x, y, alpha=2), L.sub(x, y, alpha=0.5), L.add(x, y, alpha=1),
+                                                 x.clone().add_(y, alpha=3), x.clone().sub_(y), x + y)),
 }
 
 

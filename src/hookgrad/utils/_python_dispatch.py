@@ -211,6 +211,12 @@ def _to_copy_args(cls, args, params, out, f=None):
     return (x,), ({"dtype": out.dtype} if isinstance(x, _Tensor) and out.dtype != x.dtype else {})
 
 
+def _alpha_args(cls, args, params, out, f=None):
+    """add/sub(.Tensor, in place too): aten's ``alpha`` keyword where it is not 1 (PyTorch drops the default)."""
+    alpha = params.get("alpha", 1)
+    return tuple(_number(a) for a in args), ({"alpha": _number(alpha)} if alpha != 1 else {})
+
+
 _ARGS = {"convolution": _conv_args, "addmm": _addmm_args, "view": _size_args, "_unsafe_view": _size_args,
          "expand": _size_args, "reshape": _size_args, "pow": _pow_args, "unsqueeze": _unsqueeze_args,
          "transpose": _operands_args("d0", "d1"), "permute": _operands_args("dims"),
@@ -239,6 +245,7 @@ _ARGS_BY_NODE = dict.fromkeys(("MulBackward1", "DivBackward1"),
                               lambda cls, args, params, out, f=None: ((args[0], _number(params["k"] if "k" in params else cls.k)), {}))
 _ARGS_BY_NODE["LerpBackward0"] = _operands_args("w")
 _ARGS_BY_NODE["SelectBackward0"] = _ARGS_BY_NODE["SliceBackward0"] = _index_args
+_ARGS.update(dict.fromkeys(("add", "add_", "sub", "sub_"), _alpha_args))
 _ARGS.update(dict.fromkeys(("sum", "mean", "amax", "amin", "max", "min", "prod", "logsumexp", "all", "any"), _dim_args))
 _FUNCS = {}
 
