@@ -77,7 +77,7 @@ class Sub(Node, name="SubBackward0"):
         if self.alpha != 1:
             y = y * _alpha(self)
         dt = self.dt
-        return _parallel.ufunc(np.subtract, x, y, out=self._into) if dt is None else np.subtract(x, y, dtype=dt)
+        return np.subtract(x, y, out=self._into) if dt is None else np.subtract(x, y, dtype=dt)
 
     def backward(self, g, F=TENSORS):
         return g, (-g if self.alpha == 1 else g * -self.alpha)
@@ -110,7 +110,7 @@ class Mul(Node, name="MulBackward0"):
 
     def forward(self, x, y):
         dt = self.dt
-        return _parallel.ufunc(np.multiply, x, y, out=self._into) if dt is None else np.multiply(x, y, dtype=dt)
+        return np.multiply(x, y, out=self._into) if dt is None else np.multiply(x, y, dtype=dt)
 
     def backward(self, g, F=TENSORS):
         # NOTE: PyTorch's generated backward computes the inputs' formulas in alphabetical order of
@@ -135,7 +135,7 @@ class Div(Node, name="DivBackward0"):
 
     def forward(self, x, y):
         dt = self.dt
-        return _parallel.ufunc(np.true_divide, x, y) if dt is None else np.true_divide(x, y, dtype=dt)
+        return np.true_divide(x, y) if dt is None else np.true_divide(x, y, dtype=dt)
 
     def backward(self, g, F=TENSORS):
         x, y = F.saved(self)
