@@ -9,7 +9,7 @@ from . import nn as _nn_ops  # noqa: F401  (installs its own Tensor methods)
 from . import stats as ST
 from ._inplace import inplace_apply, resize_ as _resize_, resize_as_ as _resize_as_
 from ._dispatch import as_tensor_arg, _scalar_result
-from .. import _creation as C, _parallel
+from .. import _creation as C
 from .. import _dtype as _D
 from . import fill as FL
 from .._errors import is_number
@@ -214,15 +214,13 @@ def _fast_binary(cls, general, ufunc):
     assert cls.save in ((), (0, 1))
     new = object.__new__
     ndarray = np.ndarray
-    big = 2 * _parallel._UFUNC_GRAIN       # elements from which the pool may split it (as the op's forward does)
 
     def method(self, other):
         if type(other) is Tensor and other._data.dtype is self._data.dtype:
             if G._op_hooks and not G._op_tls.busy:     # the same fast path, between the op hooks
                 return G._apply_with_op_hooks(cls, (self, other), None, method)
-            a = self._data
             try:
-                out = ufunc(a, other._data) if a.size < big else _parallel.ufunc(ufunc, a, other._data)
+                out = ufunc(self._data, other._data)
             except ValueError:
                 raise broadcast_error(self._data.shape, other._data.shape) from None
             except TypeError:           # no loop for the dtype (bool - bool): the general path's error
