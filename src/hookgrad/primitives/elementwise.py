@@ -676,7 +676,9 @@ class Relu(Node, name="ReluBackward0"):
 
     def forward(self, x):
         self.z = z = zero_like(x)
-        return _parallel.ufunc(np.maximum, z, x, out=self._into)     # (z first: -0.0 stays -0.0, as PyTorch's)
+        if type(x) is np.ndarray:       # z first: -0.0 stays -0.0, as PyTorch's
+            return _parallel.ufunc(np.maximum, z, x, out=self._into)
+        return np.maximum(x, z)         # (another array type: a sparse storage keeps its layout this way round)
 
     def backward(self, g, F=TENSORS):
         (out,) = F.saved(self)
