@@ -24,11 +24,12 @@ def _is_t(b):
     return f.f_contiguous and not f.c_contiguous
 
 
-def _product(a, b):
-    """a @ b for 2-d a, b. Few rows times a transposed matrix (nn.Linear's x @ W.T at a small batch) goes as
-    (W x^T)^T and a copy back: OpenBLAS packs a transposed B slowly for a short A (1.7-2x for 16 rows)."""
-    if a.shape[0] <= 32 and b.shape[0] * b.shape[1] >= 1 << 16 and type(a) is np.ndarray and type(b) is np.ndarray \
-            and b.flags.f_contiguous and not b.flags.c_contiguous:
+def _product(a, b, bt):
+    """a @ b for 2-d a, b (``bt``: b is a transposed matrix, _is_t). Few rows times a transposed matrix (nn.Linear's
+    x @ W.T at a small batch) goes as (W x^T)^T and a copy back: OpenBLAS packs a transposed B slowly for a short A
+    (1.7-2x for 16 rows)."""
+    if bt and a.shape[0] <= 32 and b.shape[0] * b.shape[1] >= 1 << 16 and type(a) is np.ndarray \
+            and type(b) is np.ndarray:
         return np.ascontiguousarray(np.matmul(b.T, a.T).T)
     return a @ b
 
@@ -73,7 +74,7 @@ class Mm(Node, name="MmBackward0"):
         self._bt = _is_t(b)
         if a.dtype.kind == "c":
             self._cx = True
-        return _product(a, b)
+        return _product(a, b, self._bt)
 
     def backward(self, g, F=TENSORS):
         a, b = F.saved(self)
@@ -353,7 +354,7 @@ class Addmm(Node, name="AddmmBackward0"):
         self._bt = _is_t(b)
         if a.dtype.kind == "c":
             self._cx = True
-        out = _product(a, b)
+        out = _product(a, b, self._bt)
         if self.alpha != 1:
             out *= self.alpha
         if self.beta == 1:

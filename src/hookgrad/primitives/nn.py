@@ -681,6 +681,7 @@ def _conv_weight(x, y, ws, s, p, d, g, tiles=None):
         kept, grid = [None] * (len(bounds) - 1), None
     else:
         bounds, kept, grid = tiles
+    big = o * _prod(ws[1:]) >= _BIG_WEIGHT      # a transposing copy of a large gradient costs more (cache misses)
 
     def tile(i):
         cols, gr = kept[i], grid
@@ -699,7 +700,6 @@ def _conv_weight(x, y, ws, s, p, d, g, tiles=None):
         # result is small enough to copy into the weight's layout once the tiles are summed
         return np.matmul(cg, yg.swapaxes(1, 2)).swapaxes(1, 2)
 
-    big = o * _prod(ws[1:]) >= _BIG_WEIGHT      # a transposing copy of a large gradient costs more (cache misses)
     nt = len(bounds) - 1
     gw = tile(0) if nt == 1 else _parallel.tiles(nt, tile, reduce=True)
     return array_module(gw).ascontiguousarray(gw).reshape(ws)     # .grad is taken as it is when contiguous (no copy there)
