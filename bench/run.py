@@ -321,9 +321,9 @@ def _time_pair(step_t, step_h, min_time=0.04, rounds=8, chunks=3):
     """Best chunk time of each library. The minimum is the least disturbed measurement on a shared
     machine, whose speed comes and goes in stretches of a second or more; so the libraries take
     turns, ``rounds`` blocks each, so that both meet the machine's fast stretches. Blocks rather than
-    single chunks, with a pause between: NumPy's OpenBLAS workers spin for ~0.1 s after a call
-    (THREAD_TIMEOUT), and torch's OpenMP workers briefly too; back to back, each library would pay
-    for the other's spinning threads."""
+    single chunks, with a pause between: torch's OpenMP workers spin for a while after a call (and
+    NumPy's OpenBLAS workers for ~0.1 s where hookgrad has not shortened their THREAD_TIMEOUT); back to
+    back, each library would pay for the other's spinning threads."""
     steps = {"t": step_t, "h": step_h}
     n = {k: _calibrate(f, min_time) for k, f in steps.items()}
     best = {"t": float("inf"), "h": float("inf")}

@@ -70,6 +70,45 @@ def test_set_num_threads_reaches_numpys_blas(threads):
         assert getter() == n
 
 
+
+_SPIN_PROBE = """
+import ctypes, os, sys, time
+import numpy as np
+import hookgrad
+paths = sorted({l.split()[-1] for l in open("/proc/self/maps") if "openblas" in l.lower() and ".so" in l})
+if not paths or not hasattr(ctypes.CDLL(paths[0]), "openblas_thread_timeout"):
+    print("skip"); sys.exit()
+hookgrad.set_num_threads(2)
+a = np.random.default_rng(0).random((256, 256), dtype=np.float32)
+for _ in range(3):
+    a @ a
+t0 = time.process_time(); a @ a; time.sleep(0.3)
+print(ctypes.CDLL(paths[0]).openblas_thread_timeout(), (time.process_time() - t0) * 1e3,
+      "OPENBLAS_THREAD_TIMEOUT" in os.environ and os.environ["OPENBLAS_THREAD_TIMEOUT"])
+"""
+
+
+@pytest.mark.parametrize("user", [None, "20"])
+def test_openblas_workers_sleep_soon_after_a_product(user):
+    """NumPy's OpenBLAS keeps its idle workers spinning for ~0.1 s after each threaded product (2^28 cycles),
+    taking cores from the pool; importing hookgrad shortens that to 2^16 cycles unless the user chose a
+    timeout, and leaves the environment as it was."""
+    import subprocess
+    import sys
+    env = {k: v for k, v in os.environ.items() if not k.endswith("THREAD_TIMEOUT")}
+    if user:
+        env["OPENBLAS_THREAD_TIMEOUT"] = user
+    out = subprocess.run([sys.executable, "-c", _SPIN_PROBE], env=env, capture_output=True, text=True,
+                         timeout=120).stdout.split()
+    if out == ["skip"]:
+        pytest.skip("NumPy's BLAS is not an OpenBLAS with a thread timeout")
+    timeout, cpu_ms, left = int(out[0]), float(out[1]), out[2]
+    if user:
+        assert (timeout, left) == (20, user)        # the user's choice, untouched
+    else:
+        assert (timeout, left) == (16, "False")
+        assert cpu_ms < 60, f"{cpu_ms:.0f} ms of CPU in a 300 ms sleep after a product: BLAS workers still spin"
+
 def _blas_paths():
     with open("/proc/self/maps") as f:
         return sorted({line.split()[-1] for line in f if "openblas" in line.lower() and ".so" in line})
