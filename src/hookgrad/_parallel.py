@@ -3,7 +3,7 @@
 One number, set by ``torch.set_num_threads(n)`` and read by ``torch.get_num_threads()``, governs all of it:
 
 - NumPy's BLAS (OpenBLAS or MKL, found among the loaded libraries and set through its C API), for the
-  products; OpenBLAS's idle workers are made to sleep after ~25 us instead of spinning for ~0.1 s, so that they
+  products; OpenBLAS's idle workers are made to sleep after ~0.4 ms instead of spinning for ~0.1 s, so that they
   leave the cores to the pool between products (``_short_spin``);
 - this module's pool, on which the ops run their batch-, channel- or chunk-parallel work: im2col and pooling
   per image, the compiled kernels (``_jit``) per range of elements or rows, the small products of a batched
@@ -88,15 +88,15 @@ def _loaded_blas():
     return found
 
 
-_SPIN = "16"    # log2 of the cycles an idle OpenBLAS worker spins before it sleeps: ~20-30 us, not OpenBLAS's 2^28
+_SPIN = "20"    # log2 of the cycles an idle OpenBLAS worker spins before it sleeps: ~0.4 ms, not OpenBLAS's 2^28
 
 
 def _short_spin(lib):
     """OpenBLAS's workers spin for 2^28 cycles (~0.1 s) after every threaded product before they sleep
     (THREAD_TIMEOUT). Each spinning worker takes a core from the pool's threads, which work in the gaps between
     products (im2col, normalisation, elementwise kernels): 20% of a core through a ResNet-18 step on 2 threads,
-    ~100% through an LSTM or BERT step. Unless the user chose a timeout, it is set to 2^16 cycles, long enough to
-    bridge back-to-back products, through OpenBLAS's own path for it: its environment is read again and its
+    ~100% through an LSTM or BERT step. Unless the user chose a timeout, it is set to 2^20 cycles, long enough to
+    bridge the Python between back-to-back products (an MLP step), through OpenBLAS's own path for it: its environment is read again and its
     threads are stopped, to start again, with the new timeout, at the next threaded call (as after a fork). The
     process's environment is left as it was."""
     if any(v in os.environ for v in ("OPENBLAS_THREAD_TIMEOUT", "GOTO_THREAD_TIMEOUT")):
