@@ -152,10 +152,11 @@ def test_op_hooks_and_dispatch_modes_see_pytorch_arguments():
     assert logs[1] == logs[0]
 
 
-@pytest.mark.parametrize("n", [4, 600_000])
-def test_relu_keeps_nan_and_negative_zero(threads, n):
-    """relu(-0.0) is -0.0 and NaN stays NaN, out of place and in place, small and split over the pool."""
-    x0 = np.resize(np.array([-0.0, np.nan, -1.0, 2.0, 0.0, -np.inf, np.inf], np.float32), n)
+@pytest.mark.parametrize("n,dtype", [(4, np.float32), (600_000, np.float32), (9_000, np.float64)])
+def test_relu_keeps_nan_and_negative_zero(threads, n, dtype):
+    """relu(-0.0) is -0.0 and NaN stays NaN, out of place and in place (relu_'s one-array kernel from 4096
+    elements), small and split over the pool."""
+    x0 = np.resize(np.array([-0.0, np.nan, -1.0, 2.0, 0.0, -np.inf, np.inf], dtype), n)
     res = []
     for lib in (torch, hookgrad):
         x = lib.tensor(x0)

@@ -665,6 +665,15 @@ class ThresholdInplace(Threshold, name="ThresholdBackward1"):
     pass
 
 
+@kernel
+def _relu_inplace_kernel(x):
+    """relu_ on one array: as fast as PyTorch's (NumPy's maximum(0, x, out=x), and a kernel given x twice, are
+    not vectorised: the loop cannot tell that its input and output are the same). -0.0 and NaN pass."""
+    for i in range(x.size):
+        v = x[i]
+        x[i] = 0 if v < 0 else v
+
+
 class Relu(Node, name="ReluBackward0"):
     save = (-1,)
     saved_names = ("result",)
@@ -676,8 +685,12 @@ class Relu(Node, name="ReluBackward0"):
 
     def forward(self, x):
         self.z = z = zero_like(x)
-        if type(x) is np.ndarray:       # z first: -0.0 stays -0.0, as PyTorch's
-            return _parallel.ufunc(np.maximum, z, x, out=self._into)
+        if type(x) is np.ndarray:
+            if self._into is x and x.size > 4096 and x.flags.c_contiguous and fast(x):   # relu_: one array, in place
+                flat = x.reshape(-1)
+                _parallel.parallel_for(flat.size, lambda lo, hi: _relu_inplace_kernel(flat[lo:hi]), 1 << 16)
+                return x
+            return _parallel.ufunc(np.maximum, z, x, out=self._into)    # z first: -0.0 stays -0.0, as PyTorch's
         return np.maximum(x, z)         # (another array type: a sparse storage keeps its layout this way round)
 
     def backward(self, g, F=TENSORS):
