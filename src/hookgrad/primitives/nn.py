@@ -352,13 +352,44 @@ def _batched(y, grid):
     return yb.reshape(o, -1)
 
 
+@kernel
+def _col2im2d_kernel(cols, n0, n1, c0, c1, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow, out):
+    """out (N, C, H, W), images n0:n1 and channels c0:c1: each plane zeroed, then the columns (C*kh*kw, N*oh*ow)
+    added back in _col2im's order (kernel offsets row by row), each offset over the output positions that land
+    inside the image (no padded copy to crop)."""
+    hh, ww = out.shape[2], out.shape[3]
+    for c in range(c0, c1):
+        for b in range(n0, n1):
+            for iy in range(hh):
+                for ix in range(ww):
+                    out[b, c, iy, ix] = 0
+            for ki in range(kh):
+                y0, y1 = max(0, -((ki * dh - ph) // sh)), min(oh, (hh - 1 + ph - ki * dh) // sh + 1)
+                for kj in range(kw):
+                    x0, x1 = max(0, -((kj * dw - pw) // sw)), min(ow, (ww - 1 + pw - kj * dw) // sw + 1)
+                    row = (c * kh + ki) * kw + kj
+                    for oy in range(y0, y1):
+                        iy = oy * sh + ki * dh - ph
+                        src = (b * oh + oy) * ow
+                        for ox in range(x0, x1):
+                            out[b, c, iy, ox * sw + kj * dw - pw] += cols[row, src + ox]
+
+
 def _col2im(cols, shape, k, s, p, d, o, batch=False, out=None):
     """Adjoint of im2col: sum the columns back into an (N, C, *S) image, one slice-add per kernel offset, on the
     pool by blocks of images or channels. ``cols``: (N, C*prod(k), prod(o)) (unfold's layout), or with
-    ``batch`` (C*prod(k), N*prod(o)) (_columns' layout, no junk). Written into ``out`` when given."""
+    ``batch`` (C*prod(k), N*prod(o)) (_columns' layout, no junk). Written into ``out`` when given. Compiled for
+    2-d float images in the batch layout (NumPy's slice-adds are slow on small images: ResNet's 4x4 layers)."""
     n, c, sp = shape[0], shape[1], tuple(shape[2:])
     nd = len(k)
     xp = array_module(cols)
+    if batch and nd == 2 and fast(cols) and cols.flags.c_contiguous and \
+            (out is None or (out.flags.c_contiguous and out.dtype == cols.dtype)):
+        res = np.empty(tuple(shape), cols.dtype) if out is None else out
+        cols = cols.reshape(_prod(cols.shape[:-1]), cols.shape[-1])      # groups: (g, C/g*prod(k), M)
+        geo = (k[0], k[1], s[0], s[1], p[0], p[2], d[0], d[1], o[0], o[1])
+        _blocks(n, c, _prod(k) * _prod(o), lambda n0, n1, c0, c1: _col2im2d_kernel(cols, n0, n1, c0, c1, *geo, res))
+        return res
     if out is not None and not any(p):
         out[...] = 0
         acc = out
