@@ -96,9 +96,10 @@ def _short_spin(lib):
     (THREAD_TIMEOUT). Each spinning worker takes a core from the pool's threads, which work in the gaps between
     products (im2col, normalisation, elementwise kernels): 20% of a core through a ResNet-18 step on 2 threads,
     ~100% through an LSTM or BERT step. Unless the user chose a timeout, it is set to 2^20 cycles, long enough to
-    bridge the Python between back-to-back products (an MLP step), through OpenBLAS's own path for it: its environment is read again and its
-    threads are stopped, to start again, with the new timeout, at the next threaded call (as after a fork). The
-    process's environment is left as it was."""
+    bridge the Python between back-to-back products (an MLP step), through OpenBLAS's own path for it: its
+    environment is read again and its threads are stopped, to start again, with the new timeout, at the next
+    threaded call (as after a fork). The process's environment is left as it was. Done at import, when no other
+    thread should be inside BLAS (stopping the threads then would be unsafe)."""
     if any(v in os.environ for v in ("OPENBLAS_THREAD_TIMEOUT", "GOTO_THREAD_TIMEOUT")):
         return
     read, stop = getattr(lib, "openblas_read_env", None), getattr(lib, "blas_thread_shutdown_", None)

@@ -21,7 +21,7 @@ from ..autograd.node import Node
 from .. import _dtype as _D
 from .._array import array_module
 from ..autograd.formulas import TENSORS, ARRAYS
-from .linalg import addmm, mm, matmul
+from .linalg import addmm, mm, matmul, _product
 from .join import stack, cat, unsafe_chunk
 from .._jit import fast, kernel
 from ._kernels import exp32, _f32
@@ -305,7 +305,7 @@ class MkldnnRnnLayer(Node, name="MkldnnRnnLayerBackward0"):
         G = (x.reshape(T * B, I) @ (w_ih.T * sc)).reshape(T, B, 4 * H)
         if self.has_biases:
             G += (b_ih + b_hh) * sc
-        whh = xp.ascontiguousarray(w_hh.T * sc)
+        whh = (w_hh * sc[:, None]).T        # (H, 4H), a transposed view: _product takes (whh^T h^T)^T for few rows
         out = xp.empty((T, B, H), dt)
         cs = xp.empty((T, B, H), dt)        # c_t
         tcs = xp.empty((T, B, H), dt)       # tanh(c_t)
@@ -314,7 +314,7 @@ class MkldnnRnnLayer(Node, name="MkldnnRnnLayerBackward0"):
         with np.errstate(over="ignore"):    # exp(-a) = inf for a very negative a: the gate is 0 (or -1), exactly
             for t in (range(T - 1, -1, -1) if self.reverse else range(T)):
                 gt = G[t]
-                gt += h @ whh
+                gt += _product(h, whh, True)
                 if compiled:
                     _lstm_step_kernel(gt, num, shift, c, cs[t], tcs[t], out[t])
                     h, c = out[t], cs[t]
@@ -353,12 +353,13 @@ class MkldnnRnnLayer(Node, name="MkldnnRnnLayerBackward0"):
         da = array_module(G).empty((T, B, 4, H), G.dtype)
         dh, dc = ghy, gcy
         order = range(T) if self.reverse else range(T - 1, -1, -1)
+        wh = array_module(w_hh).ascontiguousarray(w_hh.T).T     # w_hh as a transposed view, for _product (as forward)
         if fast(gy, dh, dc, G, cs, tcs, cx):
             dc = dc.copy()
             for t in order:     # the gates' gradients from the step's workspace, one pass per step
                 cp = cx if t == (T - 1 if self.reverse else 0) else cs[t + 1 if self.reverse else t - 1]
                 _lstm_grad_step_kernel(gy[t], dh, dc, G[t], cs[t], tcs[t], cp, da[t])
-                dh = da[t].reshape(B, 4 * H) @ w_hh
+                dh = _product(da[t].reshape(B, 4 * H), wh, True)
         else:
             G4 = G.reshape(T, B, 4, H)
             i, f, g, o = G4[:, :, 0], G4[:, :, 1], G4[:, :, 2], G4[:, :, 3]
@@ -375,7 +376,7 @@ class MkldnnRnnLayer(Node, name="MkldnnRnnLayerBackward0"):
                 np.multiply(K[t, :, :3], dc[:, None], out=da[t, :, :3])
                 np.multiply(K[t, :, 3], dht, out=da[t, :, 3])
                 dc = dc * f[t]
-                dh = da[t].reshape(B, 4 * H) @ w_hh
+                dh = _product(da[t].reshape(B, 4 * H), wh, True)
         da2 = da.reshape(T * B, 4 * H)
         nf = self.next_functions
         dx = (da2 @ w_ih).reshape(T, B, I) if nf[0][0] is not None else None
