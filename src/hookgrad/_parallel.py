@@ -75,7 +75,7 @@ def _loaded_blas():
             continue
         seen.add(path)
         try:
-            lib = ctypes.CDLL(path, mode=getattr(os, "RTLD_NOLOAD", 0) | ctypes.RTLD_GLOBAL)
+            lib = ctypes.CDLL(path, mode=getattr(os, "RTLD_NOLOAD", 0) | ctypes.RTLD_LOCAL)
         except OSError:
             continue
         for sym in _SETTERS:

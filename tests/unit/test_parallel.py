@@ -109,6 +109,21 @@ def test_openblas_workers_sleep_soon_after_a_product(user):
         assert (timeout, left) == (int(_parallel._SPIN), "False")
         assert cpu_ms < 60, f"{cpu_ms:.0f} ms of CPU in a 300 ms sleep after a product: BLAS workers still spin"
 
+
+def test_blas_found_without_taking_over_other_libraries_symbols():
+    """hookgrad opens NumPy's OpenBLAS (64-bit integers) to set its threads; a library loaded after, such as SciPy's
+    own OpenBLAS (32-bit), must still bind its symbols to itself (opened RTLD_GLOBAL, NumPy's library took them
+    over and SciPy's LAPACK workspace queries returned garbage)."""
+    import subprocess
+    import sys
+    pytest.importorskip("scipy.linalg")
+    code = ("import hookgrad, numpy as np, scipy.linalg as L; rng = np.random.default_rng(0); "
+            "a, b = rng.random((20, 5), dtype=np.float32), rng.random(20, dtype=np.float32); "
+            "print(np.abs(L.lstsq(a, b)[0] - np.linalg.lstsq(a, b)[0]).max())")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert float(run.stdout) < 1e-4
+
 def _blas_paths():
     with open("/proc/self/maps") as f:
         return sorted({line.split()[-1] for line in f if "openblas" in line.lower() and ".so" in line})
