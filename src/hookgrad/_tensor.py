@@ -1048,6 +1048,9 @@ def _as_int(x, first):
     return None
 
 
+_SEQS = (tuple, list, Size)
+
+
 def int_list(args, fname, argname="size", pos=1, varargs=True, overloaded=False):
     """Parse an int-list argument as PyTorch's argument parser does, raising its TypeError.
 
@@ -1055,6 +1058,9 @@ def int_list(args, fname, argname="size", pos=1, varargs=True, overloaded=False)
     varargs=False the one argument itself. Returns a tuple of Python ints (not yet checked for sign)."""
     if not varargs:
         args = (args,)
+    seq = args[0] if len(args) == 1 and type(args[0]) in _SEQS else args
+    if seq and all(type(x) is int for x in seq):      # the common case: plain ints, nothing to check
+        return tuple(seq)
     at = f"argument '{argname}'" + (f" (position {pos})" if pos else "")
     if len(args) == 1 and isinstance(args[0], (tuple, list, Size)):
         seq, single = args[0], True
