@@ -70,7 +70,6 @@ def test_set_num_threads_reaches_numpys_blas(threads):
         assert getter() == n
 
 
-
 _SPIN_PROBE = """
 import ctypes, os, sys, time
 import numpy as np
@@ -123,6 +122,7 @@ def test_blas_found_without_taking_over_other_libraries_symbols():
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stderr[-2000:]
     assert float(run.stdout) < 1e-4
+
 
 def _blas_paths():
     with open("/proc/self/maps") as f:
