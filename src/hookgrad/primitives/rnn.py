@@ -354,11 +354,11 @@ class MkldnnRnnLayer(Node, name="MkldnnRnnLayerBackward0"):
         dh, dc = ghy, gcy
         order = range(T) if self.reverse else range(T - 1, -1, -1)
         wh = array_module(w_hh).ascontiguousarray(w_hh.T).T     # w_hh as a transposed view, for _product (as forward)
+        cprev = self._shifted(cs, cx)       # each step's previous cell state
         if fast(gy, dh, dc, G, cs, tcs, cx):
             dc = dc.copy()
             for t in order:     # the gates' gradients from the step's workspace, one pass per step
-                cp = cx if t == (T - 1 if self.reverse else 0) else cs[t + 1 if self.reverse else t - 1]
-                _lstm_grad_step_kernel(gy[t], dh, dc, G[t], cs[t], tcs[t], cp, da[t])
+                _lstm_grad_step_kernel(gy[t], dh, dc, G[t], cs[t], tcs[t], cprev[t], da[t])
                 dh = _product(da[t].reshape(B, 4 * H), wh, True)
         else:
             G4 = G.reshape(T, B, 4, H)
@@ -366,7 +366,7 @@ class MkldnnRnnLayer(Node, name="MkldnnRnnLayerBackward0"):
             # what does not depend on the recurrence, for all steps at once: da = K * (dc, dc, dc, dh)
             K = array_module(G).empty((T, B, 4, H), G.dtype)
             K[:, :, 0] = g * i * (1 - i)
-            K[:, :, 1] = self._shifted(cs, cx) * f * (1 - f)
+            K[:, :, 1] = cprev * f * (1 - f)
             K[:, :, 2] = i * (1 - g * g)
             K[:, :, 3] = tcs * o * (1 - o)
             A = o * (1 - tcs * tcs)
