@@ -261,9 +261,14 @@ def _pool_input(kind, shape):
 @pytest.mark.parametrize("kind", ["normal", "ties", "const", "-inf"])
 @pytest.mark.parametrize("geo", [dict(kernel_size=3, stride=2, padding=1), dict(kernel_size=2),
                                  dict(kernel_size=3, stride=2, ceil_mode=True),
-                                 dict(kernel_size=(3, 2), stride=(1, 2), padding=(1, 1), dilation=(2, 1))], ids=str)
-def test_max_pool2d(path, kind, geo):
-    x = _pool_input(kind, (3, 4, 11, 10))
+                                 dict(kernel_size=(3, 2), stride=(1, 2), padding=(1, 1), dilation=(2, 1)),
+                                 dict(kernel_size=3, stride=1, padding=1),
+                                 dict(kernel_size=(2, 4), stride=(2, 3), padding=(0, 2), ceil_mode=True)], ids=str)
+@pytest.mark.parametrize("width", [10, 75], ids=["short rows", "long rows"])
+def test_max_pool2d(path, kind, geo, width):
+    """Values, indices and gradient; short rows go through the compiled kernel as one grid per plane, long
+    ones row by row."""
+    x = _pool_input(kind, (3, 4, 11, width))
     res = []
     for lib in (torch, hookgrad):
         t = lib.tensor(x.copy(), requires_grad=True)

@@ -1093,38 +1093,74 @@ class MaxPool(_PoolGeo, name="MaxPool2DWithIndicesBackward0"):
 
 
 @kernel
-def _max_pool2d_kernel(x, kh, kw, sh, sw, ph, pw, dh, dw, out, arg):
-    """Planes x (P, H, W) -> out, arg (P, OH, OW): each window's max over its positions inside the input, and
-    the row-major offset of the first one attaining it, or of its last NaN (PyTorch's kernel takes every NaN
-    it meets)."""
-    hh, ww = x.shape[1], x.shape[2]
-    for c in range(x.shape[0]):
-        for r in range(out.shape[1]):
-            h0 = r * sh - ph
-            for q in range(out.shape[2]):
-                w0 = q * sw - pw
-                best = x[c, 0, 0]
-                at = -1
-                for i in range(kh):
-                    h = h0 + i * dh
-                    if h >= 0 and h < hh:
-                        for j in range(kw):
-                            w = w0 + j * dw
-                            if w >= 0 and w < ww:
-                                v = x[c, h, w]
-                                if at < 0 or v > best or v != v:
-                                    best = v
-                                    at = i * kw + j
-                out[c, r, q] = best if at >= 0 else -np.inf
-                arg[c, r, q] = max(at, 0)
+def _max_tap(xs, base, step, tap, cnt, ob, ab):
+    """One window offset (``tap``) against the running maxima ob[:cnt] and their offsets ab: the scratch plane's
+    elements xs[base + step * q]. Branch-free (a compare and two selects), so that it is vectorised; a caller
+    passes a constant step where it can (a strided load of a known stride). Takes a greater value and every
+    NaN, so that ties keep the first offset and a NaN the last, as PyTorch's kernel."""
+    for q in range(cnt):
+        v, b = xs[np.uintp(base + step * q)], ob[q]
+        take = (v > b) or (v != v)
+        ob[q] = v if take else b
+        ab[q] = tap if take else ab[q]
 
 
 @kernel
-def _max_scatter2d_kernel(g, arg, kw, sh, sw, ph, pw, dh, dw, out):
+def _max_pool2d_kernel(x, kh, kw, sh, sw, ph, pw, dh, dw, out, arg):
+    """Planes x (P, H, W) -> out, arg (P, OH, OW): each window's max over its positions inside the input, and
+    the row-major offset of the first one attaining it, or of its last NaN (PyTorch's kernel takes every NaN
+    it meets); a window whose max is -inf gets offset 0 (the forward corrects it where padding comes first).
+
+    Each plane is copied once into a scratch plane with -inf around it (the padding, and the reads past its
+    edges), its rows ``wp`` long, a multiple of the column stride; then each window offset is one long
+    vectorised pass (_max_tap) over a run of outputs: one output row when the rows are long, else all the rows
+    at once, as a grid ``rr`` = sh * wp / sw wide whose entries past OW are junk (rows of a few outputs would
+    leave the vector loop unused)."""
+    hh, ww = x.shape[1], x.shape[2]
+    oh, ow = out.shape[1], out.shape[2]
+    wp = -(-(ww + 2 * pw + sw) // sw) * sw
+    rr = sh * wp // sw
+    if ow < 32:
+        band, cnt = oh, (oh - 1) * rr + ow
+    else:
+        band, cnt = 1, -(-ow // 32) * 32
+    need = (oh - band) * sh * wp + (kh - 1) * dh * wp + (kw - 1) * dw + sw * (cnt - 1) + 1
+    xs = np.full(max(need, (hh + ph) * wp), -np.inf, x.dtype)
+    ob = np.empty(cnt, x.dtype)
+    ab = np.empty(cnt, np.int32)
+    for c in range(x.shape[0]):
+        for h in range(hh):
+            for w in range(ww):
+                xs[(h + ph) * wp + pw + w] = x[c, h, w]
+        for r0 in range(0, oh, band):
+            for q in range(cnt):
+                ob[q] = -np.inf
+                ab[q] = 0
+            for i in range(kh):
+                for j in range(kw):
+                    base = (r0 * sh + i * dh) * wp + j * dw
+                    if sw == 2:
+                        _max_tap(xs, base, 2, i * kw + j, cnt, ob, ab)
+                    elif sw == 1:
+                        _max_tap(xs, base, 1, i * kw + j, cnt, ob, ab)
+                    else:
+                        _max_tap(xs, base, sw, i * kw + j, cnt, ob, ab)
+            for r in range(r0, min(oh, r0 + band)):
+                for q in range(ow):
+                    out[c, r, q] = ob[(r - r0) * rr + q]
+                    arg[c, r, q] = ab[(r - r0) * rr + q]
+
+
+@kernel
+def _max_scatter2d_kernel(g, arg, kh, kw, sh, sw, ph, pw, dh, dw, out):
     """Planes of g and arg (P, OH, OW) -> out (P, H, W), zeroed here (on the pool's threads: a calloc of reused
     memory is a memset on one): each gradient added at its window's argmax (a window offset in row-major order), in
-    output order as PyTorch's kernel adds them; none into padding."""
+    output order as PyTorch's kernel adds them; none into padding. The offsets' rows and columns come from a table
+    (two integer divisions per output cost more than the rest)."""
     hh, ww = out.shape[1], out.shape[2]
+    rows, cols = np.empty(kh * kw, np.int64), np.empty(kh * kw, np.int64)
+    for a in range(kh * kw):
+        rows[a], cols[a] = (a // kw) * dh - ph, (a % kw) * dw - pw
     for c in range(g.shape[0]):
         for h in range(hh):
             for w in range(ww):
@@ -1132,8 +1168,7 @@ def _max_scatter2d_kernel(g, arg, kw, sh, sw, ph, pw, dh, dw, out):
         for r in range(g.shape[1]):
             for q in range(g.shape[2]):
                 a = arg[c, r, q]
-                h = r * sh - ph + (a // kw) * dh
-                w = q * sw - pw + (a % kw) * dw
+                h, w = r * sh + rows[a], q * sw + cols[a]
                 if h >= 0 and h < hh and w >= 0 and w < ww:
                     out[c, h, w] += g[c, r, q]
 
@@ -1150,7 +1185,7 @@ class MaxPoolScatter(_PoolGeo, name="MaxPool2DWithIndicesBackwardBackward0"):
             g3, a3 = np.ascontiguousarray(g).reshape((-1,) + g.shape[-2:]), arg.reshape((-1,) + arg.shape[-2:])
             o3 = out.reshape((-1,) + sz)
             _parallel.parallel_for(g3.shape[0], lambda lo, hi: _max_scatter2d_kernel(
-                g3[lo:hi], a3[lo:hi], k[1], s[0], s[1], p[0], p[2], d[0], d[1], o3[lo:hi]),
+                g3[lo:hi], a3[lo:hi], k[0], k[1], s[0], s[1], p[0], p[2], d[0], d[1], o3[lo:hi]),
                 max(1, _GRAIN // max(1, _prod(g.shape[-2:]))))
             return out
         return self._scatter(lambda k, o, lo, hi: np.multiply(g[lo:hi], arg[lo:hi] == k, out=o), g)
