@@ -647,13 +647,15 @@ def _winograd(x, u, bias, p, out):
     return out
 
 
-def _gemm(wm, cols):
+def _gemm(wm, cols, out=None):
     """The weight as (g, O/g, C/g*prod(k)) (``_conv``'s, contiguous) against columns (C*prod(k), M): (O, M),
-    one product per group."""
+    one product per group; into ``out`` (O, M) when given."""
     g = wm.shape[0]
     if g == 1:
-        return np.matmul(wm[0], cols)
-    return np.matmul(wm, cols.reshape(g, cols.shape[0] // g, cols.shape[-1])).reshape(g * wm.shape[1], cols.shape[-1])
+        return np.matmul(wm[0], cols, out=out)
+    y = np.matmul(wm, cols.reshape(g, cols.shape[0] // g, cols.shape[-1]),
+                  out=None if out is None else out.reshape(g, wm.shape[1], cols.shape[-1]))
+    return y.reshape(g * wm.shape[1], cols.shape[-1])
 
 
 def _conv(x, w, b, s, p, d, g, keep=True):
@@ -679,10 +681,14 @@ def _conv(x, w, b, s, p, d, g, keep=True):
         if wino:
             return _winograd(x[n0:n1], u, bias, p, out[n0:n1])
         cols, osz, grid = _columns(x[n0:n1], k, s, p, d, o)
-        y = _gemm(wm, cols).reshape((o, -1) + grid)
         if keep:
             cols_of[i], grid_of[0] = cols, grid
-        return _images(y, osz, b, None if out is None else out[n0:n1])
+        if out is not None and n1 - n0 == 1 and grid == osz:    # one image: the product is its output's layout
+            y = _gemm(wm, cols, out[n0].reshape(o, -1))
+            if b is not None:
+                y += b.reshape(o, 1)
+            return out[n0:n1]
+        return _images(_gemm(wm, cols).reshape((o, -1) + grid), osz, b, None if out is None else out[n0:n1])
 
     if nt == 1:
         out = tile(0)
