@@ -116,6 +116,36 @@ def test_conv2d_tiles_of_images(path, case, threads, monkeypatch):
         hookgrad.set_num_threads(was)
 
 
+# (N, C, H, W, O, kernel, padding, dilation): few channels, stride 1 -> the direct kernels on the compiled path
+DIRECT = [
+    (2, 1, 28, 28, 8, 3, 1, 1),              # a small CNN's first layer
+    (3, 2, 11, 9, 5, 3, 2, 2),               # dilation, five output channels (a partial block of four)
+    (2, 4, 7, 12, 3, (2, 4), "same", 1),     # an even kernel: asymmetric padding
+    (1, 8, 6, 6, 16, 1, 0, 1),               # 1x1
+    (4, 8, 14, 14, 16, 3, 1, 1),             # the largest that goes direct (16 x 8 x 3 x 3)
+]
+
+
+@pytest.mark.filterwarnings("ignore:Using padding='same'")
+@pytest.mark.parametrize("threads", [1, 3])
+@pytest.mark.parametrize("case", DIRECT, ids=str)
+def test_conv2d_direct(path, case, threads, monkeypatch):
+    """The direct convolution, its input gradient (a direct convolution with the flipped kernel) and its weight
+    gradient, by blocks of images; taken on the compiled path only."""
+    n, c, h, w, o, k, p, d = case
+    k2 = k if isinstance(k, tuple) else (k, k)
+    x, wt, b = _rng(n, c, h, w), _rng(o, c, *k2, seed=1) * 0.3, _rng(o, seed=2)
+    calls, real = [], N._direct_wgrad
+    monkeypatch.setattr(N, "_direct_wgrad", lambda *a: calls.append(1) or real(*a))
+    was = hookgrad.get_num_threads()
+    hookgrad.set_num_threads(threads)
+    try:
+        _check(_run(lambda L, x, w, b: L.nn.functional.conv2d(x, w, b, 1, p, d), [x, wt, b]), tol=2e-4)
+    finally:
+        hookgrad.set_num_threads(was)
+    assert bool(calls) == (path == "compiled")
+
+
 @pytest.mark.parametrize("big", [1, 1 << 40])
 @pytest.mark.parametrize("case", [CONVS[0], CONVS[7], CONVS[11], CONVS[13]], ids=str)
 def test_conv2d_weight_gradient_in_the_weights_layout(path, case, big, monkeypatch):

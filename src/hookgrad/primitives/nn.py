@@ -537,9 +537,11 @@ def _staggered(shape, dtype):
 
 
 def _winograd_weight(w):
-    """The weight (K, C, 3, 3) as G w G^T: (16, K, C)."""
+    """The weight (K, C, 3, 3) as G w G^T: (16, K, C), by blocks of K on the pool (512 x 512 channels: 4 ms on
+    one thread)."""
     u = _staggered(w.shape[:2], w.dtype)
-    _wino_w_kernel(w, u)
+    _parallel.parallel_for(w.shape[0], lambda lo, hi: _wino_w_kernel(w[lo:hi], u[:, lo:hi]),
+                           max(1, _GRAIN // max(1, 16 * w.shape[1])))
     return u
 
 
@@ -647,6 +649,142 @@ def _winograd(x, u, bias, p, out):
     return out
 
 
+# A direct convolution for few channels: with few output channels and a short inner dimension (the first layers
+# of small CNNs, their input gradients) the columns' GEMM runs far below BLAS's speed and the copies around it
+# dominate; here each output plane accumulates its taps straight from the padded image, four output channels at a
+# time sharing each load.
+
+_DIRECT_MAX = 1152      # O * C * kh * kw of the convolutions that go direct (16 x 8 x 3 x 3); above, the GEMM wins
+
+
+def _direct_ok(ws, s, g, *arrays):
+    """Whether a convolution of weight shape ws goes direct: 2-d, stride 1, no groups, few channels (O * C * kh * kw
+    at most _DIRECT_MAX), the arrays float32 on the compiled path. ``arrays[0]``: the images (N, C, H, W)."""
+    return (len(ws) == 4 and tuple(s) == (1, 1) and g == 1 and _prod(ws) <= _DIRECT_MAX and arrays[0].ndim == 4
+            and fast(*arrays))
+
+
+@kernel
+def _direct_conv2d_kernel(x, w, b, n0, n1, pt, pl, hp, wp, dh, dw, out):
+    """out[n0:n1] = conv(x, w) + b, stride 1: per image its planes padded and flattened (rows ``wp`` long), then per
+    block of four output channels every tap added as a shifted run of a flat plane over the wide grid OH x wp
+    (so that the loop is long; the entries past OW are junk, not copied out)."""
+    cc, hh, ww = x.shape[1], x.shape[2], x.shape[3]
+    oc, kh, kw = w.shape[0], w.shape[2], w.shape[3]
+    oh, ow = out.shape[2], out.shape[3]
+    m = oh * wp
+    xf = np.zeros((cc, hp * wp + (kw - 1) * dw), x.dtype)
+    acc = np.empty((4, m), x.dtype)
+    zero = _f32(0)
+    for n in range(n0, n1):
+        for c in range(cc):
+            for iy in range(hh):
+                for ix in range(ww):
+                    xf[c, (iy + pt) * wp + pl + ix] = x[n, c, iy, ix]
+        for o0 in range(0, oc, 4):
+            nb = min(4, oc - o0)
+            for j in range(4):
+                bv = b[o0 + j] if j < nb else zero
+                for q in range(m):
+                    acc[j, q] = bv
+            a0, a1, a2, a3 = acc[0], acc[1], acc[2], acc[3]
+            for c in range(cc):
+                for ki in range(kh):
+                    for kj in range(kw):
+                        w0 = w[o0, c, ki, kj]
+                        w1 = w[o0 + 1, c, ki, kj] if nb > 1 else zero
+                        w2 = w[o0 + 2, c, ki, kj] if nb > 2 else zero
+                        w3 = w[o0 + 3, c, ki, kj] if nb > 3 else zero
+                        off = ki * dh * wp + kj * dw
+                        xr = xf[c, off:off + m]
+                        for q in range(m):
+                            v = xr[q]
+                            a0[q] += w0 * v
+                            a1[q] += w1 * v
+                            a2[q] += w2 * v
+                            a3[q] += w3 * v
+            for j in range(nb):
+                for oy in range(oh):
+                    for ox in range(ow):
+                        out[n, o0 + j, oy, ox] = acc[j, oy * wp + ox]
+
+
+@kernel
+def _direct_wgrad2d_kernel(x, gy, n0, n1, pt, pl, hp, wp, dh, dw, gw):
+    """gw (O, C, kh, kw) += d<gy, conv(x, w)>/dw over images n0:n1, stride 1: per image its planes padded and
+    flattened as _direct_conv2d_kernel's, gy laid on the same wide grid (zeros past OW), then per block of four
+    output channels and per tap four dot products sharing the shifted run's loads."""
+    cc, hh, ww = x.shape[1], x.shape[2], x.shape[3]
+    oc, kh, kw = gw.shape[0], gw.shape[2], gw.shape[3]
+    oh, ow = gy.shape[2], gy.shape[3]
+    m = oh * wp
+    xf = np.zeros((cc, hp * wp + (kw - 1) * dw), x.dtype)
+    g = np.zeros((oc + 3, m), x.dtype)             # rows past O stay zero: the last block's missing channels
+    for n in range(n0, n1):
+        for c in range(cc):
+            for iy in range(hh):
+                for ix in range(ww):
+                    xf[c, (iy + pt) * wp + pl + ix] = x[n, c, iy, ix]
+        for o in range(oc):
+            for oy in range(oh):
+                for ox in range(ow):
+                    g[o, oy * wp + ox] = gy[n, o, oy, ox]
+        for o0 in range(0, oc, 4):
+            nb = min(4, oc - o0)
+            g0, g1, g2, g3 = g[o0], g[o0 + 1], g[o0 + 2], g[o0 + 3]
+            for c in range(cc):
+                for ki in range(kh):
+                    for kj in range(kw):
+                        off = ki * dh * wp + kj * dw
+                        xr = xf[c, off:off + m]
+                        s0 = s1 = s2 = s3 = _f32(0)
+                        for q in range(m):
+                            v = xr[q]
+                            s0 += g0[q] * v
+                            s1 += g1[q] * v
+                            s2 += g2[q] * v
+                            s3 += g3[q] * v
+                        gw[o0, c, ki, kj] += s0
+                        if nb > 1:
+                            gw[o0 + 1, c, ki, kj] += s1
+                        if nb > 2:
+                            gw[o0 + 2, c, ki, kj] += s2
+                        if nb > 3:
+                            gw[o0 + 3, c, ki, kj] += s3
+
+
+def _direct(x, w, b, p, d):
+    """The direct convolution of x (N, C, H, W) and w (O, C, kh, kw), stride 1, padding p (4 values), by blocks of
+    images on the pool."""
+    n, _, hh, ww = x.shape
+    hp, wp = hh + p[0] + p[1], ww + p[2] + p[3]
+    oh, ow = hp - d[0] * (w.shape[2] - 1), wp - d[1] * (w.shape[3] - 1)
+    x, w = np.ascontiguousarray(x), np.ascontiguousarray(w)
+    b = np.zeros(w.shape[0], x.dtype) if b is None else np.ascontiguousarray(b, x.dtype)
+    out = np.empty((n, w.shape[0], max(oh, 0), max(ow, 0)), x.dtype)
+    if out.size:
+        _parallel.parallel_for(n, lambda lo, hi: _direct_conv2d_kernel(x, w, b, lo, hi, p[0], p[2], hp, wp, d[0], d[1],
+                                                                     out), max(1, _GRAIN // max(1, w.size * oh * wp)))
+    return out
+
+
+def _direct_wgrad(x, y, ws, p, d):
+    """d<y, conv(x, w)>/dw for the convolutions that go direct: the blocks of images on the pool, each summing into
+    its own gradient, then the blocks' sums added in order."""
+    n, _, hh, ww = x.shape
+    hp, wp = hh + p[0] + p[1], ww + p[2] + p[3]
+    x, y = np.ascontiguousarray(x), np.ascontiguousarray(y, x.dtype)
+    k = _parallel.chunks(n, max(1, _GRAIN // max(1, _prod(ws) * y.shape[2] * wp)))
+    bounds = [n * i // k for i in range(k + 1)]
+
+    def part(i):
+        gw = np.zeros(ws, x.dtype)
+        _direct_wgrad2d_kernel(x, y, bounds[i], bounds[i + 1], p[0], p[2], hp, wp, d[0], d[1], gw)
+        return gw
+
+    return part(0) if k == 1 else _parallel.tiles(k, part, reduce=True)
+
+
 def _gemm(wm, cols, out=None):
     """The weight as (g, O/g, C/g*prod(k)) (``_conv``'s, contiguous) against columns (C*prod(k), M): (O, M),
     one product per group; into ``out`` (O, M) when given."""
@@ -660,10 +798,12 @@ def _gemm(wm, cols, out=None):
 
 def _conv(x, w, b, s, p, d, g, keep=True):
     """Convolution of arrays (N, C, *S) * (O, C/g, *k): per tile of images (_tiles), the tile's columns and one
-    GEMM (per group), or Winograd's bands where it applies (_winograd_ok), written into the output. Returns
-    (out, tiles): with ``keep`` and columns made, the tiles' bounds, columns and grid, which the weight gradient
-    reuses; else None."""
+    GEMM (per group), or Winograd's bands where it applies (_winograd_ok), written into the output; few channels
+    go direct (_direct_ok). Returns (out, tiles): with ``keep`` and columns made, the tiles' bounds, columns and
+    grid, which the weight gradient reuses; else None."""
     n, o, k = x.shape[0], w.shape[0], w.shape[2:]
+    if _direct_ok(w.shape, s, g, x, w):
+        return _direct(x, w, b, p, d), None
     wino = _winograd_ok(w.shape, s, d, g, x, w)
     if wino:
         u, bias = _winograd_weight(w), (np.zeros(o, x.dtype) if b is None else np.ascontiguousarray(b, x.dtype))
@@ -709,6 +849,8 @@ def _conv_weight(x, y, ws, s, p, d, g, tiles=None):
     its part of y, one GEMM (per group) whose inner dimension runs over the tile's output positions; the
     tiles' products summed."""
     o, osz, nd = y.shape[1], tuple(y.shape[2:]), len(ws) - 2
+    if _direct_ok(ws, s, g, x, y) and np.isfinite(np.add.reduce(x, axis=None)):    # (the wide grid's junk reads
+        return _direct_wgrad(x, y, ws, p, d)                       # image values: 0 * inf would make NaN)
     if _winograd_ok(ws, s, d, g, x, y):
         bounds = _tiles(x, x.itemsize * 4 * x.shape[1] * _prod(x.shape[2:]))
         return _parallel.tiles(len(bounds) - 1, lambda i: _winograd_weight_grad(
