@@ -271,14 +271,15 @@ _UFUNC_GRAIN = 1 << 17      # elements of a chunk of a large elementwise op: ~50
 def ufunc(f, *args, out=None):
     """``f(*args)`` for a NumPy ufunc, split over the pool when it is large: when every array argument is a
     C-contiguous NumPy ndarray of one shape (the others Python numbers or 0-d arrays), the chunks of the flat
-    range run on the pool's threads (NumPy releases the GIL in its loops) into one new result. Otherwise f
+    range run on the pool's threads (NumPy releases the GIL in its loops) into one new result; when they
+    broadcast against one of the result's size, chunks of the result's rows as with ``out``. Otherwise f
     itself.
 
     With ``out`` (a C-contiguous ndarray, written in place, e.g. a bias added to a product): chunks of out's rows,
     each argument of out's shape sliced like them and one that broadcasts along the rows (fewer dims, or a first
     dim of 1) passed whole."""
-    big = out if out is not None else args[0] if getattr(args[0], "ndim", 0) else args[-1]
-    if _threads <= 1 or getattr(big, "size", 0) < 2 * _UFUNC_GRAIN:     # the common, small case: f itself
+    n = getattr(out, "size", 0) if out is not None else max(getattr(args[0], "size", 0), getattr(args[-1], "size", 0))
+    if _threads <= 1 or n < 2 * _UFUNC_GRAIN:     # the common, small case: f itself
         return f(*args) if out is None else f(*args, out=out)
     import numpy as np
     if out is not None:
@@ -291,13 +292,14 @@ def ufunc(f, *args, out=None):
         parallel_for(rows, lambda lo, hi: f(*[a[lo:hi] if c else a for a, c in zip(args, cut)], out=out[lo:hi]),
                      max(1, _UFUNC_GRAIN // max(1, per)))
         return out
-    shape, big = None, None
+    shape, big, same = None, None, True
     for a in args:
         if type(a) is np.ndarray and a.ndim:
             if shape is None:
                 shape, big = a.shape, a
             elif a.shape != shape:
-                return f(*args)
+                same = False
+                big = a if a.size > big.size else big
             if not a.flags.c_contiguous:
                 return f(*args)
         elif not (isinstance(a, (int, float, np.generic)) or (type(a) is np.ndarray and a.ndim == 0)):
@@ -309,6 +311,14 @@ def ufunc(f, *args, out=None):
     def part(lo, hi, out=None):
         return f(*[a[lo:hi] if type(a) is np.ndarray and a.ndim else a for a in flat], out=out)
 
+    if not same:        # broadcasting (a mask or a bias against a large array): into a new result, by rows
+        try:
+            full = np.broadcast_shapes(*[a.shape for a in args if type(a) is np.ndarray])
+        except ValueError:
+            return f(*args)         # (NumPy's own error)
+        if full != shape and not any(type(a) is np.ndarray and a.shape == full for a in args):
+            return f(*args)         # no argument is the result's size: nothing large to split
+        return ufunc(f, *args, out=np.empty(full, part(0, 1).dtype))
     out = np.empty(shape, part(0, 1).dtype)         # the result's dtype: NumPy's, from one element
     of = out.reshape(-1)
     parallel_for(of.size, lambda lo, hi: part(lo, hi, of[lo:hi]), _UFUNC_GRAIN)

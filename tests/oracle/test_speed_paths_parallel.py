@@ -26,13 +26,34 @@ def test_ufunc_matches_numpy_on_every_kind_of_argument(threads):
     ints = np.arange(600 * 1000, dtype=np.int32).reshape(600, 1000)
     cases = [(np.add, big, big), (np.add, big, 1.5), (np.maximum, big, np.float32(0)), (np.add, ints, 2.5),
              (np.add, ints, ints), (np.multiply, big, np.array(2.0)), (np.maximum, big, np.array(0, np.float32)),
-             (np.add, big, big[:1]),            # broadcasting: NumPy itself
+             (np.add, big, big[:1]),            # broadcasting: into a new result by rows
              (np.add, big.T, big.T),            # not C-contiguous: NumPy itself
              (np.add, big[:2], big[:2])]        # small: NumPy itself
     for f, *args in cases:
         got, want = _parallel.ufunc(f, *args), f(*args)
         assert got.dtype == want.dtype and got.shape == want.shape
         np.testing.assert_array_equal(got, want)
+
+
+def test_ufunc_broadcasting_by_rows(threads, monkeypatch):
+    """An attention mask or a bias broadcast against a large array, in either order and across dtypes: a new result
+    filled by chunks of its rows on the pool, equal to NumPy's in values, dtype and shape."""
+    att, mask = _rng(32, 12, 64, 64), _rng(32, 1, 1, 64, seed=1)
+    split = []
+    real = _parallel.parallel_for
+    monkeypatch.setattr(_parallel, "parallel_for", lambda n, fn, grain=1 << 15: split.append(n) or real(n, fn, grain))
+    others = [mask, _rng(64, seed=2), _rng(1, 12, 64, 64, seed=3), mask.astype(np.float64), mask.astype(np.float16)]
+    for f in (np.add, np.maximum, np.true_divide):
+        for other in others:
+            for args in ((att, other), (other, att)):
+                got, want = _parallel.ufunc(f, *args), f(*args)
+                assert got.dtype == want.dtype and got.shape == want.shape
+                np.testing.assert_array_equal(got, want)
+    assert bool(split) == (threads > 1)
+    with pytest.raises(ValueError):                 # shapes that do not broadcast: NumPy's own error
+        _parallel.ufunc(np.add, att, _rng(3, 64))
+    small = _rng(32, 1), _rng(1, 64)                # nothing large: NumPy itself
+    np.testing.assert_array_equal(_parallel.ufunc(np.add, *small), np.add(*small))
 
 
 def test_ufunc_in_place_by_rows(threads):
