@@ -444,6 +444,12 @@ def _tiles(x, per):
 _WINO_MIN_TILES = 256
 
 
+def _all_finite(*arrays):
+    """Whether every value of the arrays is finite (one summing pass each: an inf or NaN makes the sum non-finite;
+    an overflowing sum says no too, which only costs the fast path)."""
+    return all(bool(np.isfinite(np.add.reduce(a, axis=None))) for a in arrays)
+
+
 def _winograd_ok(ws, s, d, g, *arrays):
     """Whether a convolution of weight shape ws goes by Winograd: 3x3, stride 1, no dilation or groups, >= 16
     channels in and out, enough tiles of the batch for the transforms to pay (about the output's pixels / 4;
@@ -453,7 +459,7 @@ def _winograd_ok(ws, s, d, g, *arrays):
     return (len(ws) == 4 and tuple(ws[2:]) == (3, 3) and tuple(s) == (1, 1) and tuple(d) == (1, 1) and g == 1
             and ws[0] >= 16 and ws[1] >= 16 and x.ndim == 4
             and x.shape[0] * ((x.shape[2] + 1) // 2) * ((x.shape[3] + 1) // 2) >= _WINO_MIN_TILES and fast(*arrays)
-            and all(bool(np.isfinite(np.add.reduce(a, axis=None))) for a in arrays))
+            and _all_finite(*arrays))
 
 
 @kernel
@@ -649,6 +655,15 @@ def _winograd(x, u, bias, p, out):
     return out
 
 
+@kernel
+def _pad_plane(src, top, left, wp, dst):
+    """A plane src (H, W) into a flat padded plane: row iy at dst[(iy + top) * wp + left:], rows ``wp`` long; the
+    padding around it is left as it is (the caller's fill: zeros for a convolution, -inf for max-pool)."""
+    for iy in range(src.shape[0]):
+        for ix in range(src.shape[1]):
+            dst[(iy + top) * wp + left + ix] = src[iy, ix]
+
+
 # A direct convolution for few channels: with few output channels and a short inner dimension (the first layers
 # of small CNNs, their input gradients) the columns' GEMM runs far below BLAS's speed and the copies around it
 # dominate; here each output plane accumulates its taps straight from the padded image, four output channels at a
@@ -669,7 +684,7 @@ def _direct_conv2d_kernel(x, w, b, n0, n1, pt, pl, hp, wp, dh, dw, out):
     """out[n0:n1] = conv(x, w) + b, stride 1: per image its planes padded and flattened (rows ``wp`` long), then per
     block of four output channels every tap added as a shifted run of a flat plane over the wide grid OH x wp
     (so that the loop is long; the entries past OW are junk, not copied out)."""
-    cc, hh, ww = x.shape[1], x.shape[2], x.shape[3]
+    cc = x.shape[1]
     oc, kh, kw = w.shape[0], w.shape[2], w.shape[3]
     oh, ow = out.shape[2], out.shape[3]
     m = oh * wp
@@ -678,9 +693,7 @@ def _direct_conv2d_kernel(x, w, b, n0, n1, pt, pl, hp, wp, dh, dw, out):
     zero = _f32(0)
     for n in range(n0, n1):
         for c in range(cc):
-            for iy in range(hh):
-                for ix in range(ww):
-                    xf[c, (iy + pt) * wp + pl + ix] = x[n, c, iy, ix]
+            _pad_plane(x[n, c], pt, pl, wp, xf[c])
         for o0 in range(0, oc, 4):
             nb = min(4, oc - o0)
             for j in range(4):
@@ -714,21 +727,17 @@ def _direct_wgrad2d_kernel(x, gy, n0, n1, pt, pl, hp, wp, dh, dw, gw):
     """gw (O, C, kh, kw) += d<gy, conv(x, w)>/dw over images n0:n1, stride 1: per image its planes padded and
     flattened as _direct_conv2d_kernel's, gy laid on the same wide grid (zeros past OW), then per block of four
     output channels and per tap four dot products sharing the shifted run's loads."""
-    cc, hh, ww = x.shape[1], x.shape[2], x.shape[3]
+    cc = x.shape[1]
     oc, kh, kw = gw.shape[0], gw.shape[2], gw.shape[3]
-    oh, ow = gy.shape[2], gy.shape[3]
+    oh = gy.shape[2]
     m = oh * wp
     xf = np.zeros((cc, hp * wp + (kw - 1) * dw), x.dtype)
     g = np.zeros((oc + 3, m), x.dtype)             # rows past O stay zero: the last block's missing channels
     for n in range(n0, n1):
         for c in range(cc):
-            for iy in range(hh):
-                for ix in range(ww):
-                    xf[c, (iy + pt) * wp + pl + ix] = x[n, c, iy, ix]
+            _pad_plane(x[n, c], pt, pl, wp, xf[c])
         for o in range(oc):
-            for oy in range(oh):
-                for ox in range(ow):
-                    g[o, oy * wp + ox] = gy[n, o, oy, ox]
+            _pad_plane(gy[n, o], 0, 0, wp, g[o])
         for o0 in range(0, oc, 4):
             nb = min(4, oc - o0)
             g0, g1, g2, g3 = g[o0], g[o0 + 1], g[o0 + 2], g[o0 + 3]
@@ -849,8 +858,8 @@ def _conv_weight(x, y, ws, s, p, d, g, tiles=None):
     its part of y, one GEMM (per group) whose inner dimension runs over the tile's output positions; the
     tiles' products summed."""
     o, osz, nd = y.shape[1], tuple(y.shape[2:]), len(ws) - 2
-    if _direct_ok(ws, s, g, x, y) and np.isfinite(np.add.reduce(x, axis=None)):    # (the wide grid's junk reads
-        return _direct_wgrad(x, y, ws, p, d)                       # image values: 0 * inf would make NaN)
+    if _direct_ok(ws, s, g, x, y) and _all_finite(x):     # (the wide grid's junk reads image values: 0 * inf
+        return _direct_wgrad(x, y, ws, p, d)                # would make NaN)
     if _winograd_ok(ws, s, d, g, x, y):
         bounds = _tiles(x, x.itemsize * 4 * x.shape[1] * _prod(x.shape[2:]))
         return _parallel.tiles(len(bounds) - 1, lambda i: _winograd_weight_grad(
@@ -1280,9 +1289,7 @@ def _max_pool2d_kernel(x, kh, kw, sh, sw, ph, pw, dh, dw, out, arg):
     ob = np.empty(cnt, x.dtype)
     ab = np.empty(cnt, np.int32)
     for c in range(x.shape[0]):
-        for h in range(hh):
-            for w in range(ww):
-                xs[(h + ph) * wp + pw + w] = x[c, h, w]
+        _pad_plane(x[c], ph, pw, wp, xs)
         for r0 in range(0, oh, band):
             for q in range(cnt):
                 ob[q] = -np.inf
