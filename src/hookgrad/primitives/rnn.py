@@ -258,20 +258,31 @@ def _lstm_grad_step_kernel(gy, dh, dc, gates, ct, tc, cp, da):
     """One step of the backward recurrence's elementwise part (the array path's, compiled), from the step's
     activated gates (B, 4H: i, f, g, o), c_t, tanh(c_t) and the previous c: dh_t = gy + dh,
     dc += dh_t o (1 - tanh(c_t)^2), da = (dc g i (1 - i), dc c_prev f (1 - f), dc i (1 - g^2), dh_t tanh(c_t) o (1 - o)),
-    then dc *= f (dc updated in place)."""
+    then dc *= f (dc updated in place). Row by row, one short loop per result over 1-d slices, dh_t and dc in
+    scratch rows: one loop writing all of them (or rewriting a row in place) reads and writes too many arrays for
+    LLVM's alias checks, and ran unvectorised (2x slower)."""
     hh = dc.shape[1]
     one = _f32(1)
+    dht, dcn = np.empty(hh, dc.dtype), np.empty(hh, dc.dtype)
     for b in range(dc.shape[0]):
+        gyb, dhb, dcb, tcb, cpb, gb, db = gy[b], dh[b], dc[b], tc[b], cp[b], gates[b], da[b]
+        i, f, g, o = gb[:hh], gb[hh:2 * hh], gb[2 * hh:3 * hh], gb[3 * hh:]
+        d0, d1, d2, d3 = db[0], db[1], db[2], db[3]
         for j in range(hh):
-            i, f, g, o = gates[b, j], gates[b, hh + j], gates[b, 2 * hh + j], gates[b, 3 * hh + j]
-            t = tc[b, j]
-            dht = gy[b, j] + dh[b, j]
-            d = dc[b, j] + dht * (o * (one - t * t))
-            da[b, 0, j] = g * i * (one - i) * d
-            da[b, 1, j] = cp[b, j] * f * (one - f) * d
-            da[b, 2, j] = i * (one - g * g) * d
-            da[b, 3, j] = t * o * (one - o) * dht
-            dc[b, j] = d * f
+            dht[j] = gyb[j] + dhb[j]
+        for j in range(hh):
+            t = tcb[j]
+            dcn[j] = dcb[j] + dht[j] * (o[j] * (one - t * t))
+        for j in range(hh):
+            d0[j] = g[j] * i[j] * (one - i[j]) * dcn[j]
+        for j in range(hh):
+            d1[j] = cpb[j] * f[j] * (one - f[j]) * dcn[j]
+        for j in range(hh):
+            d2[j] = i[j] * (one - g[j] * g[j]) * dcn[j]
+        for j in range(hh):
+            d3[j] = tcb[j] * o[j] * (one - o[j]) * dht[j]
+        for j in range(hh):
+            dcb[j] = dcn[j] * f[j]
 
 
 class MkldnnRnnLayer(Node, name="MkldnnRnnLayerBackward0"):
