@@ -237,20 +237,21 @@ def _run(mode, x, batch_sizes, hx, params, has_biases, num_layers, dropout, trai
 
 # ------------------------------------------------------------------ the float32 LSTM as oneDNN runs it
 @kernel
-def _lstm_step_kernel(gt, num, shift, c, ct, tc, ht):
+def _lstm_step_kernel(gt, hw, num, shift, c, ct, tc, ht):
     """One step of the forward recurrence's elementwise part (the array path's, compiled): the gates' scaled
-    preactivations gt (B, 4H) activated in place (num / (1 + exp(gt)) - shift), then c_t = f c + i g,
-    tanh(c_t) (by exp, as the g gate: within ~1e-7 of np.tanh) and h_t = o tanh(c_t)."""
+    preactivations gt (B, 4H) plus the hidden state's product hw, activated in place (num / (1 + exp(gt + hw)) -
+    shift), then c_t = f c + i g, tanh(c_t) (by exp, as the g gate: within ~1e-7 of np.tanh) and h_t = o tanh(c_t)."""
     hh = c.shape[1]
     for b in range(c.shape[0]):
+        gb, hb = gt[b], hw[b]
         for q in range(4 * hh):
-            gt[b, q] = num[q] / (_f32(1) + exp32(gt[b, q])) - shift[q]
+            gb[q] = num[q] / (_f32(1) + exp32(gb[q] + hb[q])) - shift[q]
         for j in range(hh):
-            v = gt[b, hh + j] * c[b, j] + gt[b, j] * gt[b, 2 * hh + j]
+            v = gb[hh + j] * c[b, j] + gb[j] * gb[2 * hh + j]
             ct[b, j] = v
             t = _f32(2) / (_f32(1) + exp32(_f32(-2) * v)) - _f32(1)     # tanh, as the g gate's (vectorised)
             tc[b, j] = t
-            ht[b, j] = gt[b, 3 * hh + j] * t
+            ht[b, j] = gb[3 * hh + j] * t
 
 
 @kernel
@@ -322,14 +323,16 @@ class MkldnnRnnLayer(Node, name="MkldnnRnnLayerBackward0"):
         tcs = xp.empty((T, B, H), dt)       # tanh(c_t)
         h, c = hx, cx
         compiled = fast(G, whh, h, c)
+        if compiled:        # the hidden product into one buffer that the step's kernel adds (5% faster)
+            whh, hw = np.ascontiguousarray(whh), np.empty((B, 4 * H), dt)
         with np.errstate(over="ignore"):    # exp(-a) = inf for a very negative a: the gate is 0 (or -1), exactly
             for t in (range(T - 1, -1, -1) if self.reverse else range(T)):
                 gt = G[t]
-                gt += _product(h, whh, True)
                 if compiled:
-                    _lstm_step_kernel(gt, num, shift, c, cs[t], tcs[t], out[t])
+                    _lstm_step_kernel(gt, np.matmul(h, whh, out=hw), num, shift, c, cs[t], tcs[t], out[t])
                     h, c = out[t], cs[t]
                     continue
+                gt += _product(h, whh, True)
                 np.exp(gt, out=gt)
                 gt += 1
                 np.divide(num, gt, out=gt)
