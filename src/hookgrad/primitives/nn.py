@@ -953,8 +953,16 @@ class _ConvBase(Node):
 
 
 def _bias_grad(node, g):
+    """A convolution's bias gradient: g summed over the batch and the spatial dims. In a plain backward, NumPy's sum
+    of the float array: PyTorch's CPU convolutions compute it inside their backward (oneDNN's order, not
+    torch.sum's), so the sum in torch.sum's order (_reduce_order: 7x slower here, 0.4 ms a layer of the small
+    CNN) would buy no bits; under create_graph, the differentiable sum."""
     if len(node.next_functions) > 2 and _need(node, 2):
-        return g.sum((0,) + tuple(range(2, g.dim())))
+        dims = (0,) + tuple(range(2, g.dim()))
+        a = g._data
+        if not _state.enabled and type(a) is np.ndarray and a.dtype in (np.float32, np.float64):
+            return Tensor._make(np.add.reduce(a, axis=dims))
+        return g.sum(dims)
     return None
 
 
