@@ -369,9 +369,9 @@ class Addmm(Node, name="AddmmBackward0"):
         if self.alpha != 1:
             out *= self.alpha
         if self.beta == 1:
-            if bias.ndim == 1 and out.ndim == 2 and out.shape[1] == bias.shape[0] and out.flags.c_contiguous \
-                    and fast(out, bias):     # (chunks of 2^18 elements: the pool's start costs more below)
-                rows(_add_row_kernel, out, bias, grain_elems=1 << 18)
+            if out.size >= 1 << 14 and bias.ndim == 1 and out.ndim == 2 and out.shape[1] == bias.shape[0] \
+                    and out.flags.c_contiguous and fast(out, bias):     # (few rows: NumPy's add costs less to call;
+                rows(_add_row_kernel, out, bias, grain_elems=1 << 18)  # chunks of 2^18: the pool's start costs more)
             else:
                 _parallel.ufunc(np.add, out, bias, out=out)
         elif self.beta != 0:
