@@ -317,21 +317,28 @@ def _best(step, n, rounds):
     return min(_chunk(step, n) for _ in range(rounds))
 
 
-def _time_pair(step_t, step_h, min_time=0.04, rounds=8, chunks=3):
+def _time_pair(step_t, step_h, min_time=0.04, rounds=8, chunks=3, threads=None):
     """Best chunk time of each library. The minimum is the least disturbed measurement on a shared
     machine, whose speed comes and goes in stretches of a second or more; so the libraries take
     turns, ``rounds`` blocks each, so that both meet the machine's fast stretches. Blocks rather than
     single chunks, with a pause between: torch's OpenMP workers spin for a while after a call (and
     NumPy's OpenBLAS workers for ~0.1 s where hookgrad has not shortened their THREAD_TIMEOUT); back to
-    back, each library would pay for the other's spinning threads."""
+    back, each library would pay for the other's spinning threads. With ``threads`` (thread counts), each
+    round also takes turns over them, both libraries on each: {count: (torch, hookgrad)}."""
     steps = {"t": step_t, "h": step_h}
+    counts = threads or [None]
     n = {k: _calibrate(f, min_time) for k, f in steps.items()}
-    best = {"t": float("inf"), "h": float("inf")}
+    best = {(c, k): float("inf") for c in counts for k in steps}
     for _ in range(rounds):
-        for k in "th":
-            time.sleep(0.25)
-            best[k] = min(best[k], _best(steps[k], n[k], chunks))
-    return best["t"], best["h"]
+        for c in counts:
+            if c is not None:
+                set_threads(c)
+            for k in "th":
+                time.sleep(0.25)
+                best[c, k] = min(best[c, k], _best(steps[k], n[k], chunks))
+    if threads is None:
+        return best[None, "t"], best[None, "h"]
+    return {c: (best[c, "t"], best[c, "h"]) for c in counts}
 
 
 def _selected(words):
@@ -374,16 +381,14 @@ def _ms(t):
 
 def scaling(argv):
     """``--scaling``: each library on 1 thread and on all threads, and the speed-up (time on 1 / time on all):
-    shows that the work is spread over the cores."""
+    shows that the work is spread over the cores. The two thread counts take turns in each round, on the same
+    models (measured one after the other, the machine's drift between them moved the speed-ups by 0.3-0.5)."""
     words = [w.lower() for w in argv] or ["real"]
     todo = [w for w in WORKLOADS if w[2].table == "real"] if words == ["real"] else _selected(words)
     full = hookgrad._parallel._default_threads()
     print(f"{'workload':62s} {'torch 1t':>9s} {f'{full}t':>8s} {'x':>5s} {'hookgrad 1t':>12s} {f'{full}t':>8s} {'x':>5s}")
-    for name, _, fn in todo:
-        times = {}
-        for n in (1, full):
-            set_threads(n)
-            times[n] = _time_pair(fn(torch), fn(hookgrad))
+    for name, _, fn in todo:        # (the thread counts take turns on the same models: the machine drifts)
+        times = _time_pair(fn(torch), fn(hookgrad), threads=[1, full])
         set_threads(full)
         (t1, h1), (tn, hn) = times[1], times[full]
         print(f"{name:62s} {_ms(t1):>9s} {_ms(tn):>8s} {t1 / tn:5.2f} {_ms(h1):>12s} {_ms(hn):>8s} {h1 / hn:5.2f}")
