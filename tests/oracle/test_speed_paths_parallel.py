@@ -82,7 +82,7 @@ def test_large_relu_and_add_forward_backward(threads):
         out.backward(lib.tensor(y))
         res.append([t.detach().numpy() for t in (out, a.grad, b.grad, a.relu())])
     native = type(hookgrad.zeros(1)._data) is np.ndarray    # (the CuPy-like test backend's maximum gives +0.0)
-    big = _rng(6, 64, 56, 56, seed=2)          # relu_ in place: chunks of 2^19 elements (this one is split)
+    big = _rng(6, 64, 56, 56, seed=2)          # relu_ in place: chunks of 2^18 elements (this one is split)
     big[5, 63, 55, -4:] = [0.0, -0.0, np.nan, -np.inf]
     res[0].append(torch.relu_(torch.tensor(big)).numpy())
     res[1].append(hookgrad.relu_(hookgrad.tensor(big)).numpy())

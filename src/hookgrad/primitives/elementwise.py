@@ -697,9 +697,9 @@ class Relu(Node, name="ReluBackward0"):
             if x.size > 4096 and x.flags.c_contiguous and fast(x) and (self._into is None or self._into is x):
                 if self._into is None:      # (NumPy's maximum: 2-3x slower than this loop)
                     return elementwise(_relu_kernel, x, grain=1 << 17)
-                flat = x.reshape(-1)        # relu_: one array, in place, in chunks of 2^19 (at ~0.1 ns an element
+                flat = x.reshape(-1)        # relu_: one array, in place, in chunks of 2^18 (at ~0.1 ns an element
                 _parallel.parallel_for(flat.size,  # in cache, smaller chunks cost more to hand out than they save)
-                                       lambda lo, hi: _relu_inplace_kernel(flat[lo:hi]), 1 << 19)
+                                       lambda lo, hi: _relu_inplace_kernel(flat[lo:hi]), 1 << 18)
                 return x
             return _parallel.ufunc(np.maximum, z, x, out=self._into)    # z first: -0.0 stays -0.0, as PyTorch's
         return np.maximum(x, z)         # (another array type: a sparse storage keeps its layout this way round)
