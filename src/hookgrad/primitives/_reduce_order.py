@@ -496,15 +496,6 @@ def _k_mrs(a, lo, hi, acc, out):
         p = 4
     step = 1 << p
     mask = step - 1
-    if m < step:        # no full block (short rows, e.g. a mean over 4x4 planes): one running sum per column in the
-        for c in range(k):                  # scratch, no allocation (the cascade's levels would add zeros only)
-            acc[0, c] = 0
-        for i in range(m):
-            for c in range(k):
-                acc[0, c] += a[i, lo + c]
-        for c in range(k):
-            out[c] = acc[0, c]
-        return
     acc = np.zeros((4, k), a.dtype)         # (a fresh array: the compiler knows it aliases nothing)
     i = 0
     while i + step <= m:

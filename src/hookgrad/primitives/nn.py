@@ -13,7 +13,7 @@ from .. import _array, _dtype as D
 
 from .._tensor import Tensor
 from ..autograd.node import Node
-from ..autograd.formulas import TENSORS
+from ..autograd.formulas import TENSORS, ARRAYS
 from ..autograd.grad_mode import _state
 from ..autograd.saved import _FREED
 from .._array import array_module
@@ -961,7 +961,7 @@ def _bias_grad(node, g):
         dims = (0,) + tuple(range(2, g.dim()))
         a = g._data
         if not _state.enabled and type(a) is np.ndarray and a.dtype in (np.float32, np.float64):
-            return Tensor._make(np.add.reduce(a, axis=dims))
+            return Tensor._make(ARRAYS.sum(a, dims))
         return g.sum(dims)
     return None
 
