@@ -29,7 +29,7 @@ import types
 
 import numpy as np
 
-__all__ = ["kernel", "strict", "fast", "available", "disabled", "elementwise", "rows"]
+__all__ = ["kernel", "strict", "wide", "fast", "available", "disabled", "elementwise", "rows"]
 
 _state = {"numba": None, "on": os.environ.get("HOOKGRAD_JIT", "1") != "0"}
 _compile_lock = threading.RLock()      # a kernel compiles the kernels it calls
@@ -74,6 +74,7 @@ def disabled():
 class kernel:
     """A Python loop compiled by numba on first use (nogil, cached on disk)."""
     fastmath = _FASTMATH
+    wide = False        # see ``wide``
 
     def __init__(self, fn):
         self.py = fn
@@ -100,8 +101,12 @@ class kernel:
                 # numba's disk cache checks only this function's own source file: the code of the kernels it
                 # calls goes into the cached name, so that editing one of them (another file) compiles anew
                 fn.__qualname__, fn.__module__ = self.py.__qualname__ + self._callees_tag(), self.py.__module__
+                opts = {}
+                pipeline = _wide_pipeline() if self.wide else None
+                if pipeline is not None:        # (its own name in the cache: the code differs)
+                    opts["pipeline_class"], fn.__qualname__ = pipeline, fn.__qualname__ + "_w512"
                 self.compiled = numba.njit(nogil=True, cache=True, error_model="numpy",
-                                           fastmath=self.fastmath)(fn)
+                                           fastmath=self.fastmath, **opts)(fn)
             return self.compiled
 
 
@@ -118,6 +123,59 @@ class kernel:
                 h.update(code.co_code + repr(code.co_consts).encode() + repr(code.co_names).encode())
                 h.update(v._callees_tag(seen).encode())
         return "" if not seen else "_" + h.hexdigest()[:10]
+
+
+class wide(kernel):
+    """A kernel whose loops may use 512-bit vectors. On CPUs with AVX-512, LLVM's cost model prefers 256-bit vectors
+    (``prefer-256-bit``: 512-bit instructions lower the clock on older Xeons), which halves the throughput of
+    loops that compute rather than stream (an exp per element: GELU, the LSTM's gates); PyTorch's CPU kernels use
+    512-bit vectors there. The function gets LLVM's ``"prefer-vector-width"="512"`` attribute, through a numba
+    pipeline whose lowering adds it (``_wide_pipeline``); the other kernels, and numba's setting for the
+    user's own code, are left as they are. Where the pipeline cannot be built, a plain kernel. The same operations
+    in the same order: elementwise loops give the same bits either way (a reduction under reassociation may add
+    in another grouping). For long loops only: a 16-wide vector loop leaves a short row to its scalar tail."""
+    wide = True
+
+
+_WIDE = {}
+
+
+def _wide_pipeline():
+    """numba's nopython pipeline with a lowering that marks the compiled function ``"prefer-vector-width"="512"``;
+    None if this numba lacks the parts (the kernel is then compiled as any other)."""
+    if "p" not in _WIDE:
+        _WIDE["p"] = None
+        try:
+            from numba.core import lowering
+            from numba.core.compiler import CompilerBase, DefaultPassBuilder
+            from numba.core.compiler_machinery import register_pass
+            from numba.core.typed_passes import NativeLowering
+
+            class _WideLower(lowering.Lower):
+                def post_lower(self):
+                    super().post_lower()
+                    # (llvmlite's attribute set admits only its known names; a string attribute is written as is)
+                    set.add(self.function.attributes, '"prefer-vector-width"="512"')
+
+            @register_pass(mutates_CFG=True, analysis_only=False)
+            class _WideLowering(NativeLowering):
+                _name = "hookgrad_wide_lowering"
+
+                @property
+                def lowering_class(self):
+                    return _WideLower
+
+            class _WidePipeline(CompilerBase):
+                def define_pipelines(self):
+                    pm = DefaultPassBuilder.define_nopython_pipeline(self.state)
+                    pm.passes = [(_WideLowering if p is NativeLowering else p, d) for p, d in pm.passes]
+                    pm.finalize()
+                    return [pm]
+
+            _WIDE["p"] = _WidePipeline
+        except Exception:       # another numba: plain kernels
+            _WIDE["p"] = None
+    return _WIDE["p"]
 
 
 class strict(kernel):

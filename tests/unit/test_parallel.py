@@ -288,3 +288,34 @@ def test_erf32_as_equals_its_numpy_form():
     np.testing.assert_allclose(got[:-1], ref[:-1], rtol=0, atol=5e-7)   # FMA contraction: a few ulp
     assert np.isnan(got[-1])
     assert got[-3] == 1 and got[-2] == -1
+
+
+def _gates(x, out):          # arithmetic per element, as in the kernels made wide (GELU, the LSTM's step)
+    for i in range(x.size):
+        v = x[i]
+        out[i] = v / (np.float32(1) + v * v) * np.float32(0.5) + v
+
+
+@needs_numba
+def test_a_wide_kernel_is_marked_for_512_bit_vectors_and_computes_the_same_bits():
+    """_jit.wide: the compiled function carries LLVM's prefer-vector-width=512 (a numba pipeline adds it: dropping
+    the attribute, or the pipeline, fails the first check), its cache entry is its own, and an elementwise loop
+    gives the plain kernel's bits, specials included."""
+    import numba
+    pipeline = _jit._wide_pipeline()
+    assert pipeline is not None             # this numba has the parts (the kernel falls back otherwise)
+    marked = numba.njit(nogil=True, pipeline_class=pipeline, fastmath=_jit.kernel.fastmath)(_gates)
+    plain = numba.njit(nogil=True, fastmath=_jit.kernel.fastmath)(_gates)
+    x = np.concatenate([np.linspace(-120, 100, 100003, dtype=np.float32),
+                        np.array([0, -0.0, np.inf, -np.inf, np.nan], np.float32)])
+    a, b = np.empty_like(x), np.empty_like(x)
+    marked(x, a)
+    plain(x, b)
+    assert '"prefer-vector-width"="512"' in next(iter(marked.inspect_llvm().values()))
+    assert '"prefer-vector-width"' not in next(iter(plain.inspect_llvm().values()))
+    np.testing.assert_array_equal(a.view(np.uint32), b.view(np.uint32))
+    k, w = _jit.kernel(_gates), _jit.wide(_gates)          # hookgrad's two forms of one loop: two cache entries
+    k(x, a)
+    w(x, b)
+    np.testing.assert_array_equal(a.view(np.uint32), b.view(np.uint32))
+    assert k.compile().__qualname__ != w.compile().__qualname__

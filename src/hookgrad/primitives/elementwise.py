@@ -13,7 +13,7 @@ from ..autograd.node import Node
 from ..autograd.formulas import TENSORS, zero_like
 from ._dispatch import binary, apply_inplace, broadcast_error
 from .. import _dtype as D, _parallel
-from .._jit import fast, elementwise
+from .._jit import fast, elementwise, wide
 from ._kernels import kernel, exp32, erf32_as, erf_as, _f32
 from .._errors import not_tensor, not_number, is_number, not_implemented_for, float_kernel
 from ..autograd.forward_ad import linear_jvp, multilinear_jvp, elementwise_jvp, tsum, scaled  # noqa: F401  (forward AD)
@@ -709,14 +709,14 @@ class Relu(Node, name="ReluBackward0"):
         return F.threshold_backward(g, out, self.z, Scale)
 
 
-@kernel
+@wide
 def _gelu_kernel(x, out):
     for i in range(x.size):
         v = x[i]
         out[i] = v * _f32(0.5) * (_f32(1) + erf32_as(v * _f32(0.7071067811865476)))
 
 
-@kernel
+@wide
 def _gelu_grad_kernel(g, x, out):
     for i in range(x.size):
         v = x[i]

@@ -23,7 +23,7 @@ from .._array import array_module
 from ..autograd.formulas import TENSORS, ARRAYS
 from .linalg import addmm, mm, matmul, _product
 from .join import stack, cat, unsafe_chunk
-from .._jit import fast, kernel
+from .._jit import fast, kernel, wide
 from ._kernels import exp32, _f32
 
 _float32 = _D.float32
@@ -236,7 +236,7 @@ def _run(mode, x, batch_sizes, hx, params, has_biases, num_layers, dropout, trai
 
 
 # ------------------------------------------------------------------ the float32 LSTM as oneDNN runs it
-@kernel
+@wide
 def _lstm_step_kernel(gt, hw, num, shift, c, ct, tc, ht):
     """One step of the forward recurrence's elementwise part (the array path's, compiled): the gates' scaled
     preactivations gt (B, 4H) plus the hidden state's product hw, activated in place (num / (1 + exp(gt + hw)) -
