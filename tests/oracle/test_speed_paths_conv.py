@@ -123,6 +123,7 @@ DIRECT = [
     (2, 4, 7, 12, 3, (2, 4), "same", 1),     # an even kernel: asymmetric padding
     (1, 8, 6, 6, 16, 1, 0, 1),               # 1x1
     (4, 8, 14, 14, 16, 3, 1, 1),             # the largest that goes direct (16 x 8 x 3 x 3)
+    (2, 3, 9, 11, 6, (2, 7), 3, 1),          # a 7-wide row: two groups of three taps and one alone
 ]
 
 
