@@ -122,7 +122,10 @@ DIRECT = [
     (3, 2, 11, 9, 5, 3, 2, 2),               # dilation, five output channels (a partial block of four)
     (2, 4, 7, 12, 3, (2, 4), "same", 1),     # an even kernel: asymmetric padding
     (1, 8, 6, 6, 16, 1, 0, 1),               # 1x1
-    (4, 8, 14, 14, 16, 3, 1, 1),             # the largest that goes direct (16 x 8 x 3 x 3)
+    (4, 8, 14, 14, 16, 3, 1, 1),             # a small CNN's second layer
+    (2, 16, 10, 10, 32, 3, 1, 1),            # the largest 3x3 that goes direct (32 x 16 x 3 x 3)
+    (2, 3, 12, 12, 128, 3, 1, 1),            # few channels in, many out (its input gradient: many in, few out)
+    (2, 16, 9, 8, 16, 2, 1, 1),              # the largest 2-wide (16 x 16 x 2 x 2)
     (2, 3, 9, 11, 6, (2, 7), 3, 1),          # a 7-wide row: two groups of three taps and one alone
 ]
 
@@ -199,6 +202,7 @@ def test_conv2d_winograd(path, case, monkeypatch):
     (a 1-byte budget) and one band for the whole batch give the same."""
     n, c, h, w, o, p, bias = case
     monkeypatch.setattr(N, "_WINO_MIN_TILES", 1)       # (small batches: the real threshold is ~256 tiles)
+    monkeypatch.setattr(N, "_DIRECT_MAX", (0, 0, 0))   # (these few channels would go direct)
     calls = []
     for name in ("_winograd", "_winograd_weight_grad"):
         real = getattr(N, name)
@@ -221,6 +225,7 @@ def test_conv2d_winograd_nan_inf_and_threads(path, monkeypatch):
     """A NaN or inf in the input or the weight: the columns' route (Winograd's tiles would mix an inf into its
     neighbours as NaN), torch's values. More images than threads: tiles of images, each its own bands."""
     monkeypatch.setattr(N, "_WINO_MIN_TILES", 1)
+    monkeypatch.setattr(N, "_DIRECT_MAX", (0, 0, 0))
     x, wt = _rng(2, 16, 8, 8), _rng(16, 16, 3, 3, seed=1) * 0.2
     x[0, 1, 2, 3], x[1, 0, 5, 5], x[1, 2, 0, 0] = np.nan, np.inf, -np.inf
     with warnings.catch_warnings():

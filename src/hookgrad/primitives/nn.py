@@ -669,14 +669,19 @@ def _pad_plane(src, top, left, wp, dst):
 # dominate; here each output plane accumulates its taps straight from the padded image, four output channels at a
 # time sharing each load.
 
-_DIRECT_MAX = 1152      # O * C * kh * kw of the convolutions that go direct (16 x 8 x 3 x 3); above, the GEMM wins
+# O * C * kh * kw of the convolutions that go direct, by the kernel's width (1, 2, 3 or more taps a row: the kernels
+# take up to three taps of a row per pass over their accumulators, so wider rows stay direct further); above, the
+# columns' GEMM or Winograd wins (measured on 2 threads, forward and backward: 3 -> 64 channels at 32 x 32 2.5x faster
+# direct, 16 -> 32 at 14 x 14 1.1x, 32 -> 32 1.08x slower; 1 x 1, 32 -> 32 1.5x slower)
+_DIRECT_MAX = (256, 1152, 4608)
 
 
 def _direct_ok(ws, s, g, *arrays):
     """Whether a convolution of weight shape ws goes direct: 2-d, stride 1, no groups, few channels (O * C * kh * kw
-    at most _DIRECT_MAX), the arrays float32 on the compiled path. ``arrays[0]``: the images (N, C, H, W)."""
-    return (len(ws) == 4 and tuple(s) == (1, 1) and g == 1 and _prod(ws) <= _DIRECT_MAX and arrays[0].ndim == 4
-            and fast(*arrays))
+    at most _DIRECT_MAX for its width), the arrays float32 on the compiled path. ``arrays[0]``: the images
+    (N, C, H, W)."""
+    return (len(ws) == 4 and tuple(s) == (1, 1) and g == 1 and _prod(ws) <= _DIRECT_MAX[max(1, min(ws[3], 3)) - 1]
+            and arrays[0].ndim == 4 and fast(*arrays))
 
 
 @kernel
