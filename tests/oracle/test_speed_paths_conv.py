@@ -127,6 +127,7 @@ DIRECT = [
     (2, 3, 12, 12, 128, 3, 1, 1),            # few channels in, many out (its input gradient: many in, few out)
     (2, 16, 9, 8, 16, 2, 1, 1),              # the largest 2-wide (16 x 16 x 2 x 2)
     (2, 3, 9, 11, 6, (2, 7), 3, 1),          # a 7-wide row: two groups of three taps and one alone
+    (2, 160, 14, 14, 5, 3, 1, 1),            # few output channels from many (O x C x 3 x 3 above the limit)
 ]
 
 
@@ -203,6 +204,7 @@ def test_conv2d_winograd(path, case, monkeypatch):
     n, c, h, w, o, p, bias = case
     monkeypatch.setattr(N, "_WINO_MIN_TILES", 1)       # (small batches: the real threshold is ~256 tiles)
     monkeypatch.setattr(N, "_DIRECT_MAX", (0, 0, 0))   # (these few channels would go direct)
+    monkeypatch.setattr(N, "_DIRECT_FEW", 0)
     calls = []
     for name in ("_winograd", "_winograd_weight_grad"):
         real = getattr(N, name)
@@ -226,6 +228,7 @@ def test_conv2d_winograd_nan_inf_and_threads(path, monkeypatch):
     neighbours as NaN), torch's values. More images than threads: tiles of images, each its own bands."""
     monkeypatch.setattr(N, "_WINO_MIN_TILES", 1)
     monkeypatch.setattr(N, "_DIRECT_MAX", (0, 0, 0))
+    monkeypatch.setattr(N, "_DIRECT_FEW", 0)
     x, wt = _rng(2, 16, 8, 8), _rng(16, 16, 3, 3, seed=1) * 0.2
     x[0, 1, 2, 3], x[1, 0, 5, 5], x[1, 2, 0, 0] = np.nan, np.inf, -np.inf
     with warnings.catch_warnings():

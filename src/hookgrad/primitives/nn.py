@@ -674,14 +674,22 @@ def _pad_plane(src, top, left, wp, dst):
 # columns' GEMM or Winograd wins (measured on 2 threads, forward and backward: 3 -> 64 channels at 32 x 32 2.5x faster
 # direct, 16 -> 32 at 14 x 14 1.1x, 32 -> 32 1.08x slower; 1 x 1, 32 -> 32 1.5x slower)
 _DIRECT_MAX = (256, 1152, 4608)
+# and any convolution with few output channels over planes of 14 x 14 or more (rows of three taps or more): the
+# columns' GEMM of so few rows runs far below BLAS's speed while the copy into C x kh x kw columns costs as much as
+# for many (512 -> 8 channels at 28 x 28: 61 -> 24 ms forward and backward, 64 -> 16 at 56 x 56: 27.6 -> 19.9 ms;
+# on 7 x 7 planes the columns win)
+_DIRECT_FEW, _DIRECT_PLANE = 16, 196
 
 
 def _direct_ok(ws, s, g, *arrays):
     """Whether a convolution of weight shape ws goes direct: 2-d, stride 1, no groups, few channels (O * C * kh * kw
-    at most _DIRECT_MAX for its width), the arrays float32 on the compiled path. ``arrays[0]``: the images
-    (N, C, H, W)."""
-    return (len(ws) == 4 and tuple(s) == (1, 1) and g == 1 and _prod(ws) <= _DIRECT_MAX[max(1, min(ws[3], 3)) - 1]
-            and arrays[0].ndim == 4 and fast(*arrays))
+    at most _DIRECT_MAX for its width, or at most _DIRECT_FEW output channels on large planes), the arrays float32 on
+    the compiled path. ``arrays[0]``: the images (N, C, H, W)."""
+    x = arrays[0]
+    if len(ws) != 4 or tuple(s) != (1, 1) or g != 1 or x.ndim != 4:
+        return False
+    few = ws[0] <= _DIRECT_FEW and ws[3] >= 3 and x.shape[2] * x.shape[3] >= _DIRECT_PLANE
+    return (few or _prod(ws) <= _DIRECT_MAX[max(1, min(ws[3], 3)) - 1]) and fast(*arrays)
 
 
 @kernel
