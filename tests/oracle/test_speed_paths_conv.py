@@ -136,7 +136,8 @@ DIRECT = [
 @pytest.mark.parametrize("case", DIRECT, ids=str)
 def test_conv2d_direct(path, case, threads, monkeypatch):
     """The direct convolution, its input gradient (a direct convolution with the flipped kernel) and its weight
-    gradient, by blocks of images; taken on the compiled path only."""
+    gradient, by runs of (image, block of four output channels) on the pool, the smallest runs too (one image's blocks
+    on several threads); taken on the compiled path only."""
     n, c, h, w, o, k, p, d = case
     k2 = k if isinstance(k, tuple) else (k, k)
     x, wt, b = _rng(n, c, h, w), _rng(o, c, *k2, seed=1) * 0.3, _rng(o, seed=2)
@@ -145,7 +146,9 @@ def test_conv2d_direct(path, case, threads, monkeypatch):
     was = hookgrad.get_num_threads()
     hookgrad.set_num_threads(threads)
     try:
-        _check(_run(lambda L, x, w, b: L.nn.functional.conv2d(x, w, b, 1, p, d), [x, wt, b]), tol=2e-4)
+        for grain in (N._GRAIN, 1):
+            monkeypatch.setattr(N, "_GRAIN", grain)
+            _check(_run(lambda L, x, w, b: L.nn.functional.conv2d(x, w, b, 1, p, d), [x, wt, b]), tol=2e-4)
     finally:
         hookgrad.set_num_threads(was)
     native = type(hookgrad.zeros(1)._data) is np.ndarray        # (a test backend's arrays: NumPy's paths)

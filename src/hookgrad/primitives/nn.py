@@ -693,12 +693,13 @@ def _direct_ok(ws, s, g, *arrays):
 
 
 @kernel
-def _direct_conv2d_kernel(x, w, b, n0, n1, pt, pl, hp, wp, dh, dw, out):
-    """out[n0:n1] = conv(x, w) + b, stride 1: per image its planes padded and flattened (rows ``wp`` long), then per
-    block of four output channels every tap added as a shifted run of a flat plane over the wide grid OH x wp
-    (so that the loop is long; the entries past OW are junk, not copied out). Three taps of a kernel row at a time
-    (one pass over the four accumulator rows for twelve products: one tap a pass was bound by their loads and stores,
-    1.3-1.5x slower), added in the taps' order: the same bits as one at a time."""
+def _direct_conv2d_kernel(x, w, b, lo, hi, pt, pl, hp, wp, dh, dw, out):
+    """out = conv(x, w) + b, stride 1, for the units lo:hi of (image, block of four output channels) pairs in image
+    order (a pool chunk's; so that one image's blocks can go to several threads): per image its planes padded and
+    flattened (rows ``wp`` long), then per block of four output channels every tap added as a shifted run of a flat
+    plane over the wide grid OH x wp (so that the loop is long; the entries past OW are junk, not copied out). Three
+    taps of a kernel row at a time (one pass over the four accumulator rows for twelve products: one tap a pass was
+    bound by their loads and stores, 1.3-1.5x slower), added in the taps' order: the same bits as one at a time."""
     cc = x.shape[1]
     oc, kh, kw = w.shape[0], w.shape[2], w.shape[3]
     oh, ow = out.shape[2], out.shape[3]
@@ -707,52 +708,56 @@ def _direct_conv2d_kernel(x, w, b, n0, n1, pt, pl, hp, wp, dh, dw, out):
     acc = np.empty((4, m), x.dtype)
     wb = np.empty((4, kw), x.dtype)         # the block's weights of one kernel row (zeros past the last channel)
     zero = _f32(0)
-    for n in range(n0, n1):
-        for c in range(cc):
-            _pad_plane(x[n, c], pt, pl, wp, xf[c])
-        for o0 in range(0, oc, 4):
-            nb = min(4, oc - o0)
-            for j in range(4):
-                bv = b[o0 + j] if j < nb else zero
-                for q in range(m):
-                    acc[j, q] = bv
-            a0, a1, a2, a3 = acc[0], acc[1], acc[2], acc[3]
+    nblk = (oc + 3) // 4
+    padded = -1
+    for u in range(lo, hi):
+        n, o0 = u // nblk, 4 * (u % nblk)
+        if n != padded:
             for c in range(cc):
-                for ki in range(kh):
-                    for j in range(4):
-                        for kj in range(kw):
-                            wb[j, kj] = w[o0 + j, c, ki, kj] if j < nb else zero
-                    kj = 0
-                    while kj < kw:
-                        off = ki * dh * wp + kj * dw
-                        if kj + 3 <= kw:
-                            y0, y1, y2 = xf[c, off:off + m], xf[c, off + dw:off + dw + m], \
-                                xf[c, off + 2 * dw:off + 2 * dw + m]
-                            p0, q0, r0 = wb[0, kj], wb[0, kj + 1], wb[0, kj + 2]
-                            p1, q1, r1 = wb[1, kj], wb[1, kj + 1], wb[1, kj + 2]
-                            p2, q2, r2 = wb[2, kj], wb[2, kj + 1], wb[2, kj + 2]
-                            p3, q3, r3 = wb[3, kj], wb[3, kj + 1], wb[3, kj + 2]
-                            for q in range(m):
-                                u0, u1, u2 = y0[q], y1[q], y2[q]
-                                a0[q] = a0[q] + p0 * u0 + q0 * u1 + r0 * u2
-                                a1[q] = a1[q] + p1 * u0 + q1 * u1 + r1 * u2
-                                a2[q] = a2[q] + p2 * u0 + q2 * u1 + r2 * u2
-                                a3[q] = a3[q] + p3 * u0 + q3 * u1 + r3 * u2
-                            kj += 3
-                        else:
-                            w0, w1, w2, w3 = wb[0, kj], wb[1, kj], wb[2, kj], wb[3, kj]
-                            xr = xf[c, off:off + m]
-                            for q in range(m):
-                                v = xr[q]
-                                a0[q] += w0 * v
-                                a1[q] += w1 * v
-                                a2[q] += w2 * v
-                                a3[q] += w3 * v
-                            kj += 1
-            for j in range(nb):
-                for oy in range(oh):
-                    for ox in range(ow):
-                        out[n, o0 + j, oy, ox] = acc[j, oy * wp + ox]
+                _pad_plane(x[n, c], pt, pl, wp, xf[c])
+            padded = n
+        nb = min(4, oc - o0)
+        for j in range(4):
+            bv = b[o0 + j] if j < nb else zero
+            for q in range(m):
+                acc[j, q] = bv
+        a0, a1, a2, a3 = acc[0], acc[1], acc[2], acc[3]
+        for c in range(cc):
+            for ki in range(kh):
+                for j in range(4):
+                    for kj in range(kw):
+                        wb[j, kj] = w[o0 + j, c, ki, kj] if j < nb else zero
+                kj = 0
+                while kj < kw:
+                    off = ki * dh * wp + kj * dw
+                    if kj + 3 <= kw:
+                        y0, y1, y2 = xf[c, off:off + m], xf[c, off + dw:off + dw + m], \
+                            xf[c, off + 2 * dw:off + 2 * dw + m]
+                        p0, q0, r0 = wb[0, kj], wb[0, kj + 1], wb[0, kj + 2]
+                        p1, q1, r1 = wb[1, kj], wb[1, kj + 1], wb[1, kj + 2]
+                        p2, q2, r2 = wb[2, kj], wb[2, kj + 1], wb[2, kj + 2]
+                        p3, q3, r3 = wb[3, kj], wb[3, kj + 1], wb[3, kj + 2]
+                        for q in range(m):
+                            u0, u1, u2 = y0[q], y1[q], y2[q]
+                            a0[q] = a0[q] + p0 * u0 + q0 * u1 + r0 * u2
+                            a1[q] = a1[q] + p1 * u0 + q1 * u1 + r1 * u2
+                            a2[q] = a2[q] + p2 * u0 + q2 * u1 + r2 * u2
+                            a3[q] = a3[q] + p3 * u0 + q3 * u1 + r3 * u2
+                        kj += 3
+                    else:
+                        w0, w1, w2, w3 = wb[0, kj], wb[1, kj], wb[2, kj], wb[3, kj]
+                        xr = xf[c, off:off + m]
+                        for q in range(m):
+                            v = xr[q]
+                            a0[q] += w0 * v
+                            a1[q] += w1 * v
+                            a2[q] += w2 * v
+                            a3[q] += w3 * v
+                        kj += 1
+        for j in range(nb):
+            for oy in range(oh):
+                for ox in range(ow):
+                    out[n, o0 + j, oy, ox] = acc[j, oy * wp + ox]
 
 
 @kernel
@@ -821,8 +826,8 @@ def _direct_wgrad2d_kernel(x, gy, n0, n1, pt, pl, hp, wp, dh, dw, gw):
 
 
 def _direct(x, w, b, p, d):
-    """The direct convolution of x (N, C, H, W) and w (O, C, kh, kw), stride 1, padding p (4 values), by blocks of
-    images on the pool."""
+    """The direct convolution of x (N, C, H, W) and w (O, C, kh, kw), stride 1, padding p (4 values), by runs of
+    (image, block of four output channels) pairs on the pool (a single image's blocks on several threads)."""
     n, _, hh, ww = x.shape
     hp, wp = hh + p[0] + p[1], ww + p[2] + p[3]
     oh, ow = hp - d[0] * (w.shape[2] - 1), wp - d[1] * (w.shape[3] - 1)
@@ -830,8 +835,9 @@ def _direct(x, w, b, p, d):
     b = np.zeros(w.shape[0], x.dtype) if b is None else np.ascontiguousarray(b, x.dtype)
     out = np.empty((n, w.shape[0], max(oh, 0), max(ow, 0)), x.dtype)
     if out.size:
-        _parallel.parallel_for(n, lambda lo, hi: _direct_conv2d_kernel(x, w, b, lo, hi, p[0], p[2], hp, wp, d[0], d[1],
-                                                                     out), max(1, _GRAIN // max(1, w.size * oh * wp)))
+        units = n * (-(-w.shape[0] // 4))       # (image, block of four output channels) pairs
+        _parallel.parallel_for(units, lambda lo, hi: _direct_conv2d_kernel(
+            x, w, b, lo, hi, p[0], p[2], hp, wp, d[0], d[1], out), max(1, _GRAIN // max(1, 4 * _prod(w.shape[1:]) * oh * wp)))
     return out
 
 
