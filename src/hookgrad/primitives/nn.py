@@ -786,8 +786,8 @@ def _direct_wgrad2d_kernel(x, gy, n0, n1, pt, pl, hp, wp, dh, dw, gw):
                     kj = 0
                     while kj < kw:
                         off = ki * dh * wp + kj * dw
-                        t = min(3, kw - kj)
-                        if t == 3:
+                        if kj + 3 <= kw:
+                            t = 3
                             y0, y1, y2 = xf[c, off:off + m], xf[c, off + dw:off + dw + m], \
                                 xf[c, off + 2 * dw:off + 2 * dw + m]
                             s00 = s01 = s02 = s10 = s11 = s12 = s20 = s21 = s22 = s30 = s31 = s32 = _f32(0)
